@@ -1,0 +1,2 @@
+// Built out in its own issue; see README.md for the plan.
+export {}

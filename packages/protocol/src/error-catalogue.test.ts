@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import {
+  catalogueEntry,
+  errorCatalogue,
+  httpStatusOf,
+  isResponseCode,
+  ResponseCode,
+} from './error-catalogue.js'
+import {
+  DecryptionFailedError,
+  InvalidEnvelopeError,
+  InvalidParameterError,
+  InvalidPlaintextError,
+  InvalidSecretError,
+} from './errors.js'
+
+test('the catalogue holds the codes of DESIGN.md §2 with status code / 10', () => {
+  const expected: [number, string, number][] = [
+    [2000, 'OK', 200],
+    [4000, 'INVALID_REQUEST', 400],
+    [4001, 'INVALID_PARAMETER', 400],
+    [4010, 'UNAUTHORIZED', 401],
+    [4011, 'TOKEN_EXPIRED', 401],
+    [4012, 'DECRYPTION_FAILED', 401],
+    [4030, 'FORBIDDEN', 403],
+    [4040, 'NOT_FOUND', 404],
+    [4090, 'REPLAYED', 409],
+    [4130, 'PAYLOAD_TOO_LARGE', 413],
+    [4150, 'UNSUPPORTED_MEDIA_TYPE', 415],
+    [4290, 'RATE_LIMITED', 429],
+    [5000, 'INTERNAL_ERROR', 500],
+    [5030, 'UNAVAILABLE', 503],
+  ]
+  assert.deepEqual(
+    [...errorCatalogue.values()].map((entry) => [entry.code, entry.name, entry.httpStatus]),
+    expected,
+  )
+  assert.equal(httpStatusOf(4011), 401)
+  assert.equal(isResponseCode(4090), true)
+  assert.equal(isResponseCode(4091), false)
+  assert.throws(() => catalogueEntry(1234 as never), RangeError)
+})
+
+test('every protocol error carries a stable code and a catalogue response code', () => {
+  const errors = [
+    [new InvalidEnvelopeError('x'), 'invalid_envelope', ResponseCode.INVALID_REQUEST],
+    [new DecryptionFailedError(), 'decryption_failed', ResponseCode.DECRYPTION_FAILED],
+    [new InvalidPlaintextError('x'), 'invalid_plaintext', ResponseCode.INVALID_REQUEST],
+    [new InvalidParameterError('size', 'x'), 'invalid_parameter', ResponseCode.INVALID_PARAMETER],
+    [new InvalidSecretError('x'), 'invalid_secret', ResponseCode.INTERNAL_ERROR],
+  ] as const
+  for (const [error, code, responseCode] of errors) {
+    assert.equal(error.code, code)
+    assert.equal(error.responseCode, responseCode)
+    assert.equal(error.name, error.constructor.name)
+    assert.ok(errorCatalogue.has(error.responseCode))
+  }
+})

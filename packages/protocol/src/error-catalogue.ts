@@ -1,0 +1,71 @@
+/**
+ * The one catalogue of response codes (DESIGN.md §2). The platform answers with these codes and the
+ * partner kit interprets them; neither defines a code of its own.
+ */
+export const ResponseCode = {
+  OK: 2000,
+  INVALID_REQUEST: 4000,
+  INVALID_PARAMETER: 4001,
+  UNAUTHORIZED: 4010,
+  TOKEN_EXPIRED: 4011,
+  DECRYPTION_FAILED: 4012,
+  FORBIDDEN: 4030,
+  NOT_FOUND: 4040,
+  REPLAYED: 4090,
+  PAYLOAD_TOO_LARGE: 4130,
+  UNSUPPORTED_MEDIA_TYPE: 4150,
+  RATE_LIMITED: 4290,
+  INTERNAL_ERROR: 5000,
+  UNAVAILABLE: 5030,
+} as const
+
+export type ResponseCodeName = keyof typeof ResponseCode
+export type ResponseCodeValue = (typeof ResponseCode)[ResponseCodeName]
+
+export interface CatalogueEntry {
+  readonly code: ResponseCodeValue
+  readonly name: ResponseCodeName
+  readonly httpStatus: number
+  /** The message used when nothing more specific may be said. */
+  readonly defaultMessage: string
+}
+
+const defaultMessages: Record<ResponseCodeName, string> = {
+  OK: 'success',
+  INVALID_REQUEST: 'the request is not a valid envelope',
+  INVALID_PARAMETER: 'a request field is invalid',
+  UNAUTHORIZED: 'missing or invalid bearer token',
+  TOKEN_EXPIRED: 'the access token has expired',
+  DECRYPTION_FAILED: 'the envelope could not be decrypted',
+  FORBIDDEN: 'the enterprise is disabled',
+  NOT_FOUND: 'no such recording',
+  REPLAYED: 'this envelope nonce was already used',
+  PAYLOAD_TOO_LARGE: 'the request body is over the size limit',
+  UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
+  RATE_LIMITED: 'rate limit exceeded; retry after the time in Retry-After',
+  INTERNAL_ERROR: 'internal error',
+  UNAVAILABLE: 'the service is unavailable; retry later',
+}
+
+/** HTTP status = code / 10, rounded down (DESIGN.md §2). */
+export function httpStatusOf(code: number): number {
+  return Math.floor(code / 10)
+}
+
+export const errorCatalogue: ReadonlyMap<ResponseCodeValue, CatalogueEntry> = new Map(
+  (Object.entries(ResponseCode) as [ResponseCodeName, ResponseCodeValue][]).map(([name, code]) => [
+    code,
+    Object.freeze({ code, name, httpStatus: httpStatusOf(code), defaultMessage: defaultMessages[name] }),
+  ]),
+)
+
+export function isResponseCode(value: unknown): value is ResponseCodeValue {
+  return typeof value === 'number' && errorCatalogue.has(value as ResponseCodeValue)
+}
+
+/** Looks up a code; throws on a code the catalogue does not define, since that is a programming error. */
+export function catalogueEntry(code: ResponseCodeValue): CatalogueEntry {
+  const entry = errorCatalogue.get(code)
+  if (!entry) throw new RangeError(`response code ${code} is not in the error catalogue`)
+  return entry
+}

@@ -1,0 +1,44 @@
+export { decodeCanonicalBase64 } from './base64.js'
+export {
+  ALG,
+  type Envelope,
+  isJsonObject,
+  type JsonObject,
+  type KeyResolver,
+  MAX_EVENT_ID_LENGTH,
+  NONCE_BYTES,
+  type OpenedEnvelope,
+  open,
+  parseEnvelope,
+  type SealOptions,
+  SPEC_VERSION,
+  seal,
+  TAG_BYTES,
+} from './envelope.js'
+export {
+  type CatalogueEntry,
+  catalogueEntry,
+  errorCatalogue,
+  httpStatusOf,
+  isResponseCode,
+  ResponseCode,
+  type ResponseCodeName,
+  type ResponseCodeValue,
+} from './error-catalogue.js'
+export {
+  DecryptionFailedError,
+  InvalidEnvelopeError,
+  InvalidParameterError,
+  InvalidPlaintextError,
+  InvalidSecretError,
+  ProtocolError,
+} from './errors.js'
+export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
+export * from './messages.js'
+export { ISO_INSTANT_RULE, parseInstant } from './time.js'
+export {
+  parseTranscriptSentences,
+  serializeTranscriptSentences,
+  type TranscriptSentence,
+  TranscriptSentenceSchema,
+} from './transcript.js'

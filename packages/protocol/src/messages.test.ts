@@ -1,0 +1,170 @@
+import assert from 'node:assert/strict'
+import { describe, test } from 'node:test'
+import { InvalidParameterError } from './errors.js'
+import {
+  AccessToken,
+  CallbackPlaintext,
+  isTranscriptData,
+  PushEvent,
+  RecordingFilter,
+  RecordingList,
+  TokenPlaintext,
+} from './messages.js'
+
+function refusal(fn: () => unknown): InvalidParameterError {
+  try {
+    fn()
+  } catch (error) {
+    assert.ok(error instanceof InvalidParameterError, `expected InvalidParameterError, got ${error}`)
+    assert.equal(error.responseCode, 4001)
+    return error
+  }
+  assert.fail('expected a refusal')
+}
+
+const transcriptData = {
+  deviceUid: 'DEV-1',
+  title: 'Standup',
+  transcriptId: 901,
+  transcriptText: 'hello world',
+  transcriptSentences: '[{"text":"hello world","beginTime":0,"endTime":1200}]',
+  durationMs: 1200,
+  wordsCount: 2,
+}
+const audioData = {
+  deviceUid: 'DEV-1',
+  title: 'Standup',
+  denoiseUrl: 'https://cdn.example/a.mp3',
+  recordDuration: 1200,
+}
+
+describe('RecordingFilter', () => {
+  test('every field is optional; page and size default to 1 and 20', () => {
+    assert.deepEqual(RecordingFilter.parse({}), { page: 1, size: 20 })
+  })
+
+  test('size 1 and 100 are accepted, 0 and 101 refused naming size', () => {
+    assert.equal(RecordingFilter.parse({ size: 1 }).size, 1)
+    assert.equal(RecordingFilter.parse({ size: 100 }).size, 100)
+    assert.match(refusal(() => RecordingFilter.parse({ size: 0 })).message, /^size: /)
+    assert.match(refusal(() => RecordingFilter.parse({ size: 101 })).message, /^size: must be <= 100/)
+    assert.equal(refusal(() => RecordingFilter.parse({ size: 20.5 })).field, 'size')
+    assert.equal(refusal(() => RecordingFilter.parse({ page: 0 })).field, 'page')
+    assert.equal(refusal(() => RecordingFilter.parse({ page: '2' })).field, 'page')
+  })
+
+  test('an unknown field is refused by name', () => {
+    const error = refusal(() => RecordingFilter.parse({ deviceUID: 'x' }))
+    assert.equal(error.field, 'deviceUID')
+    assert.match(error.message, /deviceUID: is not a known field/)
+  })
+
+  test('times need an explicit offset and must exist', () => {
+    assert.doesNotThrow(() =>
+      RecordingFilter.parse({ startTime: '2026-11-01T00:00:00+08:00', endTime: '2026-11-02T00:00:00Z' }),
+    )
+    for (const bad of [
+      '2026-11-01T00:00:00',
+      '2026-11-01',
+      '2026-02-30T00:00:00Z',
+      '2026-11-01T24:00:00Z',
+      'yesterday',
+    ]) {
+      const error = refusal(() => RecordingFilter.parse({ startTime: bad }))
+      assert.equal(error.field, 'startTime', bad)
+      assert.match(error.message, /explicit offset/)
+    }
+    assert.equal(
+      refusal(() => RecordingFilter.parse({ endTime: '2026-11-01T00:00:00+25:00' })).field,
+      'endTime',
+    )
+  })
+
+  test('startTime after endTime is refused; equal bounds are allowed', () => {
+    const error = refusal(() =>
+      RecordingFilter.parse({ startTime: '2026-11-02T00:00:00Z', endTime: '2026-11-01T00:00:00Z' }),
+    )
+    assert.match(error.message, /startTime: must not be after endTime/)
+    // The same instant written with two offsets is not "after".
+    assert.doesNotThrow(() =>
+      RecordingFilter.parse({ startTime: '2026-11-01T08:00:00+08:00', endTime: '2026-11-01T00:00:00Z' }),
+    )
+  })
+
+  test('the body must be an object', () => {
+    refusal(() => RecordingFilter.parse([]))
+  })
+})
+
+describe('other messages', () => {
+  test('callback needs audioId and nothing else', () => {
+    assert.deepEqual(CallbackPlaintext.parse({ audioId: 'aud_1' }), { audioId: 'aud_1' })
+    assert.match(refusal(() => CallbackPlaintext.parse({})).message, /^audioId: is required$/)
+    assert.equal(refusal(() => CallbackPlaintext.parse({ audioId: '' })).field, 'audioId')
+    assert.equal(refusal(() => CallbackPlaintext.parse({ audioId: 'a', eventId: 'e' })).field, 'eventId')
+  })
+
+  test('token plaintext may be empty', () => {
+    assert.deepEqual(TokenPlaintext.parse({}), {})
+    assert.equal(refusal(() => TokenPlaintext.parse({ enterpriseId: '1' })).field, 'enterpriseId')
+  })
+
+  test('access token has tokenType Bearer', () => {
+    assert.doesNotThrow(() => AccessToken.parse({ accessToken: 't', expiresIn: 7200, tokenType: 'Bearer' }))
+    assert.equal(
+      refusal(() => AccessToken.parse({ accessToken: 't', expiresIn: 7200, tokenType: 'bearer' })).field,
+      'tokenType',
+    )
+  })
+
+  test('a recording list carries both field sets, with types as they appear', () => {
+    const list = RecordingList.parse({
+      specVersion: '1',
+      page: 1,
+      size: 20,
+      total: 2,
+      items: [
+        { audioId: 'a2', data: transcriptData },
+        { audioId: 'a1', data: audioData },
+      ],
+    })
+    assert.equal(isTranscriptData(list.items[0]?.data as never), true)
+    assert.equal(isTranscriptData(list.items[1]?.data as never), false)
+    const wrongType = { ...transcriptData, transcriptSentences: [{ text: 'x', beginTime: 0, endTime: 1 }] }
+    const error = refusal(() =>
+      RecordingList.parse({
+        specVersion: '1',
+        page: 1,
+        size: 20,
+        total: 1,
+        items: [{ audioId: 'a', data: wrongType }],
+      }),
+    )
+    assert.match(error.field, /^items\[0\]\.data/)
+  })
+
+  test('push event of both kinds', () => {
+    const base = { eventId: 'evt-1', audioId: 'a1', occurredAt: '2026-11-21T08:00:00.000Z' }
+    assert.doesNotThrow(() =>
+      PushEvent.parse({ ...base, eventType: 'recording.audio_ready', data: audioData }),
+    )
+    assert.doesNotThrow(() =>
+      PushEvent.parse({ ...base, eventType: 'recording.transcript_ready', data: transcriptData }),
+    )
+    assert.equal(
+      refusal(() => PushEvent.parse({ ...base, eventType: 'recording.deleted', data: audioData })).field,
+      'eventType',
+    )
+    assert.equal(
+      refusal(() =>
+        PushEvent.parse({
+          ...base,
+          occurredAt: '2026-02-30T00:00:00Z',
+          eventType: 'recording.audio_ready',
+          data: audioData,
+        }),
+      ).field,
+      'occurredAt',
+    )
+  })
+})

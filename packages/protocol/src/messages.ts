@@ -1,0 +1,218 @@
+import Type, { type Static, type TSchema } from 'typebox'
+import { Compile, type Validator } from 'typebox/compile'
+import { ALG, MAX_EVENT_ID_LENGTH, SPEC_VERSION } from './envelope.js'
+import { InvalidParameterError } from './errors.js'
+import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE, parseInstant } from './time.js'
+
+/*
+ * Every message of the contract, as JSON Schema (TypeBox) with its static type. Field types are
+ * exactly as they appear on the wire: integers are JSON integers and transcriptSentences is a string
+ * holding JSON (see transcript.ts for the parsed form).
+ */
+
+const Id = (description: string) => Type.String({ minLength: 1, maxLength: 128, description })
+const Count = (description: string) => Type.Integer({ minimum: 0, description })
+const Instant = (description: string) => Type.String({ pattern: ISO_INSTANT_PATTERN, description })
+const closed = { additionalProperties: false } as const
+
+export const MAX_PAGE_SIZE = 100
+export const DEFAULT_PAGE_SIZE = 20
+
+/** Contract §2.1: the envelope (open() checks it by hand for speed; this schema documents it). */
+export const EnvelopeSchema = Type.Object({
+  specVersion: Type.Literal(SPEC_VERSION),
+  alg: Type.Literal(ALG),
+  keyVersion: Type.Integer({ minimum: 1 }),
+  eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
+  nonce: Type.String({ description: 'canonical Base64 of 12 bytes' }),
+  ciphertext: Type.String({ description: 'canonical Base64' }),
+  tag: Type.String({ description: 'canonical Base64 of 16 bytes' }),
+})
+
+/** Contract §4.1: the token request body is the envelope plus the enterpriseId in plaintext. */
+export const TokenRequestSchema = Type.Intersect([
+  EnvelopeSchema,
+  Type.Object({ enterpriseId: Type.Integer({ minimum: 1, description: 'enterprise id (long)' }) }),
+])
+export type TokenRequest = Static<typeof TokenRequestSchema>
+
+/** The token request's plaintext may be {}; an enterpriseId inside must match the outer one. */
+export const TokenPlaintextSchema = Type.Object({ enterpriseId: Type.Optional(Type.Integer({ minimum: 1 })) })
+export type TokenPlaintext = Static<typeof TokenPlaintextSchema>
+
+/** Contract §2.2: token response `data` (not encrypted). */
+export const AccessTokenSchema = Type.Object({
+  accessToken: Type.String({ minLength: 1 }),
+  expiresIn: Type.Integer({ minimum: 1, description: 'validity in seconds' }),
+  tokenType: Type.Literal('Bearer'),
+})
+export type AccessToken = Static<typeof AccessTokenSchema>
+
+/** Contract §2.3 with the rules of DESIGN.md §4. */
+export const RecordingFilterSchema = Type.Object(
+  {
+    audioId: Type.Optional(Id('recording id')),
+    deviceUid: Type.Optional(Id('device UID')),
+    page: Type.Optional(Type.Integer({ minimum: 1, description: 'page number, default 1' })),
+    size: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'rows per page, default 20' }),
+    ),
+    startTime: Type.Optional(Instant('inclusive lower bound on recordedAt')),
+    endTime: Type.Optional(Instant('exclusive upper bound on recordedAt')),
+  },
+  closed,
+)
+export type RecordingFilter = Static<typeof RecordingFilterSchema>
+/** A filter after defaults are applied. */
+export type ResolvedRecordingFilter = RecordingFilter & { page: number; size: number }
+
+/** Set A (transcript form), returned once the recording's transcript exists. */
+export const TranscriptRecordingDataSchema = Type.Object({
+  deviceUid: Type.String(),
+  title: Type.String(),
+  transcriptId: Type.Integer(),
+  transcriptText: Type.String(),
+  transcriptSentences: Type.String({ description: 'a JSON array of {text, beginTime, endTime}, serialized' }),
+  durationMs: Count('duration in milliseconds'),
+  wordsCount: Count('word count'),
+})
+export type TranscriptRecordingData = Static<typeof TranscriptRecordingDataSchema>
+
+/** Set B (audio-file form), returned while the recording has only its audio part. */
+export const AudioRecordingDataSchema = Type.Object({
+  deviceUid: Type.String(),
+  title: Type.String(),
+  denoiseUrl: Type.String(),
+  recordDuration: Count('recording duration'),
+})
+export type AudioRecordingData = Static<typeof AudioRecordingDataSchema>
+
+export const RecordingDataSchema = Type.Union([TranscriptRecordingDataSchema, AudioRecordingDataSchema])
+export type RecordingData = Static<typeof RecordingDataSchema>
+
+export function isTranscriptData(data: RecordingData): data is TranscriptRecordingData {
+  return 'transcriptId' in data
+}
+
+/** Contract §2.4: the plaintext of the query response `data`. */
+export const RecordingListSchema = Type.Object({
+  specVersion: Type.Literal(SPEC_VERSION),
+  page: Type.Integer({ minimum: 1 }),
+  size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
+  total: Count('number of all matching recordings'),
+  items: Type.Array(Type.Object({ audioId: Type.String(), data: RecordingDataSchema })),
+})
+export type RecordingList = Static<typeof RecordingListSchema>
+
+/** Contract §2.6. */
+export const CallbackPlaintextSchema = Type.Object({ audioId: Id('id of the received recording') }, closed)
+export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
+
+export const PushEventType = {
+  AUDIO_READY: 'recording.audio_ready',
+  TRANSCRIPT_READY: 'recording.transcript_ready',
+} as const
+
+/** DESIGN.md §6: the plaintext of a push to the partner. */
+export const PushEventSchema = Type.Object({
+  eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
+  eventType: Type.Union([
+    Type.Literal(PushEventType.AUDIO_READY),
+    Type.Literal(PushEventType.TRANSCRIPT_READY),
+  ]),
+  audioId: Type.String({ minLength: 1 }),
+  occurredAt: Instant('when the recording part became available'),
+  data: RecordingDataSchema,
+})
+export type PushEvent = Static<typeof PushEventSchema>
+
+/** DESIGN.md §2: every response body. */
+export const ResponseBodySchema = Type.Object({
+  code: Type.Integer(),
+  msg: Type.Optional(Type.String()),
+  requestId: Type.Optional(Type.String()),
+  data: Type.Optional(Type.Unknown()),
+})
+export type ResponseBody<Data = unknown> = { code: number; msg?: string; requestId?: string; data?: Data }
+
+export interface MessageParser<T> {
+  readonly schema: TSchema
+  /** Returns the value typed, or throws InvalidParameterError naming the first field that breaks its rule. */
+  parse(value: unknown): T
+}
+
+function parser<S extends TSchema>(schema: S, check?: (value: Static<S>) => void): MessageParser<Static<S>> {
+  const validator = Compile(schema)
+  return {
+    schema,
+    parse(value) {
+      if (!validator.Check(value)) throw firstError(validator, value)
+      check?.(value)
+      return value as Static<S>
+    },
+  }
+}
+
+function firstError(validator: Validator, value: unknown): InvalidParameterError {
+  const [error] = validator.Errors(value).filter((e) => e.keyword !== 'boolean')
+  if (!error) return new InvalidParameterError('', 'the message does not match its schema')
+  const at = error.instancePath
+  const params = error.params as {
+    requiredProperties?: string[]
+    additionalProperties?: string[]
+    pattern?: string
+  }
+  if (error.keyword === 'required' && params.requiredProperties?.[0]) {
+    return new InvalidParameterError(fieldName(`${at}/${params.requiredProperties[0]}`), 'is required')
+  }
+  if (error.keyword === 'additionalProperties' && params.additionalProperties?.[0]) {
+    return new InvalidParameterError(
+      fieldName(`${at}/${params.additionalProperties[0]}`),
+      'is not a known field',
+    )
+  }
+  if (error.keyword === 'pattern' && params.pattern === ISO_INSTANT_PATTERN) {
+    return new InvalidParameterError(fieldName(at), ISO_INSTANT_RULE)
+  }
+  return new InvalidParameterError(fieldName(at), error.message)
+}
+
+/** '/items/0/data/title' → 'items[0].data.title' */
+function fieldName(pointer: string): string {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((part) => part.replaceAll('~1', '/').replaceAll('~0', '~'))
+    .reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '')
+}
+
+function checkInstant(field: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const instant = parseInstant(text)
+  if (instant === undefined) throw new InvalidParameterError(field, ISO_INSTANT_RULE)
+  return instant
+}
+
+const recordingFilter = parser(RecordingFilterSchema, (filter) => {
+  const start = checkInstant('startTime', filter.startTime)
+  const end = checkInstant('endTime', filter.endTime)
+  if (start !== undefined && end !== undefined && start > end) {
+    throw new InvalidParameterError('startTime', 'must not be after endTime')
+  }
+})
+
+export const TokenPlaintext = parser(TokenPlaintextSchema)
+export const AccessToken = parser(AccessTokenSchema)
+export const RecordingList = parser(RecordingListSchema)
+export const CallbackPlaintext = parser(CallbackPlaintextSchema)
+export const PushEvent = parser(PushEventSchema, (event) => {
+  checkInstant('occurredAt', event.occurredAt)
+})
+export const RecordingFilter = {
+  schema: RecordingFilterSchema,
+  /** Validates a filter (DESIGN.md §4) and applies the defaults page 1 and size 20. */
+  parse(value: unknown): ResolvedRecordingFilter {
+    const filter = recordingFilter.parse(value)
+    return { ...filter, page: filter.page ?? 1, size: filter.size ?? DEFAULT_PAGE_SIZE }
+  },
+} satisfies MessageParser<ResolvedRecordingFilter>
