@@ -141,7 +141,14 @@ export interface MessageParser<T> {
   parse(value: unknown): T
 }
 
-function parser<S extends TSchema>(schema: S, check?: (value: Static<S>) => void): MessageParser<Static<S>> {
+/**
+ * Compiles a schema into a parser whose refusals are InvalidParameterError naming the field; `check`
+ * adds the rules JSON Schema cannot say (cross-field, calendar). Shared with the platform and kit.
+ */
+export function messageParser<S extends TSchema>(
+  schema: S,
+  check?: (value: Static<S>) => void,
+): MessageParser<Static<S>> {
   const validator = Compile(schema)
   return {
     schema,
@@ -186,14 +193,15 @@ function fieldName(pointer: string): string {
     .reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '')
 }
 
-function checkInstant(field: string, text: string | undefined): number | undefined {
+/** Checks an optional ISO-8601 instant field (explicit offset, real date) and returns epoch ms. */
+export function checkInstant(field: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined
   const instant = parseInstant(text)
   if (instant === undefined) throw new InvalidParameterError(field, ISO_INSTANT_RULE)
   return instant
 }
 
-const recordingFilter = parser(RecordingFilterSchema, (filter) => {
+const recordingFilter = messageParser(RecordingFilterSchema, (filter) => {
   const start = checkInstant('startTime', filter.startTime)
   const end = checkInstant('endTime', filter.endTime)
   if (start !== undefined && end !== undefined && start > end) {
@@ -201,11 +209,11 @@ const recordingFilter = parser(RecordingFilterSchema, (filter) => {
   }
 })
 
-export const TokenPlaintext = parser(TokenPlaintextSchema)
-export const AccessToken = parser(AccessTokenSchema)
-export const RecordingList = parser(RecordingListSchema)
-export const CallbackPlaintext = parser(CallbackPlaintextSchema)
-export const PushEvent = parser(PushEventSchema, (event) => {
+export const TokenPlaintext = messageParser(TokenPlaintextSchema)
+export const AccessToken = messageParser(AccessTokenSchema)
+export const RecordingList = messageParser(RecordingListSchema)
+export const CallbackPlaintext = messageParser(CallbackPlaintextSchema)
+export const PushEvent = messageParser(PushEventSchema, (event) => {
   checkInstant('occurredAt', event.occurredAt)
 })
 export const RecordingFilter = {

@@ -1,0 +1,169 @@
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import type { PlatformContext } from '../context.js'
+import {
+  createEnterprise,
+  disableEnterprise,
+  enterpriseExists,
+  listEnterprises,
+  rotateKey,
+  setPushUrl,
+} from '../enterprises/enterprise-store.js'
+import { ApiError } from '../http/api-error.js'
+import { installErrorHandling } from '../http/error-handler.js'
+import { type Lifecycle, loggerOptions } from '../http/server-options.js'
+import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
+import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
+import { importJsonLines } from './json-lines-import.js'
+
+export const ADMIN_PREFIX = '/admin/v1'
+
+/**
+ * The operators' API (DESIGN.md §7), on its own listener bound to loopback by default and guarded by
+ * the admin bearer token. Successes answer with the resource itself; refusals with {code, msg, requestId}.
+ */
+export async function buildAdminApi(
+  context: PlatformContext,
+  lifecycle: Lifecycle,
+  adminToken: string,
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(context.config.logLevel),
+    bodyLimit: 1024 * 1024,
+    genReqId: () => randomUUID(),
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+  })
+  installErrorHandling(app)
+  // JSON Lines import bodies are read raw; their size has its own, larger limit.
+  app.addContentTypeParser(
+    ['application/x-ndjson', 'application/jsonl'],
+    { parseAs: 'string', bodyLimit: context.config.adminBodyLimitBytes },
+    (_request, body, done) => done(null, body),
+  )
+
+  const expected = digest(adminToken)
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (request.url === '/healthz') return
+    if (lifecycle.shuttingDown) throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
+    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
+    if (!given || !timingSafeEqual(digest(given), expected)) {
+      throw new ApiError(
+        ResponseCode.UNAUTHORIZED,
+        'the admin API needs "Authorization: Bearer <EARSHOT_ADMIN_TOKEN>"',
+      )
+    }
+  })
+
+  const newAudioId = audioIdGenerator(context.randomBytes)
+  const { db, config } = context
+
+  app.get('/healthz', async () => ({ status: 'ok' }))
+
+  app.post(`${ADMIN_PREFIX}/enterprises`, async (request, reply) => {
+    const body = objectBody(request)
+    const name = body.name
+    if (typeof name !== 'string' || name.trim().length === 0 || name.length > 200) {
+      throw new InvalidParameterError('name', 'must be a non-empty string of at most 200 characters')
+    }
+    const pushUrl = pushUrlField(body.pushUrl)
+    const created = await createEnterprise(db, name.trim(), pushUrl, context.randomBytes)
+    return reply.code(201).send(created)
+  })
+
+  app.get(`${ADMIN_PREFIX}/enterprises`, async () => ({ enterprises: await listEnterprises(db) }))
+
+  app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/disable`, async (request) => {
+    const enterpriseId = enterpriseIdParam(request)
+    if (!(await disableEnterprise(db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
+    return { enterpriseId, disabled: true }
+  })
+
+  app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/rotate-key`, async (request) => {
+    const enterpriseId = enterpriseIdParam(request)
+    const rotated = await rotateKey(db, enterpriseId, config.keyGraceSeconds, context.randomBytes)
+    if (!rotated) throw noSuchEnterprise(enterpriseId)
+    return rotated
+  })
+
+  app.put(`${ADMIN_PREFIX}/enterprises/:enterpriseId/push-url`, async (request) => {
+    const enterpriseId = enterpriseIdParam(request)
+    const pushUrl = pushUrlField(objectBody(request).pushUrl)
+    if (!(await setPushUrl(db, enterpriseId, pushUrl))) throw noSuchEnterprise(enterpriseId)
+    return { enterpriseId, pushUrl }
+  })
+
+  app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings`, async (request, reply) => {
+    const enterpriseId = await existingEnterprise(request)
+    const recording = toNewRecording(request.body, newAudioId)
+    await insertRecordings(db, enterpriseId, [recording])
+    return reply.code(201).send({ audioId: recording.audioId })
+  })
+
+  app.put(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/:audioId/transcript`, async (request) => {
+    const enterpriseId = enterpriseIdParam(request)
+    const { audioId } = request.params as { audioId: string }
+    const transcript = TranscriptPart.parse(request.body)
+    if (!(await attachTranscript(db, enterpriseId, audioId, transcript))) {
+      throw new ApiError(
+        ResponseCode.NOT_FOUND,
+        `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
+      )
+    }
+    return { audioId }
+  })
+
+  app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/import`, async (request, reply) => {
+    const enterpriseId = await existingEnterprise(request)
+    if (typeof request.body !== 'string') {
+      throw new ApiError(
+        ResponseCode.UNSUPPORTED_MEDIA_TYPE,
+        'send the JSON Lines file as Content-Type application/x-ndjson',
+      )
+    }
+    return importJsonLines(db, enterpriseId, request.body, newAudioId, reply)
+  })
+
+  async function existingEnterprise(request: FastifyRequest): Promise<number> {
+    const enterpriseId = enterpriseIdParam(request)
+    if (!(await enterpriseExists(db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
+    return enterpriseId
+  }
+
+  return app
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest()
+}
+
+function objectBody(request: FastifyRequest): Record<string, unknown> {
+  const body = request.body
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object')
+  }
+  return body as Record<string, unknown>
+}
+
+function enterpriseIdParam(request: FastifyRequest): number {
+  const raw = (request.params as { enterpriseId: string }).enterpriseId
+  const id = /^\d{1,15}$/.test(raw) ? Number(raw) : 0
+  if (id < 1) throw new InvalidParameterError('enterpriseId', 'must be a positive integer')
+  return id
+}
+
+function noSuchEnterprise(enterpriseId: number): ApiError {
+  return new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+}
+
+/** A push URL is an absolute http(s) URL, or null to stop pushing. */
+export function pushUrlField(value: unknown): string | null {
+  if (value === undefined || value === null) return null
+  if (typeof value === 'string' && URL.canParse(value)) {
+    const url = new URL(value)
+    if ((url.protocol === 'http:' || url.protocol === 'https:') && url.hostname) return url.href
+  }
+  throw new InvalidParameterError('pushUrl', 'must be an absolute http:// or https:// URL, or null')
+}

@@ -1,0 +1,47 @@
+import { ResponseCode } from '@earshot/protocol'
+import type { FastifyRequest } from 'fastify'
+import type { PlatformContext } from '../context.js'
+import { ApiError } from '../http/api-error.js'
+import { credentialsForBearer } from './credentials.js'
+import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
+
+const bearer = /^Bearer ([\x21-\x7e]+)$/
+
+/**
+ * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000),
+ * enterpriseId beside the envelope matching the token (4012), enterprise enabled (4030) and token not
+ * revoked (4010), rate limit (4290), decryption (4012/4000), replay (4090).
+ */
+export async function authenticate(
+  context: PlatformContext,
+  request: FastifyRequest,
+  rateLimit: RateLimitCheck,
+): Promise<OpenedRequest> {
+  const token = bearer.exec(request.headers.authorization ?? '')?.[1]
+  if (!token) throw new ApiError(ResponseCode.UNAUTHORIZED, 'Authorization must be "Bearer <accessToken>"')
+  const checked = context.tokens.check(token, Math.floor(context.clock() / 1000))
+  if (!checked.ok) {
+    throw checked.reason === 'expired'
+      ? new ApiError(ResponseCode.TOKEN_EXPIRED, 'the access token has expired; request a new one')
+      : new ApiError(ResponseCode.UNAUTHORIZED, 'the access token is not valid')
+  }
+  const { enterpriseId, keyVersion: tokenKeyVersion } = checked.claims
+
+  const { envelope, enterpriseId: claimed } = readEnvelope(request.body)
+  if (claimed !== undefined && claimed !== enterpriseId) {
+    throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
+  }
+  const credentials = await credentialsForBearer(
+    context.db,
+    enterpriseId,
+    tokenKeyVersion,
+    envelope.keyVersion,
+  )
+  if (!credentials) throw new ApiError(ResponseCode.UNAUTHORIZED, 'the access token is not valid')
+  if (credentials.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
+  if (!credentials.tokenKeyActive) {
+    throw new ApiError(ResponseCode.UNAUTHORIZED, 'the access token was revoked: its key version is retired')
+  }
+  await rateLimit(request, enterpriseId)
+  return openAndGuard(context, envelope, enterpriseId, credentials.secret)
+}

@@ -1,0 +1,77 @@
+import {
+  type Envelope,
+  type EnvelopeKey,
+  isJsonObject,
+  type JsonObject,
+  loadKey,
+  open,
+  parseEnvelope,
+  ResponseCode,
+  seal,
+} from '@earshot/protocol'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { PlatformContext } from '../context.js'
+import { ApiError } from '../http/api-error.js'
+import { acceptNonce } from './replay-guard.js'
+
+/** An opened request: who sent it, under which key, and its plaintext. */
+export interface OpenedRequest {
+  enterpriseId: number
+  keyVersion: number
+  eventId: string
+  key: EnvelopeKey
+  plaintext: JsonObject
+}
+
+/** Checks a per-enterprise limit; throws 4290 with Retry-After when it is exceeded. */
+export type RateLimitCheck = (request: FastifyRequest, enterpriseId: number) => Promise<void>
+
+/** The body as an envelope, with its optional plaintext enterpriseId beside it. */
+export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId: unknown } {
+  if (!isJsonObject(body))
+    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object (an envelope)')
+  return { envelope: parseEnvelope(body), enterpriseId: body.enterpriseId }
+}
+
+/**
+ * Opens the envelope under the secret found for it, then records its nonce: a nonce accepted before
+ * under the same (enterprise, keyVersion) within the replay window is refused with 4090.
+ */
+export async function openAndGuard(
+  context: PlatformContext,
+  envelope: Envelope,
+  enterpriseId: number,
+  secret: string | null | undefined,
+): Promise<OpenedRequest> {
+  const key = secret ? loadKey(secret) : undefined
+  const { plaintext } = open(envelope, (version) => (version === envelope.keyVersion ? key : undefined))
+  const expiresAt = context.clock() + context.config.replayWindowSeconds * 1000
+  if (!(await acceptNonce(context.db, enterpriseId, envelope.keyVersion, envelope.nonce, expiresAt))) {
+    throw new ApiError(
+      ResponseCode.REPLAYED,
+      'this envelope nonce was already used; seal every request afresh',
+    )
+  }
+  return {
+    enterpriseId,
+    keyVersion: envelope.keyVersion,
+    eventId: envelope.eventId,
+    key: key as EnvelopeKey,
+    plaintext,
+  }
+}
+
+/** Answers 2000 with `data` sealed under the request's key, keyVersion and eventId (DESIGN.md §1). */
+export function replySealed(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  opened: OpenedRequest,
+  data: JsonObject,
+) {
+  return reply.send({
+    code: ResponseCode.OK,
+    msg: 'success',
+    requestId: request.id,
+    data: seal(opened.key, opened.keyVersion, opened.eventId, data),
+  })
+}

@@ -1,0 +1,45 @@
+import { ResponseCode, TokenPlaintext } from '@earshot/protocol'
+import type { FastifyInstance } from 'fastify'
+import type { PlatformContext } from '../context.js'
+import { ApiError } from '../http/api-error.js'
+import { credentialsForTokenRequest } from './credentials.js'
+import { openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
+
+/** POST /openapi/v1/token (contract §4.1, DESIGN.md §3). The response data is not encrypted. */
+export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateLimit: RateLimitCheck): void {
+  app.post('/openapi/v1/token', async (request, reply) => {
+    const { envelope, enterpriseId } = readEnvelope(request.body)
+    if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
+      throw new ApiError(
+        ResponseCode.INVALID_REQUEST,
+        'enterpriseId must be a positive integer, sent in plaintext beside the envelope fields',
+      )
+    }
+    const id = enterpriseId as number
+    // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
+    const credentials = await credentialsForTokenRequest(context.db, id, envelope.keyVersion)
+    const opened = await openAndGuard(context, envelope, id, credentials?.secret)
+    if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
+    const plaintext = TokenPlaintext.parse(opened.plaintext)
+    if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {
+      throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
+    }
+    await rateLimit(request, id)
+
+    const expiresIn = context.config.tokenTtlSeconds
+    const accessToken = context.tokens.issue(
+      {
+        enterpriseId: id,
+        keyVersion: envelope.keyVersion,
+        expiresAt: Math.floor(context.clock() / 1000) + expiresIn,
+      },
+      context.randomBytes(12),
+    )
+    return reply.send({
+      code: ResponseCode.OK,
+      msg: 'success',
+      requestId: request.id,
+      data: { accessToken, expiresIn, tokenType: 'Bearer' },
+    })
+  })
+}

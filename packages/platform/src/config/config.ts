@@ -1,0 +1,184 @@
+/**
+ * The platform's configuration: read from environment variables (names of DESIGN.md §7) and CLI
+ * flags, validated once at start. A wrong value stops the process with a message naming it.
+ */
+export interface PlatformConfig {
+  host: string
+  port: number
+  adminHost: string
+  adminPort: number
+  /** Bearer token of the admin API; generated (and printed once) by `serve` when unset. */
+  adminToken: string | undefined
+  dataDir: string
+  databaseUrl: string | undefined
+  tokenTtlSeconds: number
+  bodyLimitBytes: number
+  adminBodyLimitBytes: number
+  replayWindowSeconds: number
+  keyGraceSeconds: number
+  /** Requests per enterprise per minute on each instance; 0 turns the limit off. */
+  rateLimitPerMinute: number
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  /** Seconds that shutdown waits for in-flight requests before closing connections. */
+  shutdownGraceSeconds: number
+  /** On a fresh database, create a demo enterprise with sample recordings. */
+  demo: boolean
+}
+
+export class ConfigError extends Error {
+  readonly code = 'invalid_config'
+}
+
+type Source = Record<string, string | undefined>
+
+interface Setting<K extends keyof PlatformConfig> {
+  key: K
+  env: string
+  parse: (raw: string) => PlatformConfig[K] | undefined
+  rule: string
+  fallback: PlatformConfig[K]
+}
+
+const integer =
+  (min: number, max: number) =>
+  (raw: string): number | undefined => {
+    if (!/^\d+$/.test(raw)) return undefined
+    const value = Number(raw)
+    return value >= min && value <= max ? value : undefined
+  }
+const text = (raw: string) => (raw.length > 0 ? raw : undefined)
+const port = { parse: integer(0, 65_535), rule: 'an integer from 0 to 65535' }
+const seconds = (min: number) => ({
+  parse: integer(min, 10 * 365 * 86_400),
+  rule: `a whole number of seconds ≥ ${min}`,
+})
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+
+const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
+  host: {
+    key: 'host',
+    env: 'EARSHOT_HOST',
+    parse: text,
+    rule: 'a host name or address',
+    fallback: '127.0.0.1',
+  },
+  port: { key: 'port', env: 'EARSHOT_PORT', ...port, fallback: 8080 },
+  adminHost: {
+    key: 'adminHost',
+    env: 'EARSHOT_ADMIN_HOST',
+    parse: text,
+    rule: 'a host name or address',
+    fallback: '127.0.0.1',
+  },
+  adminPort: { key: 'adminPort', env: 'EARSHOT_ADMIN_PORT', ...port, fallback: 8081 },
+  adminToken: {
+    key: 'adminToken',
+    env: 'EARSHOT_ADMIN_TOKEN',
+    parse: (raw) => (raw.length >= 16 ? raw : undefined),
+    rule: 'at least 16 characters',
+    fallback: undefined,
+  },
+  dataDir: {
+    key: 'dataDir',
+    env: 'EARSHOT_DATA_DIR',
+    parse: text,
+    rule: 'a directory path',
+    fallback: './.earshot/data',
+  },
+  databaseUrl: {
+    key: 'databaseUrl',
+    env: 'DATABASE_URL',
+    parse: (raw) => (/^postgres(ql)?:\/\//.test(raw) ? raw : undefined),
+    rule: 'a postgres:// or postgresql:// URL',
+    fallback: undefined,
+  },
+  tokenTtlSeconds: { key: 'tokenTtlSeconds', env: 'EARSHOT_TOKEN_TTL', ...seconds(1), fallback: 7200 },
+  bodyLimitBytes: {
+    key: 'bodyLimitBytes',
+    env: 'EARSHOT_BODY_LIMIT',
+    parse: integer(1024, 16 * 1024 * 1024),
+    rule: 'a number of bytes from 1024 to 16777216',
+    fallback: 64 * 1024,
+  },
+  adminBodyLimitBytes: {
+    key: 'adminBodyLimitBytes',
+    env: 'EARSHOT_ADMIN_BODY_LIMIT',
+    parse: integer(1024, 2 * 1024 * 1024 * 1024),
+    rule: 'a number of bytes from 1024 to 2 GiB',
+    fallback: 512 * 1024 * 1024,
+  },
+  replayWindowSeconds: {
+    key: 'replayWindowSeconds',
+    env: 'EARSHOT_REPLAY_WINDOW',
+    ...seconds(1),
+    fallback: 7 * 86_400,
+  },
+  keyGraceSeconds: { key: 'keyGraceSeconds', env: 'EARSHOT_KEY_GRACE', ...seconds(0), fallback: 86_400 },
+  rateLimitPerMinute: {
+    key: 'rateLimitPerMinute',
+    env: 'EARSHOT_RATE_LIMIT',
+    parse: integer(0, 100_000_000),
+    rule: 'requests per enterprise per minute, a whole number (0 turns the limit off)',
+    fallback: 6000,
+  },
+  logLevel: {
+    key: 'logLevel',
+    env: 'EARSHOT_LOG_LEVEL',
+    parse: (raw) => logLevels.find((level) => level === raw),
+    rule: `one of ${logLevels.join(', ')}`,
+    fallback: 'info',
+  },
+  shutdownGraceSeconds: {
+    key: 'shutdownGraceSeconds',
+    env: 'EARSHOT_SHUTDOWN_GRACE',
+    ...seconds(0),
+    fallback: 10,
+  },
+  demo: {
+    key: 'demo',
+    env: 'EARSHOT_DEMO',
+    parse: (raw) =>
+      raw === '1' || raw === 'true' ? true : raw === '0' || raw === 'false' ? false : undefined,
+    rule: '1 or 0',
+    fallback: false,
+  },
+}
+
+/** Names of the environment variables, for help text. */
+export const configEnvironment = Object.values(settings).map(({ env, rule }) => ({ env, rule }))
+
+/**
+ * Builds the configuration from flags (already named by config key) over environment variables over
+ * defaults. Throws ConfigError listing every wrong value, each with its name and rule.
+ */
+export function loadConfig(
+  env: Source = process.env,
+  flags: Partial<Record<keyof PlatformConfig, string>> = {},
+): PlatformConfig {
+  const problems: string[] = []
+  const config = {} as Record<keyof PlatformConfig, unknown>
+  for (const setting of Object.values(settings) as Setting<keyof PlatformConfig>[]) {
+    const fromFlag = flags[setting.key]
+    const raw = fromFlag ?? env[setting.env]
+    if (raw === undefined || (fromFlag === undefined && raw === '')) {
+      config[setting.key] = setting.fallback
+      continue
+    }
+    const value = setting.parse(raw)
+    if (value === undefined) {
+      const shown =
+        setting.key === 'adminToken' || setting.key === 'databaseUrl' ? '(hidden)' : JSON.stringify(raw)
+      problems.push(
+        `${fromFlag === undefined ? setting.env : `--${kebab(setting.key)}`} must be ${setting.rule}; got ${shown}`,
+      )
+    } else {
+      config[setting.key] = value
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`)
+  return config as PlatformConfig
+}
+
+function kebab(name: string): string {
+  return name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
+}

@@ -1,0 +1,13 @@
+import type { AccessTokens } from './auth/access-tokens.js'
+import type { PlatformConfig } from './config/config.js'
+import type { Database } from './storage/database.js'
+
+/** What every feature of a running platform is handed: passed in, never global. */
+export interface PlatformContext {
+  config: PlatformConfig
+  db: Database
+  tokens: AccessTokens
+  /** Epoch milliseconds; injected so tests can move time. */
+  clock: () => number
+  randomBytes: (size: number) => Buffer
+}

@@ -1,0 +1,148 @@
+import { generateSecret } from '@earshot/protocol'
+import type { Database, Queryable } from '../storage/database.js'
+
+export interface EnterpriseCredentials {
+  enterpriseId: number
+  keyVersion: number
+  /** Shown once, when created; the platform keeps it to open and seal envelopes. */
+  secret: string
+}
+
+export interface EnterpriseKeySummary {
+  keyVersion: number
+  createdAt: string
+  /** When the key stops being accepted; null for the current key. */
+  retiresAt: string | null
+}
+
+export interface EnterpriseSummary {
+  enterpriseId: number
+  name: string
+  pushUrl: string | null
+  disabled: boolean
+  createdAt: string
+  keys: EnterpriseKeySummary[]
+}
+
+export interface RotatedKey extends EnterpriseCredentials {
+  previousKeyVersion: number
+  previousKeyRetiresAt: string
+}
+
+type RandomBytes = (size: number) => Buffer
+
+export async function createEnterprise(
+  db: Database,
+  name: string,
+  pushUrl: string | null,
+  randomBytes?: RandomBytes,
+): Promise<EnterpriseCredentials> {
+  const secret = generateSecret(randomBytes)
+  return db.transaction(async (tx) => {
+    const [row] = await tx.query<{ enterpriseId: number }>(
+      'INSERT INTO enterprises (name, push_url) VALUES ($1, $2) RETURNING enterprise_id AS "enterpriseId"',
+      [name, pushUrl],
+    )
+    const enterpriseId = (row as { enterpriseId: number }).enterpriseId
+    await tx.query('INSERT INTO enterprise_keys (enterprise_id, key_version, secret) VALUES ($1, 1, $2)', [
+      enterpriseId,
+      secret,
+    ])
+    return { enterpriseId, keyVersion: 1, secret }
+  })
+}
+
+export async function listEnterprises(db: Queryable): Promise<EnterpriseSummary[]> {
+  const rows = await db.query<EnterpriseSummary & { keys: EnterpriseKeySummary[] | string }>(
+    `SELECT e.enterprise_id AS "enterpriseId", e.name, e.push_url AS "pushUrl",
+            e.disabled_at IS NOT NULL AS disabled, ${isoTime('e.created_at')} AS "createdAt",
+            (SELECT json_agg(json_build_object('keyVersion', k.key_version, 'createdAt', ${isoTime('k.created_at')},
+                                               'retiresAt', ${isoTime('k.retires_at')}) ORDER BY k.key_version)
+               FROM enterprise_keys k WHERE k.enterprise_id = e.enterprise_id) AS keys
+       FROM enterprises e ORDER BY e.enterprise_id`,
+  )
+  return rows.map((row) => ({ ...row, keys: typeof row.keys === 'string' ? JSON.parse(row.keys) : row.keys }))
+}
+
+export async function enterpriseExists(db: Queryable, enterpriseId: number): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM enterprises WHERE enterprise_id = $1', [enterpriseId])
+  return rows.length === 1
+}
+
+/** Disables an enterprise: its tokens stop working at once. False when there is no such enterprise. */
+export async function disableEnterprise(db: Queryable, enterpriseId: number): Promise<boolean> {
+  const rows = await db.query(
+    'UPDATE enterprises SET disabled_at = coalesce(disabled_at, now()) WHERE enterprise_id = $1 RETURNING 1',
+    [enterpriseId],
+  )
+  return rows.length === 1
+}
+
+export async function setPushUrl(
+  db: Queryable,
+  enterpriseId: number,
+  pushUrl: string | null,
+): Promise<boolean> {
+  const rows = await db.query('UPDATE enterprises SET push_url = $2 WHERE enterprise_id = $1 RETURNING 1', [
+    enterpriseId,
+    pushUrl,
+  ])
+  return rows.length === 1
+}
+
+/**
+ * Issues the next keyVersion. The previous current key stays valid for the grace period and then
+ * retires, revoking the tokens issued under it. Undefined when there is no such enterprise.
+ */
+export async function rotateKey(
+  db: Database,
+  enterpriseId: number,
+  graceSeconds: number,
+  randomBytes?: RandomBytes,
+): Promise<RotatedKey | undefined> {
+  const secret = generateSecret(randomBytes)
+  return db.transaction(async (tx) => {
+    const locked = await tx.query('SELECT 1 FROM enterprises WHERE enterprise_id = $1 FOR UPDATE', [
+      enterpriseId,
+    ])
+    if (locked.length === 0) return undefined
+    const [current] = await tx.query<{ keyVersion: number; retiresAt: string }>(
+      `UPDATE enterprise_keys SET retires_at = now() + make_interval(secs => $2)
+        WHERE enterprise_id = $1 AND retires_at IS NULL
+        RETURNING key_version AS "keyVersion", ${isoTime('retires_at')} AS "retiresAt"`,
+      [enterpriseId, graceSeconds],
+    )
+    const [next] = await tx.query<{ keyVersion: number }>(
+      `INSERT INTO enterprise_keys (enterprise_id, key_version, secret)
+       SELECT $1, coalesce(max(key_version), 0) + 1, $2 FROM enterprise_keys WHERE enterprise_id = $1
+       RETURNING key_version AS "keyVersion"`,
+      [enterpriseId, secret],
+    )
+    const keyVersion = (next as { keyVersion: number }).keyVersion
+    return {
+      enterpriseId,
+      keyVersion,
+      secret,
+      previousKeyVersion: current?.keyVersion ?? keyVersion - 1,
+      previousKeyRetiresAt: current?.retiresAt ?? new Date().toISOString(),
+    }
+  })
+}
+
+/** The current key of an enterprise (the one pushes are sealed under). */
+export async function currentKey(
+  db: Queryable,
+  enterpriseId: number,
+): Promise<{ keyVersion: number; secret: string } | undefined> {
+  const [row] = await db.query<{ keyVersion: number; secret: string }>(
+    `SELECT key_version AS "keyVersion", secret FROM enterprise_keys
+      WHERE enterprise_id = $1 AND retires_at IS NULL ORDER BY key_version DESC LIMIT 1`,
+    [enterpriseId],
+  )
+  return row
+}
+
+/** Renders a timestamptz as ISO-8601 UTC text on both backends. */
+export function isoTime(column: string): string {
+  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+}

@@ -1,0 +1,75 @@
+import { randomUUID } from 'node:crypto'
+import { ResponseCode } from '@earshot/protocol'
+import rateLimitPlugin from '@fastify/rate-limit'
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { RateLimitCheck } from '../auth/envelope-request.js'
+import { tokenRoute } from '../auth/token-route.js'
+import type { PlatformContext } from '../context.js'
+import { recordingRoutes } from '../recordings/partner-routes.js'
+import { ApiError } from './api-error.js'
+import { installErrorHandling } from './error-handler.js'
+import { requireJsonContentType } from './json-body.js'
+import { type Lifecycle, loggerOptions } from './server-options.js'
+
+/** The partner-facing API: token, audios and callback under /openapi/v1, plus health probes. */
+export async function buildPartnerApi(
+  context: PlatformContext,
+  lifecycle: Lifecycle,
+): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: loggerOptions(context.config.logLevel),
+    bodyLimit: context.config.bodyLimitBytes,
+    genReqId: () => randomUUID(),
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+  })
+  installErrorHandling(app)
+  await app.register(rateLimitPlugin, { global: false })
+
+  const limiter =
+    context.config.rateLimitPerMinute > 0
+      ? app.createRateLimit({
+          max: context.config.rateLimitPerMinute,
+          timeWindow: 60_000,
+          keyGenerator: (request) => String((request as { rateLimitKey?: number }).rateLimitKey),
+        })
+      : undefined
+  const rateLimit: RateLimitCheck = async (request, enterpriseId) => {
+    if (!limiter) return
+    ;(request as { rateLimitKey?: number }).rateLimitKey = enterpriseId
+    const result = await limiter(request)
+    if (!result.isAllowed && result.isExceeded) {
+      throw new ApiError(
+        ResponseCode.RATE_LIMITED,
+        'rate limit exceeded for this enterprise; retry after Retry-After seconds',
+        {
+          'retry-after': String(result.ttlInSeconds),
+        },
+      )
+    }
+  }
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+    if (lifecycle.shuttingDown) {
+      reply.header('connection', 'close')
+      throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down; retry on another instance')
+    }
+    if (request.method === 'POST') requireJsonContentType(request)
+  })
+
+  tokenRoute(app, context, rateLimit)
+  recordingRoutes(app, context, rateLimit)
+
+  app.get('/healthz', async () => ({ status: 'ok' }))
+  app.get('/readyz', async (_request, reply) => {
+    if (lifecycle.shuttingDown) return reply.code(503).send({ status: 'shutting down' })
+    try {
+      await context.db.query('SELECT 1')
+      return { status: 'ready' }
+    } catch {
+      return reply.code(503).send({ status: 'database unavailable' })
+    }
+  })
+  return app
+}

@@ -1,0 +1,114 @@
+import { randomBytes as cryptoRandomBytes } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
+import { buildAdminApi } from './admin/admin-api.js'
+import { accessTokens } from './auth/access-tokens.js'
+import { forgetExpiredNonces } from './auth/replay-guard.js'
+import type { PlatformConfig } from './config/config.js'
+import type { PlatformContext } from './context.js'
+import { buildPartnerApi } from './http/partner-api.js'
+import type { Lifecycle } from './http/server-options.js'
+import type { Database } from './storage/database.js'
+import { openDatabase } from './storage/open-database.js'
+
+export interface PlatformOptions {
+  config: PlatformConfig
+  /** Epoch milliseconds; tests inject a clock they can move. */
+  clock?: () => number
+  randomBytes?: (size: number) => Buffer
+}
+
+export interface RunningPlatform {
+  partnerUrl: string
+  adminUrl: string
+  /** The admin bearer token in force (generated when the configuration has none). */
+  adminToken: string
+  adminTokenGenerated: boolean
+  context: PlatformContext
+  /** Stops taking requests, finishes those in flight (bounded by the shutdown grace), closes storage. */
+  close(): Promise<void>
+}
+
+const JANITOR_INTERVAL_MS = 10 * 60 * 1000
+
+export async function startPlatform({
+  config,
+  clock = Date.now,
+  randomBytes = cryptoRandomBytes,
+}: PlatformOptions): Promise<RunningPlatform> {
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
+  })
+  const servers: FastifyInstance[] = []
+  try {
+    const context: PlatformContext = {
+      config,
+      db,
+      tokens: accessTokens(await tokenSigningKey(db, randomBytes)),
+      clock,
+      randomBytes,
+    }
+    const lifecycle: Lifecycle = { shuttingDown: false }
+    const adminToken = config.adminToken ?? randomBytes(24).toString('base64url')
+
+    const partner = await buildPartnerApi(context, lifecycle)
+    servers.push(partner)
+    const admin = await buildAdminApi(context, lifecycle, adminToken)
+    servers.push(admin)
+    const partnerUrl = await partner.listen({ host: config.host, port: config.port })
+    const adminUrl = await admin.listen({ host: config.adminHost, port: config.adminPort })
+
+    const janitor = setInterval(() => {
+      forgetExpiredNonces(db, clock()).catch((error: unknown) =>
+        partner.log.warn({ err: error }, 'nonce cleanup failed'),
+      )
+    }, JANITOR_INTERVAL_MS)
+    janitor.unref()
+
+    let closing: Promise<void> | undefined
+    return {
+      partnerUrl,
+      adminUrl,
+      adminToken,
+      adminTokenGenerated: config.adminToken === undefined,
+      context,
+      close: () => {
+        closing ??= (async () => {
+          lifecycle.shuttingDown = true
+          clearInterval(janitor)
+          await closeWithin(servers, config.shutdownGraceSeconds * 1000)
+          await db.close()
+        })()
+        return closing
+      },
+    }
+  } catch (error) {
+    await Promise.allSettled(servers.map((server) => server.close()))
+    await db.close()
+    throw error
+  }
+}
+
+/** Lets in-flight requests finish, but no longer than the grace period; then connections are cut. */
+async function closeWithin(servers: FastifyInstance[], graceMs: number): Promise<void> {
+  const timer = setTimeout(() => {
+    for (const server of servers) server.server.closeAllConnections()
+  }, graceMs)
+  try {
+    await Promise.all(servers.map((server) => server.close()))
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The key that signs access tokens, shared by every instance on the database; made once. */
+async function tokenSigningKey(db: Database, randomBytes: (size: number) => Buffer): Promise<Buffer> {
+  await db.query(
+    `INSERT INTO platform_settings (name, value) VALUES ('token_signing_key', $1) ON CONFLICT (name) DO NOTHING`,
+    [randomBytes(32).toString('base64')],
+  )
+  const [row] = await db.query<{ value: string }>(
+    `SELECT value FROM platform_settings WHERE name = 'token_signing_key'`,
+  )
+  return Buffer.from((row as { value: string }).value, 'base64')
+}

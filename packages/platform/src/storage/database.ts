@@ -1,0 +1,18 @@
+/**
+ * The one interface the platform talks to storage through. Both backends (embedded PGlite and
+ * PostgreSQL) run the same SQL with $n placeholders; int8 values (counts, ids) arrive as numbers.
+ */
+export interface Queryable {
+  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>
+}
+
+export interface Database extends Queryable {
+  readonly kind: 'pglite' | 'postgres'
+  /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  close(): Promise<void>
+}
+
+/** int8 arrives as a JavaScript number: every int8 the platform stores (ids, counts) is a safe integer. */
+export const INT8_OID = 20
+export const parseInt8 = (value: string): number => Number(value)

@@ -1,0 +1,25 @@
+import type { Database } from './database.js'
+import { migrate } from './migrations.js'
+import { openPglite } from './pglite.js'
+import { openPostgres } from './postgres.js'
+
+export interface StorageOptions {
+  /** PostgreSQL connection URL; when absent the embedded database in dataDir is used. */
+  databaseUrl?: string | undefined
+  /** PGlite data directory; undefined keeps the embedded database in memory. */
+  dataDir?: string | undefined
+}
+
+/** Opens the configured backend and brings its schema up to date. */
+export async function openDatabase(options: StorageOptions): Promise<Database> {
+  const db = options.databaseUrl
+    ? await openPostgres({ connectionString: options.databaseUrl })
+    : await openPglite(options.dataDir)
+  try {
+    await migrate(db)
+  } catch (error) {
+    await db.close()
+    throw error
+  }
+  return db
+}
