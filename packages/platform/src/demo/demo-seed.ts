@@ -1,0 +1,84 @@
+import type { TranscriptSentence } from '@earshot/protocol'
+import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
+import { insertRecordings, type NewRecording } from '../recordings/recording-store.js'
+import type { Database } from '../storage/database.js'
+
+export const DEMO_ENTERPRISE_NAME = 'Demo Enterprise'
+export const DEMO_RECORDINGS = 300
+
+const devices = [
+  'REC-ALPHA-01',
+  'REC-ALPHA-02',
+  'WEAR-BETA-07',
+  'WEAR-BETA-08',
+  'DESK-GAMMA-3',
+  'PEN-DELTA-11',
+]
+const topics = [
+  'Weekly sync',
+  'Customer call',
+  'Site visit notes',
+  'Interview',
+  'Lecture',
+  'Voice memo',
+  'Stand-up',
+]
+const phrases = [
+  'Let us start with the open items.',
+  'The delivery moved to next Tuesday.',
+  'Please send the figures before Friday.',
+  'We agreed to try the second option.',
+  'Battery life was the main complaint.',
+  'Thanks everyone, that is all for today.',
+]
+
+/**
+ * On a database with no enterprise yet, creates the demo enterprise and DEMO_RECORDINGS recordings:
+ * six devices, the last 30 days, a third audio only (set B), a third transcript only and a third
+ * with both (set A). Returns its credentials, or undefined when the database already has enterprises.
+ */
+export async function seedDemoIfEmpty(
+  db: Database,
+  now: number,
+  randomBytes?: (size: number) => Buffer,
+): Promise<EnterpriseCredentials | undefined> {
+  const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
+  if (row?.any) return undefined
+  const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
+  await insertRecordings(db, credentials.enterpriseId, demoRecordings(now))
+  return credentials
+}
+
+export function demoRecordings(now: number): NewRecording[] {
+  const span = 30 * 86_400_000
+  return Array.from({ length: DEMO_RECORDINGS }, (_, i) => {
+    const recordedAt = new Date(now - Math.floor((span * (i + 0.5)) / DEMO_RECORDINGS)).toISOString()
+    const durationMs = 30_000 + ((i * 7919) % 600_000)
+    const kind = i % 3 // 0: audio only, 1: transcript only, 2: both
+    const sentences: TranscriptSentence[] = Array.from({ length: 2 + (i % 4) }, (_, s) => ({
+      text: phrases[(i + s) % phrases.length] as string,
+      beginTime: s * 4000,
+      endTime: s * 4000 + 3500,
+    }))
+    const text = sentences.map((sentence) => sentence.text).join(' ')
+    return {
+      audioId: `demo-${String(DEMO_RECORDINGS - i).padStart(4, '0')}`,
+      deviceUid: devices[i % devices.length] as string,
+      title: `${topics[i % topics.length]} #${DEMO_RECORDINGS - i}`,
+      recordedAt,
+      ...(kind !== 1 && {
+        denoiseUrl: `https://media.earshot.example/demo/${i}.mp3`,
+        recordDuration: durationMs,
+      }),
+      ...(kind !== 0 && {
+        transcript: {
+          transcriptId: 100_000 + i,
+          transcriptText: text,
+          sentences,
+          durationMs,
+          wordsCount: text.split(/\s+/).length,
+        },
+      }),
+    }
+  })
+}
