@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { InvalidParameterError, ProtocolError, ResponseCode } from '@earshot/protocol'
 import type { FastifyReply } from 'fastify'
 import { toFailure } from '../http/error-handler.js'
@@ -44,6 +45,9 @@ export async function importJsonLines(
       if (clientGone) throw new Error('the client went away; the import was rolled back')
       await insertRecordings(tx, enterpriseId, recordings.slice(done, done + INSERT_BATCH))
       write({ progress: Math.min(done + INSERT_BATCH, total), total })
+      // PGlite resolves queries without yielding to the event loop; without this turn nothing
+      // (progress lines, other requests) would get out until the whole import is done.
+      await nextTurn()
     }
   })
     .then(() => stream.end(`${JSON.stringify({ imported: total } satisfies ImportProgressLine)}\n`))

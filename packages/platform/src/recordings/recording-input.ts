@@ -36,8 +36,21 @@ export const RecordingInputSchema = Type.Object(
 )
 export type RecordingInput = Static<typeof RecordingInputSchema>
 
+/**
+ * The instants PostgreSQL can hold: ISO-8601 also allows the year 0000 and offsets up to ±23:59, which
+ * the database refuses (that was a 5000); they are refused here with 4001 naming the field.
+ */
+export function checkStorableInstant(field: string, text: string | undefined): void {
+  if (text === undefined) return
+  const [, year, offsetHours] = /^(\d{4}).*?(?:Z|[+-](\d{2}):\d{2})$/.exec(text) ?? []
+  if (year === '0000' || Number(offsetHours ?? 0) > 15) {
+    throw new InvalidParameterError(field, `${ISO_INSTANT_RULE}, in a year from 0001 and with an offset within ±15:59`)
+  }
+}
+
 export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
   checkInstant('recordedAt', input.recordedAt)
+  checkStorableInstant('recordedAt', input.recordedAt)
   if ((input.denoiseUrl === undefined) !== (input.recordDuration === undefined)) {
     throw new InvalidParameterError('denoiseUrl', 'the audio part needs both denoiseUrl and recordDuration')
   }

@@ -1,0 +1,63 @@
+// A first query against an Earshot platform: get a token, ask for five recordings, print them.
+// Start a platform with demo data first (`npm start`, or `earshot serve --demo`), then run:
+//   EARSHOT_ENTERPRISE_ID=1 EARSHOT_SECRET='<secret it printed>' node examples/first-query.mjs
+import { randomUUID } from 'node:crypto'
+import { loadKey, open, seal } from '@earshot/protocol'
+
+const baseUrl = process.env.EARSHOT_BASE_URL || 'http://127.0.0.1:8080'
+const enterpriseId = Number(process.env.EARSHOT_ENTERPRISE_ID)
+const keyVersion = Number(process.env.EARSHOT_KEY_VERSION || 1)
+const secret = process.env.EARSHOT_SECRET
+
+if (!Number.isSafeInteger(enterpriseId) || enterpriseId < 1 || !secret) {
+  console.error(
+    'Set EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET (and EARSHOT_BASE_URL, EARSHOT_KEY_VERSION if not the defaults),\n' +
+      'e.g. the demo credentials `earshot serve --demo` printed:\n' +
+      "  EARSHOT_ENTERPRISE_ID=1 EARSHOT_SECRET='...' node examples/first-query.mjs",
+  )
+  process.exit(1)
+}
+
+// The secret becomes an AES-256 key; every request body is sealed under it with a fresh eventId.
+let key
+try {
+  key = loadKey(secret)
+} catch (error) {
+  console.error(`EARSHOT_SECRET is not usable: ${error.message}`)
+  process.exit(1)
+}
+
+/** POSTs a JSON body and returns the response's `data`, or stops with the platform's error. */
+async function post(path, body, token) {
+  const response = await fetch(new URL(path, baseUrl), {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    body: JSON.stringify(body),
+  }).catch((error) => {
+    console.error(`Cannot reach the platform at ${baseUrl} (${error.cause?.code ?? error.cause?.message ?? error.message}); is it running?`)
+    process.exit(1)
+  })
+  const answer = await response.json()
+  if (answer.code !== 2000) {
+    console.error(`${path} refused: error ${answer.code}: ${answer.msg} (requestId ${answer.requestId})`)
+    process.exit(1)
+  }
+  return answer.data
+}
+
+// 1. A token: an envelope of {} with the enterpriseId in plaintext beside it. Its answer is not sealed.
+const { accessToken } = await post('/openapi/v1/token', {
+  ...seal(key, keyVersion, randomUUID(), {}),
+  enterpriseId,
+})
+
+// 2. A query: the filter is sealed, and so is the answer's `data`; open it with the same key.
+const data = await post('/openapi/v1/audios', seal(key, keyVersion, randomUUID(), { size: 5 }), accessToken)
+const list = open(data, key).plaintext
+
+console.log(`${list.total} recordings in all; the first ${list.items.length}:`)
+for (const { audioId, data: recording } of list.items) {
+  // Set A (transcript) once a transcript exists, set B (audio file) before that.
+  const fields = 'transcriptId' in recording ? 'transcript' : 'audio'
+  console.log(`  ${audioId}  ${recording.deviceUid}  ${JSON.stringify(recording.title)}  (${fields})`)
+}

@@ -1,0 +1,208 @@
+/**
+ * A typed client of the admin HTTP API (DESIGN.md §7), used by the `earshot` CLI. Global fetch only.
+ * A refusal ({code, msg, requestId}) becomes an AdminApiError; a platform that cannot be reached, or
+ * that answers something that is not the admin API, becomes an AdminConnectionError.
+ */
+
+export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:8081'
+const PREFIX = '/admin/v1'
+
+export interface EnterpriseCredentials {
+  enterpriseId: number
+  keyVersion: number
+  secret: string
+}
+
+export interface EnterpriseKey {
+  keyVersion: number
+  createdAt: string
+  /** Null for the current key. */
+  retiresAt: string | null
+}
+
+export interface Enterprise {
+  enterpriseId: number
+  name: string
+  pushUrl: string | null
+  disabled: boolean
+  createdAt: string
+  keys: EnterpriseKey[]
+}
+
+export interface RotatedKey extends EnterpriseCredentials {
+  previousKeyVersion: number
+  previousKeyRetiresAt: string
+}
+
+/** One line of the import response stream. */
+export type ImportLine =
+  | { progress: number; total: number }
+  | { imported: number }
+  | { error: { code: number; msg: string } }
+
+/** The platform refused the call: a catalogue code, its message, and the HTTP status it came with. */
+export class AdminApiError extends Error {
+  constructor(
+    readonly code: number,
+    readonly msg: string,
+    readonly requestId: string | undefined,
+    readonly status: number,
+  ) {
+    super(`error ${code}: ${msg}`)
+    this.name = 'AdminApiError'
+  }
+}
+
+/** The admin API could not be reached, or what answered was not the admin API. */
+export class AdminConnectionError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'AdminConnectionError'
+  }
+}
+
+export class AdminClient {
+  readonly baseUrl: string
+
+  constructor(
+    baseUrl: string,
+    private readonly adminToken: string,
+  ) {
+    if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
+      throw new AdminConnectionError(
+        `the admin API URL must be an absolute http:// or https:// URL; got ${JSON.stringify(baseUrl)}`,
+      )
+    }
+    this.baseUrl = baseUrl.replace(/\/+$/, '')
+  }
+
+  createEnterprise(name: string, pushUrl?: string): Promise<EnterpriseCredentials> {
+    return this.json('POST', '/enterprises', { name, ...(pushUrl !== undefined && { pushUrl }) })
+  }
+
+  async listEnterprises(): Promise<Enterprise[]> {
+    const { enterprises } = await this.json<{ enterprises: Enterprise[] }>('GET', '/enterprises')
+    return enterprises
+  }
+
+  disableEnterprise(enterpriseId: number): Promise<{ enterpriseId: number; disabled: true }> {
+    return this.json('POST', `/enterprises/${enterpriseId}/disable`)
+  }
+
+  rotateKey(enterpriseId: number): Promise<RotatedKey> {
+    return this.json('POST', `/enterprises/${enterpriseId}/rotate-key`)
+  }
+
+  setPushUrl(
+    enterpriseId: number,
+    pushUrl: string | null,
+  ): Promise<{ enterpriseId: number; pushUrl: string | null }> {
+    return this.json('PUT', `/enterprises/${enterpriseId}/push-url`, { pushUrl })
+  }
+
+  /**
+   * Sends a JSON Lines file and yields the lines of the streamed answer as they arrive. The last line
+   * is {imported} (the acknowledgement, written after the commit) or {error} (rolled back). A refusal
+   * before the import starts (e.g. a bad line) throws AdminApiError.
+   */
+  async *importRecordings(enterpriseId: number, jsonLines: Uint8Array | string): AsyncGenerator<ImportLine> {
+    const response = await this.send('POST', `/enterprises/${enterpriseId}/recordings/import`, {
+      'content-type': 'application/x-ndjson',
+      body: jsonLines,
+    })
+    if (!response.ok) throw await this.refusal(response)
+    if (!response.body) throw new AdminConnectionError(`${this.baseUrl} sent an empty import response`)
+    const decoder = new TextDecoder()
+    let pending = ''
+    try {
+      for await (const chunk of response.body) {
+        pending += decoder.decode(chunk, { stream: true })
+        let end = pending.indexOf('\n')
+        while (end >= 0) {
+          const line = pending.slice(0, end).trim()
+          pending = pending.slice(end + 1)
+          if (line) yield this.importLine(line)
+          end = pending.indexOf('\n')
+        }
+      }
+    } catch (error) {
+      if (error instanceof AdminConnectionError) throw error
+      throw new AdminConnectionError(
+        `the connection to ${this.baseUrl} broke during the import: ${(error as Error).message}`,
+        { cause: error },
+      )
+    }
+    pending += decoder.decode()
+    if (pending.trim()) yield this.importLine(pending.trim())
+  }
+
+  private importLine(line: string): ImportLine {
+    try {
+      const value = JSON.parse(line) as ImportLine
+      if (typeof value === 'object' && value !== null) return value
+    } catch {}
+    throw new AdminConnectionError(`unexpected line in the import response: ${line.slice(0, 200)}`)
+  }
+
+  private async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const response = await this.send(
+      method,
+      path,
+      body === undefined ? {} : { 'content-type': 'application/json', body: JSON.stringify(body) },
+    )
+    if (!response.ok) throw await this.refusal(response)
+    try {
+      return (await response.json()) as T
+    } catch (cause) {
+      throw new AdminConnectionError(`${this.baseUrl} answered ${method} ${path} with a body that is not JSON`, {
+        cause,
+      })
+    }
+  }
+
+  private async send(
+    method: string,
+    path: string,
+    { body, ...headers }: { 'content-type'?: string; body?: string | Uint8Array },
+  ): Promise<Response> {
+    const url = `${this.baseUrl}${PREFIX}${path}`
+    try {
+      return await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${this.adminToken}`, ...headers },
+        ...(body !== undefined && { body }),
+      })
+    } catch (error) {
+      throw unreachable(this.baseUrl, error)
+    }
+  }
+
+  private async refusal(response: Response): Promise<Error> {
+    const text = await response.text().catch(() => '')
+    let parsed: { code?: unknown; msg?: unknown; requestId?: unknown } | undefined
+    try {
+      parsed = JSON.parse(text)
+    } catch {}
+    if (typeof parsed?.code === 'number' && typeof parsed.msg === 'string') {
+      const requestId = typeof parsed.requestId === 'string' ? parsed.requestId : undefined
+      return new AdminApiError(parsed.code, parsed.msg, requestId, response.status)
+    }
+    return new AdminConnectionError(
+      `${this.baseUrl} answered HTTP ${response.status} without an Earshot error body; is it the admin API (EARSHOT_URL)?`,
+    )
+  }
+}
+
+function unreachable(baseUrl: string, error: unknown): AdminConnectionError {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause
+  const code = cause?.code ?? (error as { code?: string }).code
+  if (code === 'ECONNREFUSED') {
+    return new AdminConnectionError(
+      `cannot connect to the admin API at ${baseUrl} (connection refused): is \`earshot serve\` running? ` +
+        'Point EARSHOT_URL (or --url) at its admin listener.',
+      { cause: error },
+    )
+  }
+  const detail = cause?.message ?? (error as Error).message
+  return new AdminConnectionError(`cannot reach the admin API at ${baseUrl}: ${detail}`, { cause: error })
+}

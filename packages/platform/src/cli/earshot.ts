@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+/**
+ * The `earshot` command (DESIGN.md §7): `serve` runs the platform; every other command is a client of
+ * its admin API, found at --url / EARSHOT_URL with the token --admin-token / EARSHOT_ADMIN_TOKEN.
+ */
+import { Command, Option } from 'commander'
+import { DEFAULT_ADMIN_URL } from './admin-client.js'
+import { enterpriseCommand } from './enterprise-commands.js'
+import { recordingsCommand } from './recordings-commands.js'
+import { serveCommand } from './serve-command.js'
+
+const program = new Command('earshot')
+  .description('The Earshot platform: run it (serve) and operate it through its admin API.')
+  .addOption(
+    new Option('--url <url>', 'where the admin API listens (client commands)')
+      .env('EARSHOT_URL')
+      .default(DEFAULT_ADMIN_URL),
+  )
+  .addOption(
+    new Option('--admin-token <token>', 'the admin bearer token `earshot serve` printed').env(
+      'EARSHOT_ADMIN_TOKEN',
+    ),
+  )
+  .showHelpAfterError('(add --help for usage)')
+  .addCommand(serveCommand())
+  .addCommand(enterpriseCommand())
+  .addCommand(recordingsCommand())
+
+await program.parseAsync(process.argv)

@@ -1,0 +1,137 @@
+import { Command } from 'commander'
+import type { Enterprise } from './admin-client.js'
+import {
+  CommandFailure,
+  enterpriseIdArgument,
+  printJson,
+  printLines,
+  runClient,
+  table,
+} from './client-command.js'
+
+interface JsonFlag {
+  json?: boolean
+}
+
+const SECRET_WARNING = 'The secret is shown only this once: store it now (the platform cannot show it again).'
+
+/** `earshot enterprise create|list|disable|rotate-key|set-push-url`. */
+export function enterpriseCommand(): Command {
+  const enterprise = new Command('enterprise').description(
+    'create, list and disable enterprises; rotate keys; set push URLs',
+  )
+
+  enterprise
+    .command('create')
+    .description('create an enterprise and print its credentials (enterpriseId, keyVersion, secret)')
+    .requiredOption('--name <name>', 'the enterprise name')
+    .option('--push-url <url>', 'where recordings are pushed (http:// or https://)')
+    .option('--json', 'print {"enterpriseId", "keyVersion", "secret"} as JSON')
+    .action(async (options: JsonFlag & { name: string; pushUrl?: string }, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const { enterpriseId, keyVersion, secret } = await client.createEnterprise(
+          options.name,
+          options.pushUrl,
+        )
+        if (options.json) return printJson({ enterpriseId, keyVersion, secret })
+        printLines(
+          `Created enterprise ${enterpriseId} (${JSON.stringify(options.name)}).`,
+          `  enterpriseId: ${enterpriseId}`,
+          `  keyVersion:   ${keyVersion}`,
+          `  secret:       ${secret}`,
+          SECRET_WARNING,
+        )
+      })
+    })
+
+  enterprise
+    .command('list')
+    .description('list enterprises with their status, current keyVersion and push URL')
+    .option('--json', 'print the enterprises as a JSON array')
+    .action(async (options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const enterprises = await client.listEnterprises()
+        if (options.json) return printJson(enterprises)
+        if (enterprises.length === 0) {
+          return printLines('No enterprises yet. Create one with: earshot enterprise create --name NAME')
+        }
+        const rows = enterprises.map((each) => [
+          String(each.enterpriseId),
+          each.name,
+          each.disabled ? 'disabled' : 'active',
+          String(currentKeyVersion(each) ?? '-'),
+          each.pushUrl ?? '-',
+        ])
+        printLines(...table(['ID', 'NAME', 'STATUS', 'KEY', 'PUSH URL'], rows))
+      })
+    })
+
+  enterprise
+    .command('disable')
+    .description('disable an enterprise: its tokens stop working at once')
+    .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
+    .option('--json', 'print {"enterpriseId", "disabled"} as JSON')
+    .action(async (enterpriseId: number, options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const result = await client.disableEnterprise(enterpriseId)
+        if (options.json) return printJson(result)
+        printLines(`Enterprise ${result.enterpriseId} is disabled; its tokens no longer work.`)
+      })
+    })
+
+  enterprise
+    .command('rotate-key')
+    .description('issue the next keyVersion; the previous one stays valid for the grace period')
+    .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
+    .option('--json', 'print the new credentials and when the previous key retires as JSON')
+    .action(async (enterpriseId: number, options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const rotated = await client.rotateKey(enterpriseId)
+        if (options.json) return printJson(rotated)
+        printLines(
+          `Enterprise ${rotated.enterpriseId} has a new key.`,
+          `  keyVersion: ${rotated.keyVersion}`,
+          `  secret:     ${rotated.secret}`,
+          `keyVersion ${rotated.previousKeyVersion} stays valid until ${rotated.previousKeyRetiresAt}.`,
+          SECRET_WARNING,
+        )
+      })
+    })
+
+  enterprise
+    .command('set-push-url')
+    .description('set where recordings are pushed, or --clear to stop pushing')
+    .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
+    .argument('[url]', 'the push URL (http:// or https://)')
+    .option('--clear', 'remove the push URL')
+    .option('--json', 'print {"enterpriseId", "pushUrl"} as JSON')
+    .action(
+      async (
+        enterpriseId: number,
+        url: string | undefined,
+        options: JsonFlag & { clear?: boolean },
+        command: Command,
+      ) => {
+        await runClient(command, { json: Boolean(options.json) }, async (client) => {
+          if ((url === undefined) === !options.clear) {
+            throw new CommandFailure('give either a push URL or --clear (not both)')
+          }
+          const result = await client.setPushUrl(enterpriseId, options.clear ? null : (url as string))
+          if (options.json) return printJson(result)
+          printLines(
+            result.pushUrl === null
+              ? `Enterprise ${result.enterpriseId} has no push URL now; recordings are not pushed.`
+              : `Enterprise ${result.enterpriseId} pushes recordings to ${result.pushUrl}.`,
+          )
+        })
+      },
+    )
+
+  return enterprise
+}
+
+function currentKeyVersion(enterprise: Enterprise): number | undefined {
+  const current = enterprise.keys.filter((key) => key.retiresAt === null)
+  const keys = current.length > 0 ? current : enterprise.keys
+  return keys.reduce<number | undefined>((max, key) => Math.max(max ?? 0, key.keyVersion), undefined)
+}

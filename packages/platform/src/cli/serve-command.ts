@@ -1,0 +1,164 @@
+import { chmod, stat, writeFile } from 'node:fs/promises'
+import { resolve } from 'node:path'
+import { Command } from 'commander'
+import { ConfigError, configEnvironment, loadConfig, type PlatformConfig } from '../config/config.js'
+import { seedDemoIfEmpty } from '../demo/demo-seed.js'
+import { type RunningPlatform, startPlatform } from '../platform.js'
+import { DEFAULT_ADMIN_URL } from './admin-client.js'
+
+const DEFAULT_PARTNER_URL = 'http://127.0.0.1:8080'
+
+interface ServeFlags {
+  host?: string
+  port?: string
+  adminHost?: string
+  adminPort?: string
+  dataDir?: string
+  databaseUrl?: string
+  tokenTtl?: string
+  demo?: boolean
+}
+
+/** `earshot serve`: runs the platform until SIGINT or SIGTERM. */
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('run the platform: the partner API and the admin API')
+    .option('--host <host>', 'partner API host (EARSHOT_HOST)')
+    .option('--port <port>', 'partner API port (EARSHOT_PORT)')
+    .option('--admin-host <host>', 'admin API host (EARSHOT_ADMIN_HOST)')
+    .option('--admin-port <port>', 'admin API port (EARSHOT_ADMIN_PORT)')
+    .option('--data-dir <dir>', 'embedded database directory, or memory:// (EARSHOT_DATA_DIR)')
+    .option('--database-url <url>', 'PostgreSQL instead of the embedded database (DATABASE_URL)')
+    .option('--token-ttl <seconds>', 'access token lifetime in seconds (EARSHOT_TOKEN_TTL)')
+    .option('--demo', 'on a fresh database, create a demo enterprise with sample recordings (EARSHOT_DEMO)')
+    .addHelpText('after', environmentHelp)
+    .action(async (flags: ServeFlags, command: Command) => {
+      const adminToken =
+        command.parent?.getOptionValueSource('adminToken') === 'cli'
+          ? (command.parent.opts<{ adminToken?: string }>().adminToken ?? undefined)
+          : undefined
+      await serve(flags, adminToken)
+    })
+}
+
+function environmentHelp(): string {
+  const width = Math.max(...configEnvironment.map(({ env }) => env.length))
+  return [
+    '',
+    'Environment variables (flags take precedence):',
+    ...configEnvironment.map(({ env, rule }) => `  ${env.padEnd(width)}  ${rule}`),
+  ].join('\n')
+}
+
+async function serve(flags: ServeFlags, adminToken: string | undefined): Promise<void> {
+  let config: PlatformConfig
+  try {
+    config = loadConfig(process.env, {
+      host: flags.host,
+      port: flags.port,
+      adminHost: flags.adminHost,
+      adminPort: flags.adminPort,
+      dataDir: flags.dataDir,
+      databaseUrl: flags.databaseUrl,
+      tokenTtlSeconds: flags.tokenTtl,
+      adminToken,
+      ...(flags.demo && { demo: 'true' }),
+    })
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(2)
+  }
+
+  let running: RunningPlatform
+  try {
+    running = await startPlatform({ config })
+  } catch (error) {
+    process.stderr.write(`earshot serve could not start: ${(error as Error).message}\n`)
+    process.exit(1)
+  }
+  handleSignals(running)
+
+  const lines = [
+    'Earshot is running.',
+    `  Partner API: ${running.partnerUrl}`,
+    `  Admin API:   ${running.adminUrl}`,
+  ]
+  if (running.adminTokenGenerated) {
+    lines.push(
+      '',
+      'Admin token (generated for this run, shown only once; set EARSHOT_ADMIN_TOKEN to keep one):',
+      `  ${running.adminToken}`,
+      'Use it with the CLI in another shell:',
+      `  export EARSHOT_ADMIN_TOKEN=${running.adminToken}`,
+    )
+  }
+  if (running.adminUrl !== DEFAULT_ADMIN_URL) lines.push(`  export EARSHOT_URL=${running.adminUrl}`)
+  process.stdout.write(`${lines.join('\n')}\n`)
+
+  if (config.demo) {
+    try {
+      process.stdout.write(`\n${(await demo(running, config)).join('\n')}\n`)
+    } catch (error) {
+      process.stderr.write(`the demo data could not be created: ${(error as Error).message}\n`)
+      await running.close().catch(() => {})
+      process.exit(1)
+    }
+  }
+  process.stdout.write('\nPress Ctrl+C to stop.\n')
+}
+
+/** Seeds the demo enterprise on a fresh database; returns the lines telling the user how to use it. */
+async function demo(running: RunningPlatform, config: PlatformConfig): Promise<string[]> {
+  const embedded = config.dataDir !== 'memory://' && config.databaseUrl === undefined
+  const file = embedded ? resolve(config.dataDir, '..', 'demo-credentials.json') : undefined
+  const credentials = await seedDemoIfEmpty(running.context.db, Date.now())
+  if (!credentials) {
+    const fileExists = file !== undefined && (await stat(file).catch(() => undefined)) !== undefined
+    return [
+      fileExists
+        ? `The demo enterprise exists already; its credentials are in ${file}`
+        : 'The database already has enterprises, so no demo enterprise was created.',
+    ]
+  }
+  const { enterpriseId, keyVersion, secret } = credentials
+  if (file) {
+    await writeFile(file, `${JSON.stringify({ enterpriseId, keyVersion, secret }, null, 2)}\n`, {
+      mode: 0o600,
+    })
+    await chmod(file, 0o600) // writeFile's mode applies only to a new file
+  }
+  const baseUrl = running.partnerUrl === DEFAULT_PARTNER_URL ? '' : `EARSHOT_BASE_URL=${running.partnerUrl} `
+  return [
+    'Demo enterprise created with sample recordings:',
+    `  enterpriseId: ${enterpriseId}`,
+    `  keyVersion:   ${keyVersion}`,
+    `  secret:       ${secret}`,
+    ...(file ? [`(saved to ${file})`] : []),
+    '',
+    'Run a first query from the repository root, in another shell:',
+    `  ${baseUrl}EARSHOT_ENTERPRISE_ID=${enterpriseId} EARSHOT_SECRET='${secret}' node examples/first-query.mjs`,
+  ]
+}
+
+/** SIGINT/SIGTERM: stop taking requests, finish those in flight, close storage, exit 0. Twice: exit now. */
+function handleSignals(running: RunningPlatform): void {
+  let stopping = false
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`${signal} again: exiting now\n`)
+      process.exit(1)
+    }
+    stopping = true
+    process.stderr.write(`${signal}: shutting down (send it again to exit at once)\n`)
+    running.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`shutdown failed: ${(error as Error).message}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', onSignal)
+  process.on('SIGTERM', onSignal)
+}

@@ -1,0 +1,64 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { ConfigError, loadConfig } from './config.js'
+
+test('defaults follow DESIGN.md §7', () => {
+  const config = loadConfig({})
+  assert.equal(config.port, 8080)
+  assert.equal(config.adminPort, 8081)
+  assert.equal(config.adminHost, '127.0.0.1')
+  assert.equal(config.dataDir, './.earshot/data')
+  assert.equal(config.databaseUrl, undefined)
+  assert.equal(config.tokenTtlSeconds, 7200)
+  assert.equal(config.bodyLimitBytes, 64 * 1024)
+  assert.equal(config.replayWindowSeconds, 7 * 86_400)
+  assert.equal(config.keyGraceSeconds, 86_400)
+  assert.equal(config.adminToken, undefined)
+})
+
+test('environment variables are read by their documented names; flags win over them', () => {
+  const config = loadConfig(
+    {
+      EARSHOT_PORT: '9000',
+      EARSHOT_TOKEN_TTL: '60',
+      DATABASE_URL: 'postgres://db/x',
+      EARSHOT_ADMIN_TOKEN: 'a'.repeat(20),
+    },
+    { port: '9100' },
+  )
+  assert.equal(config.port, 9100)
+  assert.equal(config.tokenTtlSeconds, 60)
+  assert.equal(config.databaseUrl, 'postgres://db/x')
+  assert.equal(config.adminToken, 'a'.repeat(20))
+})
+
+test('every wrong value is named with its rule, and secrets are not echoed', () => {
+  assert.throws(
+    () =>
+      loadConfig({
+        EARSHOT_PORT: 'abc',
+        EARSHOT_ADMIN_PORT: '70000',
+        EARSHOT_TOKEN_TTL: '0',
+        DATABASE_URL: 'mysql://secret@db',
+        EARSHOT_ADMIN_TOKEN: 'short',
+        EARSHOT_LOG_LEVEL: 'loud',
+      }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      for (const name of [
+        'EARSHOT_PORT',
+        'EARSHOT_ADMIN_PORT',
+        'EARSHOT_TOKEN_TTL',
+        'DATABASE_URL',
+        'EARSHOT_ADMIN_TOKEN',
+        'EARSHOT_LOG_LEVEL',
+      ]) {
+        assert.match(error.message, new RegExp(`${name} must be`))
+      }
+      assert.match(error.message, /EARSHOT_PORT must be an integer from 0 to 65535; got "abc"/)
+      assert.doesNotMatch(error.message, /secret@db|short/)
+      return true
+    },
+  )
+  assert.throws(() => loadConfig({}, { port: '-1' }), /--port must be an integer/)
+})
