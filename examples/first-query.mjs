@@ -34,7 +34,9 @@ async function post(path, body, token) {
     headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
     body: JSON.stringify(body),
   }).catch((error) => {
-    console.error(`Cannot reach the platform at ${baseUrl} (${error.cause?.code ?? error.cause?.message ?? error.message}); is it running?`)
+    console.error(
+      `Cannot reach the platform at ${baseUrl} (${error.cause?.code ?? error.cause?.message ?? error.message}); is it running?`,
+    )
     process.exit(1)
   })
   const answer = await response.json()

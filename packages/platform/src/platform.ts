@@ -37,6 +37,7 @@ export async function startPlatform({
 }: PlatformOptions): Promise<RunningPlatform> {
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
+    poolSize: config.databasePoolSize,
     dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
   })
   const servers: FastifyInstance[] = []

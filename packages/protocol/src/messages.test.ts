@@ -91,6 +91,14 @@ describe('RecordingFilter', () => {
     )
   })
 
+  test('identifiers cannot hold U+0000', () => {
+    assert.match(
+      refusal(() => RecordingFilter.parse({ deviceUid: 'a\u0000b' })).message,
+      /^deviceUid: must not contain the character U\+0000/,
+    )
+    assert.equal(refusal(() => CallbackPlaintext.parse({ audioId: '\u0000' })).field, 'audioId')
+  })
+
   test('the body must be an object', () => {
     refusal(() => RecordingFilter.parse([]))
   })

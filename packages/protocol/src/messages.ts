@@ -10,7 +10,10 @@ import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE, parseInstant } from './time.js'
  * holding JSON (see transcript.ts for the parsed form).
  */
 
-const Id = (description: string) => Type.String({ minLength: 1, maxLength: 128, description })
+/** Text that storage can hold: any character but U+0000. */
+export const NO_NUL_PATTERN = '^[^\\u0000]*$'
+const Id = (description: string) =>
+  Type.String({ minLength: 1, maxLength: 128, pattern: NO_NUL_PATTERN, description })
 const Count = (description: string) => Type.Integer({ minimum: 0, description })
 const Instant = (description: string) => Type.String({ pattern: ISO_INSTANT_PATTERN, description })
 const closed = { additionalProperties: false } as const
@@ -180,6 +183,9 @@ function firstError(validator: Validator, value: unknown): InvalidParameterError
   }
   if (error.keyword === 'pattern' && params.pattern === ISO_INSTANT_PATTERN) {
     return new InvalidParameterError(fieldName(at), ISO_INSTANT_RULE)
+  }
+  if (error.keyword === 'pattern' && params.pattern === NO_NUL_PATTERN) {
+    return new InvalidParameterError(fieldName(at), 'must not contain the character U+0000')
   }
   return new InvalidParameterError(fieldName(at), error.message)
 }

@@ -10,7 +10,8 @@ export const ISO_INSTANT_RULE =
 /**
  * Parses an ISO-8601 date-time that carries an explicit offset and returns epoch milliseconds, or
  * undefined when the text is not of that form or names a date that does not exist (Feb 30th, 24:00).
- * Date.parse alone is not enough: it rolls impossible days over into the next month.
+ * Date.parse alone is not enough: it rolls impossible days over into the next month. Year 0000 and
+ * offsets beyond ±15:59 are refused too: no clock uses them, and PostgreSQL cannot store them.
  */
 export function parseInstant(text: string): number | undefined {
   const match = isoInstant.exec(text)
@@ -19,7 +20,7 @@ export function parseInstant(text: string): number | undefined {
     .slice(1)
     .map((part) => Number(part ?? 0)) as Tuple8
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo) || h > 23 || mi > 59 || s > 59) return undefined
-  if (offsetHour > 23 || offsetMinute > 59) return undefined
+  if (y < 1 || offsetHour > 15 || offsetMinute > 59) return undefined
   return Date.parse(text)
 }
 

@@ -65,8 +65,16 @@ export async function buildAdminApi(
   app.post(`${ADMIN_PREFIX}/enterprises`, async (request, reply) => {
     const body = objectBody(request)
     const name = body.name
-    if (typeof name !== 'string' || name.trim().length === 0 || name.length > 200) {
-      throw new InvalidParameterError('name', 'must be a non-empty string of at most 200 characters')
+    if (
+      typeof name !== 'string' ||
+      name.trim().length === 0 ||
+      name.length > 200 ||
+      name.includes('\u0000')
+    ) {
+      throw new InvalidParameterError(
+        'name',
+        'must be a non-empty string of at most 200 characters, without U+0000',
+      )
     }
     const pushUrl = pushUrlField(body.pushUrl)
     const created = await createEnterprise(db, name.trim(), pushUrl, context.randomBytes)
@@ -106,7 +114,8 @@ export async function buildAdminApi(
     const enterpriseId = enterpriseIdParam(request)
     const { audioId } = request.params as { audioId: string }
     const transcript = TranscriptPart.parse(request.body)
-    if (!(await attachTranscript(db, enterpriseId, audioId, transcript))) {
+    // An audioId holding U+0000 cannot exist (and PostgreSQL text cannot hold it).
+    if (audioId.includes('\u0000') || !(await attachTranscript(db, enterpriseId, audioId, transcript))) {
       throw new ApiError(
         ResponseCode.NOT_FOUND,
         `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,

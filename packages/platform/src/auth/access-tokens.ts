@@ -37,8 +37,7 @@ export function accessTokens(signingKey: Buffer): AccessTokens {
       // spellings of one MAC would all be accepted.
       const given = Buffer.from(match[5] as string)
       const expected = Buffer.from(mac(token.slice(0, token.lastIndexOf('.'))).toString('base64url'))
-      if (!timingSafeEqual(given, expected))
-        return { ok: false, reason: 'malformed' }
+      if (!timingSafeEqual(given, expected)) return { ok: false, reason: 'malformed' }
       const claims = {
         enterpriseId: Number(match[1]),
         keyVersion: Number(match[2]),

@@ -16,7 +16,11 @@ const body = Buffer.from(
     code: 2000,
     msg: 'success',
     requestId: '00000000-0000-4000-8000-000000000000',
-    data: { accessToken: `v1.1.1.1767225600.${'A'.repeat(16)}.${'B'.repeat(43)}`, expiresIn: 7200, tokenType: 'Bearer' },
+    data: {
+      accessToken: `v1.1.1.1767225600.${'A'.repeat(16)}.${'B'.repeat(43)}`,
+      expiresIn: 7200,
+      tokenType: 'Bearer',
+    },
   }),
 )
 const headers = { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }

@@ -78,14 +78,21 @@ export async function startChild<Ready>(
   return {
     ready,
     usage: () =>
-      new Promise<ChildUsage>((resolve) => {
-        const onMessage = (message: { type?: string }) => {
-          if (message.type !== 'usage') return
+      new Promise<ChildUsage>((resolve, reject) => {
+        const done = (error?: Error, usage?: ChildUsage) => {
+          clearTimeout(timer)
           child.off('message', onMessage)
-          resolve(message as ChildUsage)
+          if (error) reject(error)
+          else resolve(usage as ChildUsage)
         }
+        const onMessage = (message: { type?: string }) => {
+          if (message.type === 'usage') done(undefined, message as ChildUsage)
+        }
+        const timer = setTimeout(() => done(new Error(`${module} did not report its usage`)), 30_000)
         child.on('message', onMessage)
-        child.send({ type: 'usage' })
+        child.send({ type: 'usage' }, (error) => {
+          if (error) done(new Error(`${module} is gone: ${error.message}`))
+        })
       }),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return

@@ -5,6 +5,7 @@
  * dry further bodies are sealed on the spot and counted.
  */
 import autocannon from 'autocannon'
+import type { ChildUsage } from './child.js'
 
 export interface PreparedRequest {
   body: Buffer
@@ -143,7 +144,9 @@ export async function runLoad(options: {
 
   const sorted = latencies.subarray(0, responses).sort()
   const percentile = (p: number) =>
-    responses === 0 ? Number.NaN : (sorted[Math.min(responses - 1, Math.ceil((p / 100) * responses) - 1)] ?? 0)
+    responses === 0
+      ? Number.NaN
+      : (sorted[Math.min(responses - 1, Math.ceil((p / 100) * responses) - 1)] ?? 0)
   const connectionErrors = result.errors - result.timeouts
   return {
     seconds: result.duration,
@@ -162,6 +165,14 @@ export async function runLoad(options: {
   }
 }
 
+export interface ScenarioResult extends LoadResult {
+  /** CPU time of the server process (and of PGlite, which runs inside it) over the measured run, % of one core. */
+  serverCpuPercent: number
+  /** CPU time of the load generator's process over the measured run, % of one core. */
+  generatorCpuPercent: number
+  warmupErrors: number
+}
+
 /**
  * A warm-up run (JIT, connection pools, caches) whose rate sizes the pool of the measured run, then the
  * measured run. Errors of the warm-up are reported with the measured ones.
@@ -173,15 +184,24 @@ export async function runScenario(options: {
   seconds: number
   warmupSeconds: number
   pool: RequestPool
-}): Promise<LoadResult & { warmupErrors: number }> {
+  /** The server's CPU time, read before and after the measured run. */
+  serverUsage: () => Promise<ChildUsage>
+}): Promise<ScenarioResult> {
   const { pool } = options
   pool.fill(pool.reusable ? 4096 : 2000)
   const warmup = await runLoad({ ...options, seconds: options.warmupSeconds })
   if (!pool.reusable) pool.fill(Math.ceil(warmup.requestsPerSecond * options.seconds * 1.5) + 2000)
+  const serverBefore = await options.serverUsage()
+  const generatorBefore = process.cpuUsage()
   const measured = await runLoad(options)
+  const generatorCpu = process.cpuUsage(generatorBefore)
+  const serverAfter = await options.serverUsage()
   pool.fill(0)
+  const percentOfRun = (micros: number) => micros / 10_000 / measured.seconds
   return {
     ...measured,
+    serverCpuPercent: percentOfRun(serverAfter.cpuMicros - serverBefore.cpuMicros),
+    generatorCpuPercent: percentOfRun(generatorCpu.user + generatorCpu.system),
     warmupErrors: warmup.errors,
     failureCodes: mergeCounts(warmup.failureCodes, measured.failureCodes),
     failureSamples: [...measured.failureSamples, ...warmup.failureSamples].slice(0, 3),

@@ -62,7 +62,15 @@ export function checkPlan(plan: DatasetPlan): void {
   }
 }
 
-const topics = ['Weekly sync', 'Customer call', 'Site visit', 'Interview', 'Lecture', 'Voice memo', 'Stand-up']
+const topics = [
+  'Weekly sync',
+  'Customer call',
+  'Site visit',
+  'Interview',
+  'Lecture',
+  'Voice memo',
+  'Stand-up',
+]
 const phrases = [
   'Let us start with the open items.',
   'The delivery moved to next Tuesday.',

@@ -154,9 +154,12 @@ export class AdminClient {
     try {
       return (await response.json()) as T
     } catch (cause) {
-      throw new AdminConnectionError(`${this.baseUrl} answered ${method} ${path} with a body that is not JSON`, {
-        cause,
-      })
+      throw new AdminConnectionError(
+        `${this.baseUrl} answered ${method} ${path} with a body that is not JSON`,
+        {
+          cause,
+        },
+      )
     }
   }
 

@@ -21,9 +21,14 @@ const program = new Command('earshot')
       'EARSHOT_ADMIN_TOKEN',
     ),
   )
-  .showHelpAfterError('(add --help for usage)')
   .addCommand(serveCommand())
   .addCommand(enterpriseCommand())
   .addCommand(recordingsCommand())
+
+const hintOnError = (command: Command): void => {
+  command.showHelpAfterError('(add --help for usage)')
+  command.commands.forEach(hintOnError)
+}
+hintOnError(program)
 
 await program.parseAsync(process.argv)

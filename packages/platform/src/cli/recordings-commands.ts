@@ -21,7 +21,9 @@ export function recordingsCommand(): Command {
       const json = Boolean(options.json)
       await runClient(command, { json, jsonErrorOnStdout: false }, async (client) => {
         const body = await readFile(file).catch((error: NodeJS.ErrnoException) => {
-          throw new CommandFailure(`cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`)
+          throw new CommandFailure(
+            `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`,
+          )
         })
         const bar =
           process.stderr.isTTY && !json

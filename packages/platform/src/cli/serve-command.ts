@@ -2,8 +2,7 @@ import { chmod, stat, writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { Command } from 'commander'
 import { ConfigError, configEnvironment, loadConfig, type PlatformConfig } from '../config/config.js'
-import { seedDemoIfEmpty } from '../demo/demo-seed.js'
-import { type RunningPlatform, startPlatform } from '../platform.js'
+import type { RunningPlatform } from '../platform.js'
 import { DEFAULT_ADMIN_URL } from './admin-client.js'
 
 const DEFAULT_PARTNER_URL = 'http://127.0.0.1:8080'
@@ -70,15 +69,33 @@ async function serve(flags: ServeFlags, adminToken: string | undefined): Promise
     process.exit(2)
   }
 
-  let running: RunningPlatform
+  let running: RunningPlatform | undefined
+  const startup = (async () => {
+    running = await startOrExit(config)
+    printListening(running)
+    if (config.demo) await demoOrExit(running, config)
+  })()
+  // Registered before the (slow) start: a signal during it stops the platform once it has started.
+  const stopping = stopOnSignals(async () => {
+    await startup
+    await running?.close()
+  })
+  await startup
+  if (!stopping()) process.stdout.write('\nPress Ctrl+C to stop.\n')
+}
+
+async function startOrExit(config: PlatformConfig): Promise<RunningPlatform> {
   try {
-    running = await startPlatform({ config })
+    // Loaded here, not at the top: the client commands start fast without the server's modules.
+    const { startPlatform } = await import('../platform.js')
+    return await startPlatform({ config })
   } catch (error) {
     process.stderr.write(`earshot serve could not start: ${(error as Error).message}\n`)
     process.exit(1)
   }
-  handleSignals(running)
+}
 
+function printListening(running: RunningPlatform): void {
   const lines = [
     'Earshot is running.',
     `  Partner API: ${running.partnerUrl}`,
@@ -93,25 +110,28 @@ async function serve(flags: ServeFlags, adminToken: string | undefined): Promise
       `  export EARSHOT_ADMIN_TOKEN=${running.adminToken}`,
     )
   }
-  if (running.adminUrl !== DEFAULT_ADMIN_URL) lines.push(`  export EARSHOT_URL=${running.adminUrl}`)
-  process.stdout.write(`${lines.join('\n')}\n`)
-
-  if (config.demo) {
-    try {
-      process.stdout.write(`\n${(await demo(running, config)).join('\n')}\n`)
-    } catch (error) {
-      process.stderr.write(`the demo data could not be created: ${(error as Error).message}\n`)
-      await running.close().catch(() => {})
-      process.exit(1)
-    }
+  if (running.adminUrl !== DEFAULT_ADMIN_URL) {
+    if (!running.adminTokenGenerated) lines.push('', 'Point the CLI at the admin API in another shell:')
+    lines.push(`  export EARSHOT_URL=${running.adminUrl}`)
   }
-  process.stdout.write('\nPress Ctrl+C to stop.\n')
+  process.stdout.write(`${lines.join('\n')}\n`)
+}
+
+async function demoOrExit(running: RunningPlatform, config: PlatformConfig): Promise<void> {
+  try {
+    process.stdout.write(`\n${(await demo(running, config)).join('\n')}\n`)
+  } catch (error) {
+    process.stderr.write(`the demo data could not be created: ${(error as Error).message}\n`)
+    await running.close().catch(() => {})
+    process.exit(1)
+  }
 }
 
 /** Seeds the demo enterprise on a fresh database; returns the lines telling the user how to use it. */
 async function demo(running: RunningPlatform, config: PlatformConfig): Promise<string[]> {
   const embedded = config.dataDir !== 'memory://' && config.databaseUrl === undefined
   const file = embedded ? resolve(config.dataDir, '..', 'demo-credentials.json') : undefined
+  const { seedDemoIfEmpty } = await import('../demo/demo-seed.js')
   const credentials = await seedDemoIfEmpty(running.context.db, Date.now())
   if (!credentials) {
     const fileExists = file !== undefined && (await stat(file).catch(() => undefined)) !== undefined
@@ -142,7 +162,7 @@ async function demo(running: RunningPlatform, config: PlatformConfig): Promise<s
 }
 
 /** SIGINT/SIGTERM: stop taking requests, finish those in flight, close storage, exit 0. Twice: exit now. */
-function handleSignals(running: RunningPlatform): void {
+function stopOnSignals(stop: () => Promise<void>): () => boolean {
   let stopping = false
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
@@ -151,7 +171,7 @@ function handleSignals(running: RunningPlatform): void {
     }
     stopping = true
     process.stderr.write(`${signal}: shutting down (send it again to exit at once)\n`)
-    running.close().then(
+    stop().then(
       () => process.exit(0),
       (error: unknown) => {
         process.stderr.write(`shutdown failed: ${(error as Error).message}\n`)
@@ -161,4 +181,5 @@ function handleSignals(running: RunningPlatform): void {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
+  return () => stopping
 }

@@ -11,6 +11,8 @@ export interface PlatformConfig {
   adminToken: string | undefined
   dataDir: string
   databaseUrl: string | undefined
+  /** PostgreSQL connections per instance. */
+  databasePoolSize: number
   tokenTtlSeconds: number
   bodyLimitBytes: number
   adminBodyLimitBytes: number
@@ -91,6 +93,13 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: (raw) => (/^postgres(ql)?:\/\//.test(raw) ? raw : undefined),
     rule: 'a postgres:// or postgresql:// URL',
     fallback: undefined,
+  },
+  databasePoolSize: {
+    key: 'databasePoolSize',
+    env: 'EARSHOT_DB_POOL',
+    parse: integer(1, 1000),
+    rule: 'a number of connections from 1 to 1000',
+    fallback: 20,
   },
   tokenTtlSeconds: { key: 'tokenTtlSeconds', env: 'EARSHOT_TOKEN_TTL', ...seconds(1), fallback: 7200 },
   bodyLimitBytes: {

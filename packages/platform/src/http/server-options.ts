@@ -7,12 +7,13 @@ export interface Lifecycle {
 }
 
 /**
- * JSON logs (pino) without secrets: request bodies are never logged, and the headers that carry
- * credentials are redacted should a serializer ever include them.
+ * JSON logs (pino) on stderr — stdout is the CLI's — without secrets: request bodies are never
+ * logged, and the headers that carry credentials are redacted should a serializer ever include them.
  */
 export function loggerOptions(level: PlatformConfig['logLevel']): FastifyServerOptions['logger'] {
   return {
     level,
+    stream: process.stderr,
     redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
   }
 }

@@ -4,7 +4,6 @@ import { authenticate } from '../auth/authenticate.js'
 import { type RateLimitCheck, replySealed } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { checkStorableInstant } from './recording-input.js'
 import { confirmReceipt, queryRecordings } from './recording-store.js'
 
 /** POST /openapi/v1/audios (contract §4.2) and POST /openapi/v1/callback (contract §4.3). */
@@ -16,8 +15,6 @@ export function recordingRoutes(
   app.post('/openapi/v1/audios', async (request, reply) => {
     const opened = await authenticate(context, request, rateLimit)
     const filter = RecordingFilter.parse(opened.plaintext)
-    checkStorableInstant('startTime', filter.startTime)
-    checkStorableInstant('endTime', filter.endTime)
     const page = await queryRecordings(context.db, opened.enterpriseId, filter)
     return replySealed(request, reply, opened, {
       specVersion: SPEC_VERSION,

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type JsonObject, open, seal } from '@earshot/protocol'
-import { type TestPlatform, startTestPlatform, testBackends } from '../test-support/backends.js'
-import { admin, createPartner, ingest, postJson, type Reply, type TestPartner } from '../test-support/calls.js'
+import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
+import {
+  admin,
+  createPartner,
+  ingest,
+  postJson,
+  type Reply,
+  type TestPartner,
+} from '../test-support/calls.js'
 
 /** POST /openapi/v1/audios: filters, paging, order, field sets and the sealed response (DESIGN.md §4). */
 
@@ -260,7 +267,10 @@ for (const backend of testBackends) {
       })
       assert.equal(list.total, 3)
       assert.deepEqual(ids(list), ['q03', 'q02', 'q01'])
-      const before = await query({ startTime: '2026-03-01T09:59:59.999999Z', endTime: '2026-03-01T10:00:00Z' })
+      const before = await query({
+        startTime: '2026-03-01T09:59:59.999999Z',
+        endTime: '2026-03-01T10:00:00Z',
+      })
       assert.deepEqual(ids(before), ['q06'])
       const equal = await query({ startTime: '2026-03-01T10:00:00Z', endTime: '2026-03-01T10:00:00Z' })
       assert.equal(equal.total, 0)
@@ -364,6 +374,9 @@ for (const backend of testBackends) {
       await refused({ deviceUid: 'dev-a', enterpriseId: 1 }, 'enterpriseId')
       await refused({ audioId: 7 }, 'audioId')
       await refused({ deviceUid: '' }, 'deviceUid')
+      // PostgreSQL text cannot hold U+0000: refused, not an internal error.
+      await refused({ deviceUid: 'dev\u0000a' }, 'deviceUid')
+      await refused({ audioId: 'q01\u0000' }, 'audioId')
     })
 
     test('set A and set B have exactly their keys, with the types as they appear', async () => {

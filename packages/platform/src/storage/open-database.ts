@@ -8,12 +8,14 @@ export interface StorageOptions {
   databaseUrl?: string | undefined
   /** PGlite data directory; undefined keeps the embedded database in memory. */
   dataDir?: string | undefined
+  /** PostgreSQL pool size. */
+  poolSize?: number | undefined
 }
 
 /** Opens the configured backend and brings its schema up to date. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   const db = options.databaseUrl
-    ? await openPostgres({ connectionString: options.databaseUrl })
+    ? await openPostgres({ connectionString: options.databaseUrl, max: options.poolSize ?? 20 })
     : await openPglite(options.dataDir)
   try {
     await migrate(db)

@@ -7,7 +7,7 @@ export interface PostgresOptions {
   max?: number
 }
 
-export async function openPostgres({ connectionString, max = 10 }: PostgresOptions): Promise<Database> {
+export async function openPostgres({ connectionString, max = 20 }: PostgresOptions): Promise<Database> {
   const types = {
     getTypeParser: ((oid: number, format?: string) =>
       oid === INT8_OID

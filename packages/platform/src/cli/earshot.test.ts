@@ -1,0 +1,347 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { loadKey } from '@earshot/protocol'
+import { configEnvironment } from '../config/config.js'
+import { startTestPlatform, type TestPlatform } from '../test-support/backends.js'
+
+const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const firstQuery = fileURLToPath(new URL('../../../../examples/first-query.mjs', import.meta.url))
+
+interface Run {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** The environment without anything Earshot-related leaking in from the caller's shell. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL') env[name] = value
+  }
+  return { ...env, ...extra }
+}
+
+/** Runs a script as a child process (asynchronously: the platform under test lives in this process). */
+function run(script: string, args: string[], env: Record<string, string>): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [script, ...args], {
+      env: cleanEnv(env),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
+function recording(i: number): Record<string, unknown> {
+  return {
+    deviceUid: `DEV-${i % 3}`,
+    title: `Recording ${i}`,
+    recordedAt: '2026-01-02T03:04:05.000Z',
+    denoiseUrl: `https://media.example/${i}.mp3`,
+    recordDuration: 1000 + i,
+  }
+}
+
+// The two suites run side by side: starting a fresh on-disk database for `serve` takes seconds.
+describe('earshot', { concurrency: true }, () => {
+  describe('earshot CLI against a running platform', { concurrency: false }, () => {
+    let platform: TestPlatform
+    let dir: string
+    let env: Record<string, string>
+    const earshot = (...args: string[]) => run(cli, args, env)
+
+    async function count(enterpriseId: number): Promise<number> {
+      const [row] = await platform.context.db.query<{ n: number | string }>(
+        'SELECT count(*) AS n FROM recordings WHERE enterprise_id = $1',
+        [enterpriseId],
+      )
+      return Number(row?.n)
+    }
+
+    async function createEnterprise(name: string): Promise<number> {
+      const result = await earshot('enterprise', 'create', '--name', name, '--json')
+      assert.equal(result.code, 0, result.stderr)
+      return JSON.parse(result.stdout).enterpriseId
+    }
+
+    before(async () => {
+      platform = await startTestPlatform('pglite')
+      dir = await mkdtemp(join(tmpdir(), 'earshot-cli-'))
+      env = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
+    })
+
+    after(async () => {
+      await platform.stop()
+      await rm(dir, { recursive: true, force: true })
+    })
+
+    test('enterprise create --json prints exactly enterpriseId, keyVersion and secret', async () => {
+      const result = await earshot('enterprise', 'create', '--name', 'Acme', '--json')
+      assert.equal(result.code, 0, result.stderr)
+      assert.equal(result.stderr, '')
+      assert.equal(result.stdout.split('\n').filter(Boolean).length, 1, 'one line on stdout')
+      const created = JSON.parse(result.stdout)
+      assert.deepEqual(Object.keys(created), ['enterpriseId', 'keyVersion', 'secret'])
+      assert.ok(Number.isSafeInteger(created.enterpriseId) && created.enterpriseId > 0)
+      assert.equal(created.keyVersion, 1)
+      assert.match(created.secret, /^[A-Za-z0-9+/]{43}=$/)
+      assert.doesNotThrow(() => loadKey(created.secret))
+    })
+
+    test('enterprise create without --json is readable and warns the secret is shown once', async () => {
+      const result = await earshot(
+        'enterprise',
+        'create',
+        '--name',
+        'Readable Co',
+        '--push-url',
+        'https://r.example/p',
+      )
+      assert.equal(result.code, 0, result.stderr)
+      assert.match(result.stdout, /secret: +[A-Za-z0-9+/]{43}=/)
+      assert.match(result.stdout, /only this once/)
+    })
+
+    test('enterprise list --json gives the enterprises array; the readable form is a table', async () => {
+      const id = await createEnterprise('Listed Ltd')
+      const json = await earshot('enterprise', 'list', '--json')
+      assert.equal(json.code, 0, json.stderr)
+      const enterprises = JSON.parse(json.stdout)
+      assert.ok(Array.isArray(enterprises))
+      const listed = enterprises.find((each: { enterpriseId: number }) => each.enterpriseId === id)
+      assert.equal(listed?.name, 'Listed Ltd')
+      assert.equal(listed?.disabled, false)
+      assert.deepEqual(
+        listed?.keys.map((key: { keyVersion: number }) => key.keyVersion),
+        [1],
+      )
+
+      const table = await earshot('enterprise', 'list')
+      assert.equal(table.code, 0, table.stderr)
+      assert.match(table.stdout, /^ID +NAME +STATUS +KEY +PUSH URL$/m)
+      assert.match(table.stdout, new RegExp(`^${id} +Listed Ltd +active +1 +-$`, 'm'))
+      assert.match(table.stdout, /Readable Co +active +1 +https:\/\/r\.example\/p/)
+    })
+
+    test('enterprise disable marks the enterprise disabled; an unknown one is refused with 4040', async () => {
+      const id = await createEnterprise('Soon Disabled')
+      const result = await earshot('enterprise', 'disable', String(id), '--json')
+      assert.equal(result.code, 0, result.stderr)
+      assert.deepEqual(JSON.parse(result.stdout), { enterpriseId: id, disabled: true })
+      const [row] = await platform.context.db.query<{ disabled: boolean }>(
+        'SELECT disabled_at IS NOT NULL AS disabled FROM enterprises WHERE enterprise_id = $1',
+        [id],
+      )
+      assert.equal(row?.disabled, true)
+
+      const missing = await earshot('enterprise', 'disable', '999999', '--json')
+      assert.equal(missing.code, 1)
+      assert.match(missing.stderr, /^error 4040: /)
+      assert.equal(JSON.parse(missing.stdout).error.code, 4040)
+    })
+
+    test('enterprise rotate-key --json gives keyVersion 2 and a new secret', async () => {
+      const id = await createEnterprise('Rotating')
+      const result = await earshot('enterprise', 'rotate-key', String(id), '--json')
+      assert.equal(result.code, 0, result.stderr)
+      const rotated = JSON.parse(result.stdout)
+      assert.equal(rotated.enterpriseId, id)
+      assert.equal(rotated.keyVersion, 2)
+      assert.equal(rotated.previousKeyVersion, 1)
+      assert.match(rotated.secret, /^[A-Za-z0-9+/]{43}=$/)
+      assert.ok(!Number.isNaN(Date.parse(rotated.previousKeyRetiresAt)))
+    })
+
+    test('enterprise set-push-url sets and --clear removes the push URL', async () => {
+      const id = await createEnterprise('Pushed')
+      const set = await earshot(
+        'enterprise',
+        'set-push-url',
+        String(id),
+        'https://partner.example/push',
+        '--json',
+      )
+      assert.equal(set.code, 0, set.stderr)
+      assert.deepEqual(JSON.parse(set.stdout), { enterpriseId: id, pushUrl: 'https://partner.example/push' })
+
+      const cleared = await earshot('enterprise', 'set-push-url', String(id), '--clear', '--json')
+      assert.equal(cleared.code, 0, cleared.stderr)
+      assert.deepEqual(JSON.parse(cleared.stdout), { enterpriseId: id, pushUrl: null })
+
+      const neither = await earshot('enterprise', 'set-push-url', String(id))
+      assert.equal(neither.code, 1)
+      assert.match(neither.stderr, /--clear/)
+    })
+
+    test('recordings import --json imports every line and acknowledges {"imported": N}', async () => {
+      const id = await createEnterprise('Importer')
+      const file = join(dir, 'good.jsonl')
+      const total = 1200 // more than one 1000-row batch, so several progress lines
+      await writeFile(
+        file,
+        `${Array.from({ length: total }, (_, i) => JSON.stringify(recording(i))).join('\n')}\n`,
+      )
+      const result = await earshot('recordings', 'import', file, '--enterprise', String(id), '--json')
+      assert.equal(result.code, 0, result.stderr)
+      assert.equal(result.stdout, `{"imported": ${total}}\n`)
+      assert.equal(await count(id), total)
+
+      const readable = await earshot('recordings', 'import', file, '--enterprise', String(id))
+      assert.equal(readable.code, 0, readable.stderr)
+      assert.equal(readable.stdout, `Imported ${total} recordings into enterprise ${id}.\n`)
+      assert.equal(await count(id), 2 * total)
+    })
+
+    test('recordings import with a bad line 3 names it, exits 1 and imports nothing', async () => {
+      const id = await createEnterprise('Bad Import')
+      const file = join(dir, 'bad.jsonl')
+      const { deviceUid: _, ...noDevice } = recording(3)
+      await writeFile(
+        file,
+        [recording(1), recording(2), noDevice, recording(4)].map((r) => JSON.stringify(r)).join('\n'),
+      )
+      const result = await earshot('recordings', 'import', file, '--enterprise', String(id), '--json')
+      assert.equal(result.code, 1)
+      assert.equal(result.stdout, '')
+      assert.match(result.stderr, /^error 4001: .*line 3/)
+      assert.equal(await count(id), 0)
+    })
+
+    test('a missing import file is reported without calling the platform', async () => {
+      const result = await earshot('recordings', 'import', join(dir, 'absent.jsonl'), '--enterprise', '1')
+      assert.equal(result.code, 1)
+      assert.match(result.stderr, /absent\.jsonl: no such file/)
+    })
+
+    test('a wrong admin token is refused with error 4010', async () => {
+      const result = await run(cli, ['enterprise', 'list', '--json'], {
+        ...env,
+        EARSHOT_ADMIN_TOKEN: 'not-the-admin-token-at-all',
+      })
+      assert.equal(result.code, 1)
+      assert.match(result.stderr, /^error 4010: /)
+      assert.deepEqual(Object.keys(JSON.parse(result.stdout).error), ['code', 'msg'])
+    })
+
+    test('no admin token at all tells the user to set EARSHOT_ADMIN_TOKEN', async () => {
+      const result = await run(cli, ['enterprise', 'list'], { EARSHOT_URL: platform.adminUrl })
+      assert.equal(result.code, 1)
+      assert.equal(result.stdout, '')
+      assert.match(result.stderr, /EARSHOT_ADMIN_TOKEN/)
+      assert.match(result.stderr, /earshot serve/)
+    })
+
+    test('an unreachable admin URL is named, with a hint that earshot serve is not running', async () => {
+      const url = `http://127.0.0.1:${await closedPort()}`
+      const result = await run(cli, ['enterprise', 'list'], { ...env, EARSHOT_URL: url })
+      assert.equal(result.code, 1)
+      assert.equal(result.stdout, '')
+      assert.ok(result.stderr.includes(url), result.stderr)
+      assert.match(result.stderr, /connection refused.*earshot serve/)
+    })
+
+    test('--help lists the commands; serve --help lists the environment variables', async () => {
+      const help = await earshot('--help')
+      assert.equal(help.code, 0)
+      for (const command of ['serve', 'enterprise', 'recordings'])
+        assert.match(help.stdout, new RegExp(`^  ${command}`, 'm'))
+      const serveHelp = await earshot('serve', '--help')
+      assert.equal(serveHelp.code, 0)
+      for (const { env: name } of configEnvironment) {
+        assert.ok(serveHelp.stdout.includes(name), `serve --help names ${name}`)
+      }
+    })
+  })
+
+  describe('earshot serve', () => {
+    test('an invalid EARSHOT_PORT exits with code 2 and names the variable', async () => {
+      const result = await run(cli, ['serve'], { EARSHOT_PORT: 'abc', EARSHOT_DATA_DIR: 'memory://' })
+      assert.equal(result.code, 2)
+      assert.match(result.stderr, /EARSHOT_PORT must be an integer/)
+      assert.equal(result.stdout, '')
+    })
+
+    test('--demo seeds a fresh database, saves its credentials, answers a first query and stops on SIGTERM', {
+      timeout: 60_000,
+    }, async () => {
+      const dir = await mkdtemp(join(tmpdir(), 'earshot-serve-'))
+      const child = spawn(
+        process.execPath,
+        [cli, 'serve', '--demo', '--port', '0', '--admin-port', '0', '--data-dir', join(dir, 'data')],
+        { env: cleanEnv({ EARSHOT_LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] },
+      )
+      const exited = new Promise<number | string | null>((resolve) =>
+        child.on('exit', (code, signal) => resolve(code ?? signal)),
+      )
+      try {
+        let stdout = ''
+        let stderr = ''
+        child.stderr.on('data', (chunk) => {
+          stderr += chunk
+        })
+        const printed = await new Promise<string>((resolve, reject) => {
+          child.stdout.on('data', (chunk) => {
+            stdout += chunk
+            if (/node examples\/first-query\.mjs/.test(stdout)) resolve(stdout)
+          })
+          exited.then((code) => reject(new Error(`serve exited (${code}) early: ${stderr}`)))
+        })
+        assert.match(printed, /export EARSHOT_ADMIN_TOKEN=\S{16,}/)
+        const secret = /secret: +(\S+)/.exec(printed)?.[1]
+        const enterpriseId = /enterpriseId: +(\d+)/.exec(printed)?.[1]
+        const partnerUrl = /Partner API: +(\S+)/.exec(printed)?.[1]
+        assert.match(secret ?? '', /^[A-Za-z0-9+/]{43}=$/)
+
+        const file = join(dir, 'demo-credentials.json')
+        assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), {
+          enterpriseId: Number(enterpriseId),
+          keyVersion: 1,
+          secret,
+        })
+        assert.equal((await stat(file)).mode & 0o777, 0o600)
+
+        // The documented first query works against it.
+        const query = await run(firstQuery, [], {
+          EARSHOT_BASE_URL: partnerUrl as string,
+          EARSHOT_ENTERPRISE_ID: enterpriseId as string,
+          EARSHOT_SECRET: secret as string,
+        })
+        assert.equal(query.code, 0, query.stderr)
+        assert.match(query.stdout, /^300 recordings in all; the first 5:/)
+        assert.equal((query.stdout.match(/\((transcript|audio)\)$/gm) ?? []).length, 5)
+
+        child.kill('SIGTERM')
+        assert.equal(await exited, 0)
+      } finally {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+        await exited
+        await rm(dir, { recursive: true, force: true })
+      }
+    })
+  })
+})
