@@ -155,8 +155,8 @@ export async function queryRecordings(
             transcript_sentences, duration_ms, words_count
        FROM recordings WHERE ${conditions}
       ORDER BY recorded_at DESC, audio_id DESC
-      LIMIT ${filter.size} OFFSET ${offset}`,
-    params,
+      LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    [...params, filter.size, offset],
   )
   return { total, items: rows.map((row) => ({ audioId: row.audio_id, data: recordingData(row) })) }
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import pg from 'pg'
 import { type Database, INT8_OID, parseInt8, type Queryable } from './database.js'
 
@@ -19,8 +20,19 @@ export async function openPostgres({ connectionString, max = 20 }: PostgresOptio
   pool.on('error', () => {})
   await pool.query('SELECT 1')
 
+  // Every statement is named after its text, so each connection parses and plans it once. The
+  // platform's SQL is a fixed set (values always travel as parameters), so the set stays small.
+  const names = new Map<string, string>()
+  const nameOf = (sql: string) => {
+    let name = names.get(sql)
+    if (!name) {
+      name = `earshot_${createHash('sha256').update(sql).digest('hex').slice(0, 24)}`
+      names.set(sql, name)
+    }
+    return name
+  }
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) =>
-    (await client.query(sql, params as unknown[])).rows as Row[]
+    (await client.query({ name: nameOf(sql), text: sql, values: params as unknown[] })).rows as Row[]
 
   return {
     kind: 'postgres',
