@@ -10,6 +10,7 @@
  * - 70% have audio and transcript (set A), 20% audio only (set B), 10% transcript only (set A).
  */
 import type { TranscriptSentence } from '@earshot/protocol'
+import { samplePhrases, sampleTopics } from '../demo/demo-seed.js'
 import type { NewRecording } from '../recordings/recording-store.js'
 
 export interface DatasetPlan {
@@ -62,24 +63,6 @@ export function checkPlan(plan: DatasetPlan): void {
   }
 }
 
-const topics = [
-  'Weekly sync',
-  'Customer call',
-  'Site visit',
-  'Interview',
-  'Lecture',
-  'Voice memo',
-  'Stand-up',
-]
-const phrases = [
-  'Let us start with the open items.',
-  'The delivery moved to next Tuesday.',
-  'Please send the figures before Friday.',
-  'We agreed to try the second option.',
-  'Battery life was the main complaint.',
-  'Thanks everyone, that is all for today.',
-]
-
 /**
  * The recordings of enterprise index e, generated lazily in chunks of `chunkSize` (the same recordings
  * whatever the chunk size).
@@ -108,7 +91,7 @@ export function* recordingChunks(
     const recording: NewRecording = {
       audioId,
       deviceUid,
-      title: `${pick(topics)} #${1 + Math.floor(random() * 999)}`,
+      title: `${pick(sampleTopics)} #${1 + Math.floor(random() * 999)}`,
       recordedAt,
     }
     if (kind < 0.9) {
@@ -117,7 +100,7 @@ export function* recordingChunks(
     }
     if (kind < 0.7 || kind >= 0.9) {
       const sentences: TranscriptSentence[] = [0, 1].map((s) => ({
-        text: pick(phrases),
+        text: pick(samplePhrases),
         beginTime: s * 4000,
         endTime: s * 4000 + 3500,
       }))

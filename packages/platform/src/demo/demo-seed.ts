@@ -14,7 +14,8 @@ const devices = [
   'DESK-GAMMA-3',
   'PEN-DELTA-11',
 ]
-const topics = [
+/** Sample vocabulary shared by the demo and the benchmark data set. */
+export const sampleTopics = [
   'Weekly sync',
   'Customer call',
   'Site visit notes',
@@ -23,7 +24,7 @@ const topics = [
   'Voice memo',
   'Stand-up',
 ]
-const phrases = [
+export const samplePhrases = [
   'Let us start with the open items.',
   'The delivery moved to next Tuesday.',
   'Please send the figures before Friday.',
@@ -56,7 +57,7 @@ export function demoRecordings(now: number): NewRecording[] {
     const durationMs = 30_000 + ((i * 7919) % 600_000)
     const kind = i % 3 // 0: audio only, 1: transcript only, 2: both
     const sentences: TranscriptSentence[] = Array.from({ length: 2 + (i % 4) }, (_, s) => ({
-      text: phrases[(i + s) % phrases.length] as string,
+      text: samplePhrases[(i + s) % samplePhrases.length] as string,
       beginTime: s * 4000,
       endTime: s * 4000 + 3500,
     }))
@@ -64,7 +65,7 @@ export function demoRecordings(now: number): NewRecording[] {
     return {
       audioId: `demo-${String(DEMO_RECORDINGS - i).padStart(4, '0')}`,
       deviceUid: devices[i % devices.length] as string,
-      title: `${topics[i % topics.length]} #${DEMO_RECORDINGS - i}`,
+      title: `${sampleTopics[i % sampleTopics.length]} #${DEMO_RECORDINGS - i}`,
       recordedAt,
       ...(kind !== 1 && {
         denoiseUrl: `https://media.earshot.example/demo/${i}.mp3`,
