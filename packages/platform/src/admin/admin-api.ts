@@ -168,7 +168,7 @@ function noSuchEnterprise(enterpriseId: number): ApiError {
 }
 
 /** A push URL is an absolute http(s) URL, or null to stop pushing. */
-export function pushUrlField(value: unknown): string | null {
+function pushUrlField(value: unknown): string | null {
   if (value === undefined || value === null) return null
   if (typeof value === 'string' && URL.canParse(value)) {
     const url = new URL(value)

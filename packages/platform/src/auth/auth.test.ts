@@ -23,6 +23,7 @@ import {
 import {
   admin,
   createPartner,
+  expectCode,
   partnerFor,
   postJson,
   postRaw,
@@ -40,16 +41,6 @@ let eventCounter = 0
 const nextEventId = () => `auth-test-${++eventCounter}`
 
 /** Every response: {code, msg, requestId}, x-request-id = requestId, HTTP status = code / 10. */
-function expectCode(reply: Reply, code: number): void {
-  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
-  assert.equal(reply.status, Math.floor(code / 10))
-  assert.equal(typeof reply.body.msg, 'string')
-  assert.ok((reply.body.msg as string).length > 0)
-  assert.equal(typeof reply.body.requestId, 'string')
-  assert.ok((reply.body.requestId as string).length > 0)
-  assert.equal(reply.headers.get('x-request-id'), reply.body.requestId)
-  if (code !== 2000) assert.equal(reply.body.data, undefined)
-}
 
 /** Seals arbitrary text (which seal() refuses when it is not a JSON object). */
 function sealText(key: EnvelopeKey, keyVersion: number, text: string): Envelope {

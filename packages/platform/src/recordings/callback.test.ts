@@ -2,20 +2,12 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { seal } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import { createPartner, ingest, postJson, type Reply, type TestPartner } from '../test-support/calls.js'
+import { createPartner, expectCode, ingest, postJson, type TestPartner } from '../test-support/calls.js'
 
 /** POST /openapi/v1/callback, and tenant isolation of the callback and the query (DESIGN.md §4–5). */
 
 const CALLBACK = '/openapi/v1/callback'
 const AUDIOS = '/openapi/v1/audios'
-
-function expectCode(reply: Reply, code: number): void {
-  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
-  assert.equal(reply.status, Math.floor(code / 10))
-  assert.equal(typeof reply.body.msg, 'string')
-  assert.equal(typeof reply.body.requestId, 'string')
-  assert.equal(reply.headers.get('x-request-id'), reply.body.requestId)
-}
 
 function recording(audioId: string, deviceUid: string, recordedAt: string) {
   return {

@@ -5,9 +5,9 @@ import { startTestPlatform, type TestPlatform, testBackends } from '../test-supp
 import {
   admin,
   createPartner,
+  expectCode,
   ingest,
   postJson,
-  type Reply,
   type TestPartner,
 } from '../test-support/calls.js'
 
@@ -136,14 +136,6 @@ interface List {
   size: number
   total: number
   items: Item[]
-}
-
-function expectCode(reply: Reply, code: number): void {
-  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
-  assert.equal(reply.status, Math.floor(code / 10))
-  assert.equal(typeof reply.body.msg, 'string')
-  assert.equal(typeof reply.body.requestId, 'string')
-  assert.equal(reply.headers.get('x-request-id'), reply.body.requestId)
 }
 
 for (const backend of testBackends) {

@@ -1,4 +1,5 @@
-import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import assert from 'node:assert/strict'
+import { type EnvelopeKey, httpStatusOf, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import type { RunningPlatform } from '../platform.js'
 
 export interface Reply {
@@ -121,4 +122,15 @@ export async function ingest(
   )
   if (status !== 201) throw new Error(`ingest refused: ${JSON.stringify(body)}`)
   return body.audioId
+}
+
+/** Asserts a reply carries the catalogue code, its HTTP status, a msg and the request id (DESIGN.md §2). */
+export function expectCode(reply: Reply, code: number): void {
+  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
+  assert.equal(reply.status, httpStatusOf(code))
+  assert.equal(typeof reply.body.msg, 'string')
+  assert.ok((reply.body.msg as string).length > 0)
+  assert.equal(typeof reply.body.requestId, 'string')
+  assert.ok((reply.body.requestId as string).length > 0)
+  assert.equal(reply.headers.get('x-request-id'), reply.body.requestId)
 }
