@@ -15,6 +15,7 @@ import { installErrorHandling } from '../http/error-handler.js'
 import { type Lifecycle, loggerOptions } from '../http/server-options.js'
 import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
 import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
+import { deliveryRoutes } from '../push/delivery-routes.js'
 import { importJsonLines } from './json-lines-import.js'
 
 export const ADMIN_PREFIX = '/admin/v1'
@@ -106,7 +107,7 @@ export async function buildAdminApi(
   app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings`, async (request, reply) => {
     const enterpriseId = await existingEnterprise(request)
     const recording = toNewRecording(request.body, newAudioId)
-    await insertRecordings(db, enterpriseId, [recording])
+    await db.transaction((tx) => insertRecordings(tx, enterpriseId, [recording]))
     return reply.code(201).send({ audioId: recording.audioId })
   })
 
@@ -115,7 +116,10 @@ export async function buildAdminApi(
     const { audioId } = request.params as { audioId: string }
     const transcript = TranscriptPart.parse(request.body)
     // An audioId holding U+0000 cannot exist (and PostgreSQL text cannot hold it).
-    if (audioId.includes('\u0000') || !(await attachTranscript(db, enterpriseId, audioId, transcript))) {
+    const attached =
+      !audioId.includes('\u0000') &&
+      (await db.transaction((tx) => attachTranscript(tx, enterpriseId, audioId, transcript)))
+    if (!attached) {
       throw new ApiError(
         ResponseCode.NOT_FOUND,
         `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
@@ -134,6 +138,8 @@ export async function buildAdminApi(
     }
     return importJsonLines(db, enterpriseId, request.body, newAudioId, reply)
   })
+
+  deliveryRoutes(app, context, ADMIN_PREFIX)
 
   async function existingEnterprise(request: FastifyRequest): Promise<number> {
     const enterpriseId = enterpriseIdParam(request)

@@ -25,6 +25,20 @@ export interface PlatformConfig {
   shutdownGraceSeconds: number
   /** On a fresh database, create a demo enterprise with sample recordings. */
   demo: boolean
+  /** Seconds to wait after each failed push attempt (DESIGN.md §6); after the last, the delivery fails. */
+  pushRetryScheduleSeconds: number[]
+  /** Seconds an acknowledged push waits for its receipt callback before it is pushed again. */
+  pushConfirmWindowSeconds: number
+  /** Seconds a push attempt may take, response included. */
+  pushTimeoutSeconds: number
+  /** Allow loopback and private push addresses (tests, on-premises partners). */
+  pushAllowPrivate: boolean
+  /** Run the push dispatcher inside this process (off when separate `earshot worker`s push). */
+  pushDispatch: boolean
+  /** Push attempts in flight at once, over all push URLs, per instance. */
+  pushConcurrency: number
+  /** Push attempts in flight at once to one push URL, per instance. */
+  pushConcurrencyPerUrl: number
 }
 
 export class ConfigError extends Error {
@@ -54,6 +68,19 @@ const seconds = (min: number) => ({
   parse: integer(min, 10 * 365 * 86_400),
   rule: `a whole number of seconds ≥ ${min}`,
 })
+const decimalSeconds =
+  (min: number, max: number) =>
+  (raw: string): number | undefined => {
+    if (!/^\d+(\.\d{1,3})?$/.test(raw)) return undefined
+    const value = Number(raw)
+    return value >= min && value <= max ? value : undefined
+  }
+const flag = (raw: string) =>
+  raw === '1' || raw === 'true' ? true : raw === '0' || raw === 'false' ? false : undefined
+/** DESIGN.md §6: 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. */
+export const DEFAULT_RETRY_SCHEDULE_SECONDS = [
+  15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10_800, 10_800, 10_800, 21_600, 21_600,
+]
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
@@ -146,10 +173,61 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
   demo: {
     key: 'demo',
     env: 'EARSHOT_DEMO',
-    parse: (raw) =>
-      raw === '1' || raw === 'true' ? true : raw === '0' || raw === 'false' ? false : undefined,
+    parse: flag,
     rule: '1 or 0',
     fallback: false,
+  },
+  pushRetryScheduleSeconds: {
+    key: 'pushRetryScheduleSeconds',
+    env: 'EARSHOT_PUSH_RETRY_SCHEDULE',
+    parse: (raw) => {
+      const delays = raw.split(',').map((part) => decimalSeconds(0, 7 * 86_400)(part.trim()))
+      return delays.length <= 100 && delays.every((delay) => delay !== undefined) ? delays : undefined
+    },
+    rule: 'comma-separated seconds (up to 100 of them, each at most 7 days), e.g. 15,15,30,180',
+    fallback: DEFAULT_RETRY_SCHEDULE_SECONDS,
+  },
+  pushConfirmWindowSeconds: {
+    key: 'pushConfirmWindowSeconds',
+    env: 'EARSHOT_PUSH_CONFIRM_WINDOW',
+    parse: decimalSeconds(0.01, 30 * 86_400),
+    rule: 'seconds from 0.01 to 30 days',
+    fallback: 600,
+  },
+  pushTimeoutSeconds: {
+    key: 'pushTimeoutSeconds',
+    env: 'EARSHOT_PUSH_TIMEOUT',
+    parse: decimalSeconds(0.01, 300),
+    rule: 'seconds from 0.01 to 300',
+    fallback: 10,
+  },
+  pushAllowPrivate: {
+    key: 'pushAllowPrivate',
+    env: 'EARSHOT_PUSH_ALLOW_PRIVATE',
+    parse: flag,
+    rule: '1 or 0',
+    fallback: false,
+  },
+  pushDispatch: {
+    key: 'pushDispatch',
+    env: 'EARSHOT_PUSH_DISPATCH',
+    parse: flag,
+    rule: '1 or 0',
+    fallback: true,
+  },
+  pushConcurrency: {
+    key: 'pushConcurrency',
+    env: 'EARSHOT_PUSH_CONCURRENCY',
+    parse: integer(1, 10_000),
+    rule: 'a number of attempts from 1 to 10000',
+    fallback: 64,
+  },
+  pushConcurrencyPerUrl: {
+    key: 'pushConcurrencyPerUrl',
+    env: 'EARSHOT_PUSH_CONCURRENCY_PER_URL',
+    parse: integer(1, 10_000),
+    rule: 'a number of attempts from 1 to 10000',
+    fallback: 16,
   },
 }
 

@@ -46,7 +46,7 @@ export async function seedDemoIfEmpty(
   const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
   if (row?.any) return undefined
   const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
-  await insertRecordings(db, credentials.enterpriseId, demoRecordings(now))
+  await db.transaction((tx) => insertRecordings(tx, credentials.enterpriseId, demoRecordings(now)))
   return credentials
 }
 

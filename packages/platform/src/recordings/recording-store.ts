@@ -1,12 +1,14 @@
 import {
   type AudioRecordingData,
   InvalidParameterError,
+  PushEventType,
   type RecordingData,
   type ResolvedRecordingFilter,
   serializeTranscriptSentences,
   type TranscriptRecordingData,
   type TranscriptSentence,
 } from '@earshot/protocol'
+import { type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
 
 export interface TranscriptPart {
@@ -36,19 +38,36 @@ export interface RecordingPage {
 /** Rows per INSERT statement: large enough to amortise round trips, small enough for PGlite. */
 export const INSERT_BATCH = 1000
 
-/** Inserts recordings of one enterprise. An audioId that already exists is refused with 4001. */
+/**
+ * Inserts recordings of one enterprise and schedules their pushes; call it inside a transaction.
+ * An audioId that already exists is refused with 4001.
+ */
 export async function insertRecordings(
-  db: Queryable,
+  tx: Queryable,
   enterpriseId: number,
   list: readonly NewRecording[],
 ): Promise<void> {
   for (let start = 0; start < list.length; start += INSERT_BATCH) {
-    await insertBatch(db, enterpriseId, list.slice(start, start + INSERT_BATCH)).catch((error: unknown) => {
+    const batch = list.slice(start, start + INSERT_BATCH)
+    await insertBatch(tx, enterpriseId, batch).catch((error: unknown) => {
       if ((error as { code?: string }).code !== UNIQUE_VIOLATION) throw error
       const id = /\(audio_id\)=\((.*)\)/.exec((error as { detail?: string }).detail ?? '')?.[1]
       throw new InvalidParameterError('audioId', `${id ? JSON.stringify(id) : 'a recording'} already exists`)
     })
+    await scheduleDeliveries(tx, enterpriseId, batch.flatMap(eventsOfNewRecording))
   }
+}
+
+/** DESIGN.md §6: one event when the audio part becomes available, one when the transcript does. */
+function eventsOfNewRecording(recording: NewRecording): DeliveryEvent[] {
+  const events: DeliveryEvent[] = []
+  if (recording.denoiseUrl !== undefined) {
+    events.push({ audioId: recording.audioId, eventType: PushEventType.AUDIO_READY })
+  }
+  if (recording.transcript) {
+    events.push({ audioId: recording.audioId, eventType: PushEventType.TRANSCRIPT_READY })
+  }
+  return events
 }
 
 const UNIQUE_VIOLATION = '23505'
@@ -84,14 +103,17 @@ async function insertBatch(
   )
 }
 
-/** Adds or replaces the transcript part of a recording. False when the enterprise has no such recording. */
+/**
+ * Adds or replaces the transcript part of a recording and schedules its push; call it inside a
+ * transaction. False when the enterprise has no such recording.
+ */
 export async function attachTranscript(
-  db: Queryable,
+  tx: Queryable,
   enterpriseId: number,
   audioId: string,
   transcript: TranscriptPart,
 ): Promise<boolean> {
-  const rows = await db.query(
+  const rows = await tx.query(
     `UPDATE recordings SET transcript_id = $3, transcript_text = $4, transcript_sentences = $5, duration_ms = $6,
                            words_count = $7, transcript_added_at = now()
       WHERE enterprise_id = $1 AND audio_id = $2 RETURNING 1`,
@@ -105,10 +127,12 @@ export async function attachTranscript(
       transcript.wordsCount,
     ],
   )
-  return rows.length === 1
+  if (rows.length === 0) return false
+  await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.TRANSCRIPT_READY }])
+  return true
 }
 
-interface RecordingRow {
+export interface RecordingRow {
   audio_id: string
   device_uid: string
   title: string
@@ -183,14 +207,18 @@ export function recordingData(row: RecordingRow): RecordingData {
 }
 
 /**
- * Records the partner's receipt of a recording (DESIGN.md §5): idempotent, and false when the
- * audioId is not a recording of this enterprise — another enterprise's id looks the same as none.
+ * Records the partner's receipt of a recording (DESIGN.md §5) and confirms every delivery of it, in
+ * whatever state (a callback may overtake the recording of its push's ack). Idempotent; false when
+ * the audioId is not a recording of this enterprise — another enterprise's id looks the same as none.
  */
 export async function confirmReceipt(db: Queryable, enterpriseId: number, audioId: string): Promise<boolean> {
   const rows = await db.query(
     `WITH owned AS (SELECT audio_id FROM recordings WHERE audio_id = $2 AND enterprise_id = $1),
           added AS (INSERT INTO receipts (audio_id, enterprise_id) SELECT audio_id, $1 FROM owned
-                    ON CONFLICT (audio_id) DO NOTHING)
+                    ON CONFLICT (audio_id) DO NOTHING),
+          confirmed AS (UPDATE deliveries SET state = 'confirmed', due_at = NULL, claimed_by = NULL,
+                               confirmed_at = now()
+                         WHERE audio_id IN (SELECT audio_id FROM owned) AND state <> 'confirmed')
      SELECT 1 FROM owned`,
     [enterpriseId, audioId],
   )

@@ -54,6 +54,8 @@ export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformCon
     adminToken: 'test-admin-token-0123456789',
     logLevel: 'silent',
     shutdownGraceSeconds: 2,
+    // Test receivers listen on loopback.
+    pushAllowPrivate: true,
     ...overrides,
   }
 }
