@@ -1,5 +1,6 @@
 import type { AccessTokens } from './auth/access-tokens.js'
 import type { PlatformConfig } from './config/config.js'
+import type { PlatformMetrics } from './metrics/metrics.js'
 import type { Database } from './storage/database.js'
 
 /** What every feature of a running platform is handed: passed in, never global. */
@@ -10,4 +11,5 @@ export interface PlatformContext {
   /** Epoch milliseconds; injected so tests can move time. */
   clock: () => number
   randomBytes: (size: number) => Buffer
+  metrics: PlatformMetrics
 }

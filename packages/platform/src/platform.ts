@@ -7,6 +7,8 @@ import type { PlatformConfig } from './config/config.js'
 import type { PlatformContext } from './context.js'
 import { buildPartnerApi } from './http/partner-api.js'
 import type { Lifecycle } from './http/server-options.js'
+import { createMetrics } from './metrics/metrics.js'
+import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
 import type { Database } from './storage/database.js'
 import { openDatabase } from './storage/open-database.js'
 
@@ -48,6 +50,7 @@ export async function startPlatform({
       tokens: accessTokens(await tokenSigningKey(db, randomBytes)),
       clock,
       randomBytes,
+      metrics: createMetrics(db),
     }
     const lifecycle: Lifecycle = { shuttingDown: false }
     const adminToken = config.adminToken ?? randomBytes(24).toString('base64url')
@@ -58,6 +61,16 @@ export async function startPlatform({
     servers.push(admin)
     const partnerUrl = await partner.listen({ host: config.host, port: config.port })
     const adminUrl = await admin.listen({ host: config.adminHost, port: config.adminPort })
+    const dispatcher: Dispatcher | undefined = config.pushDispatch
+      ? await startDispatcher({
+          db,
+          settings: config,
+          logger: partner.log.child({ component: 'push' }),
+          metrics: context.metrics.push,
+          clock,
+          randomBytes,
+        })
+      : undefined
 
     const janitor = setInterval(() => {
       forgetExpiredNonces(db, clock()).catch((error: unknown) =>
@@ -77,7 +90,8 @@ export async function startPlatform({
         closing ??= (async () => {
           lifecycle.shuttingDown = true
           clearInterval(janitor)
-          await closeWithin(servers, config.shutdownGraceSeconds * 1000)
+          const graceMs = config.shutdownGraceSeconds * 1000
+          await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await db.close()
         })()
         return closing

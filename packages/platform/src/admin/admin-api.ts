@@ -15,6 +15,7 @@ import { installErrorHandling } from '../http/error-handler.js'
 import { type Lifecycle, loggerOptions } from '../http/server-options.js'
 import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
 import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
+import { checkPushUrl } from '../push/address-policy.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { importJsonLines } from './json-lines-import.js'
 
@@ -37,6 +38,7 @@ export async function buildAdminApi(
     forceCloseConnections: 'idle',
   })
   installErrorHandling(app)
+  context.metrics.instrumentHttp(app, 'admin')
   // JSON Lines import bodies are read raw; their size has its own, larger limit.
   app.addContentTypeParser(
     ['application/x-ndjson', 'application/jsonl'],
@@ -63,6 +65,12 @@ export async function buildAdminApi(
 
   app.get('/healthz', async () => ({ status: 'ok' }))
 
+  /** Prometheus metrics; the scraper sends the admin bearer token like any admin client. */
+  app.get('/metrics', async (_request, reply) => {
+    const { registry } = context.metrics
+    return reply.type(registry.contentType).send(await registry.metrics())
+  })
+
   app.post(`${ADMIN_PREFIX}/enterprises`, async (request, reply) => {
     const body = objectBody(request)
     const name = body.name
@@ -77,7 +85,7 @@ export async function buildAdminApi(
         'must be a non-empty string of at most 200 characters, without U+0000',
       )
     }
-    const pushUrl = pushUrlField(body.pushUrl)
+    const pushUrl = await checkPushUrl(body.pushUrl, config.pushAllowPrivate)
     const created = await createEnterprise(db, name.trim(), pushUrl, context.randomBytes)
     return reply.code(201).send(created)
   })
@@ -99,7 +107,7 @@ export async function buildAdminApi(
 
   app.put(`${ADMIN_PREFIX}/enterprises/:enterpriseId/push-url`, async (request) => {
     const enterpriseId = enterpriseIdParam(request)
-    const pushUrl = pushUrlField(objectBody(request).pushUrl)
+    const pushUrl = await checkPushUrl(objectBody(request).pushUrl, config.pushAllowPrivate)
     if (!(await setPushUrl(db, enterpriseId, pushUrl))) throw noSuchEnterprise(enterpriseId)
     return { enterpriseId, pushUrl }
   })
@@ -171,14 +179,4 @@ function enterpriseIdParam(request: FastifyRequest): number {
 
 function noSuchEnterprise(enterpriseId: number): ApiError {
   return new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-}
-
-/** A push URL is an absolute http(s) URL, or null to stop pushing. */
-function pushUrlField(value: unknown): string | null {
-  if (value === undefined || value === null) return null
-  if (typeof value === 'string' && URL.canParse(value)) {
-    const url = new URL(value)
-    if ((url.protocol === 'http:' || url.protocol === 'https:') && url.hostname) return url.href
-  }
-  throw new InvalidParameterError('pushUrl', 'must be an absolute http:// or https:// URL, or null')
 }

@@ -40,7 +40,18 @@ export function serveCommand(): Command {
     })
 }
 
-function environmentHelp(): string {
+/** The configuration from the environment and flags; on a wrong value, says which and exits 2. */
+export function loadConfigOrExit(flags: Partial<Record<keyof PlatformConfig, string>>): PlatformConfig {
+  try {
+    return loadConfig(process.env, flags)
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error
+    process.stderr.write(`${error.message}\n`)
+    process.exit(2)
+  }
+}
+
+export function environmentHelp(): string {
   const width = Math.max(...configEnvironment.map(({ env }) => env.length))
   return [
     '',
@@ -50,24 +61,17 @@ function environmentHelp(): string {
 }
 
 async function serve(flags: ServeFlags, adminToken: string | undefined): Promise<void> {
-  let config: PlatformConfig
-  try {
-    config = loadConfig(process.env, {
-      host: flags.host,
-      port: flags.port,
-      adminHost: flags.adminHost,
-      adminPort: flags.adminPort,
-      dataDir: flags.dataDir,
-      databaseUrl: flags.databaseUrl,
-      tokenTtlSeconds: flags.tokenTtl,
-      adminToken,
-      ...(flags.demo && { demo: 'true' }),
-    })
-  } catch (error) {
-    if (!(error instanceof ConfigError)) throw error
-    process.stderr.write(`${error.message}\n`)
-    process.exit(2)
-  }
+  const config = loadConfigOrExit({
+    host: flags.host,
+    port: flags.port,
+    adminHost: flags.adminHost,
+    adminPort: flags.adminPort,
+    dataDir: flags.dataDir,
+    databaseUrl: flags.databaseUrl,
+    tokenTtlSeconds: flags.tokenTtl,
+    adminToken,
+    ...(flags.demo && { demo: 'true' }),
+  })
 
   let running: RunningPlatform | undefined
   const startup = (async () => {
@@ -162,7 +166,7 @@ async function demo(running: RunningPlatform, config: PlatformConfig): Promise<s
 }
 
 /** SIGINT/SIGTERM: stop taking requests, finish those in flight, close storage, exit 0. Twice: exit now. */
-function stopOnSignals(stop: () => Promise<void>): () => boolean {
+export function stopOnSignals(stop: () => Promise<void>): () => boolean {
   let stopping = false
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {

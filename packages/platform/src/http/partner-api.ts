@@ -24,6 +24,7 @@ export async function buildPartnerApi(
     forceCloseConnections: 'idle',
   })
   installErrorHandling(app)
+  context.metrics.instrumentHttp(app, 'partner')
   await app.register(rateLimitPlugin, { global: false })
 
   const limiter =

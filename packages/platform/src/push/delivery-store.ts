@@ -7,7 +7,14 @@ import type { Queryable } from '../storage/database.js'
  * Durable push deliveries (DESIGN.md §6). One row per event; `due_at` says when a dispatcher must next
  * act on it, so one partial index serves first attempts, retries, expired claims and confirm windows.
  */
-export const DELIVERY_STATES = ['pending', 'in_flight', 'acked', 'confirmed', 'failed', 'unconfirmed'] as const
+export const DELIVERY_STATES = [
+  'pending',
+  'in_flight',
+  'acked',
+  'confirmed',
+  'failed',
+  'unconfirmed',
+] as const
 export type DeliveryState = (typeof DELIVERY_STATES)[number]
 export type EventType = (typeof PushEventType)[keyof typeof PushEventType]
 
@@ -300,15 +307,22 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       WHERE ($1::int8 IS NULL OR d.enterprise_id = $1) AND ($2::text IS NULL OR d.state = $2)
         AND ($3::text IS NULL OR d.audio_id = $3) AND ($4::int8 IS NULL OR d.delivery_id < $4)
       ORDER BY d.delivery_id DESC LIMIT $5`,
-    [filter.enterpriseId ?? null, filter.state ?? null, filter.audioId ?? null, filter.before ?? null, filter.limit],
+    [
+      filter.enterpriseId ?? null,
+      filter.state ?? null,
+      filter.audioId ?? null,
+      filter.before ?? null,
+      filter.limit,
+    ],
   )
   return rows.map(withParsedAttempts)
 }
 
 export async function getDelivery(db: Queryable, deliveryId: number): Promise<DeliveryView | undefined> {
-  const [row] = await db.query<DeliveryView>(`SELECT ${deliveryColumns} FROM deliveries d WHERE d.delivery_id = $1`, [
-    deliveryId,
-  ])
+  const [row] = await db.query<DeliveryView>(
+    `SELECT ${deliveryColumns} FROM deliveries d WHERE d.delivery_id = $1`,
+    [deliveryId],
+  )
   return row && withParsedAttempts(row)
 }
 
@@ -336,7 +350,9 @@ export async function replayDeliveries(
           AND ${'deliveryId' in selection ? 'delivery_id = $1' : 'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'}
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,
-    'deliveryId' in selection ? [selection.deliveryId] : [selection.enterpriseId, selection.from, selection.to],
+    'deliveryId' in selection
+      ? [selection.deliveryId]
+      : [selection.enterpriseId, selection.from, selection.to],
   )
   const replayed = row?.replayed ?? 0
   if (replayed > 0) await notifyDue(db)
@@ -348,7 +364,10 @@ export async function countDeliveriesByState(db: Queryable): Promise<Record<Deli
   const rows = await db.query<{ state: DeliveryState; count: number }>(
     'SELECT state, count(*) AS count FROM deliveries GROUP BY state',
   )
-  const counts = Object.fromEntries(DELIVERY_STATES.map((state) => [state, 0])) as Record<DeliveryState, number>
+  const counts = Object.fromEntries(DELIVERY_STATES.map((state) => [state, 0])) as Record<
+    DeliveryState,
+    number
+  >
   for (const { state, count } of rows) counts[state] = count
   return counts
 }

@@ -10,6 +10,12 @@ export interface Database extends Queryable {
   readonly kind: 'pglite' | 'postgres'
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
+  /**
+   * Calls onNotify for each NOTIFY on the channel (from any connection, after its commit); resolves
+   * to a function that stops listening. Best effort: a lost connection is re-established, and
+   * notifications sent meanwhile are lost, so listeners also poll.
+   */
+  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 

@@ -29,6 +29,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
       db.transaction((tx) =>
         fn({ query: async (sql, params) => (await tx.query(sql, params as unknown[])).rows as never }),
       ),
+    listen: (channel, onNotify) => db.listen(channel, () => onNotify()),
     async close() {
       try {
         await db.close()

@@ -52,6 +52,44 @@ export async function openPostgres({ connectionString, max = 20 }: PostgresOptio
         client.release()
       }
     },
+    listen: (channel, onNotify) => listenOn(connectionString, channel, onNotify),
     close: () => pool.end(),
+  }
+}
+
+const RECONNECT_DELAY_MS = 1000
+
+/** LISTEN on a dedicated connection (pooled ones come and go), re-established when it drops. */
+async function listenOn(
+  connectionString: string,
+  channel: string,
+  onNotify: () => void,
+): Promise<() => Promise<void>> {
+  let stopped = false
+  let client: pg.Client | undefined
+  let retry: NodeJS.Timeout | undefined
+  const connect = async (): Promise<void> => {
+    const next = new pg.Client({ connectionString })
+    next.on('notification', (message) => {
+      if (message.channel === channel) onNotify()
+    })
+    next.on('error', () => {
+      next.end().catch(() => {})
+      if (client === next && !stopped) retry = setTimeout(reconnect, RECONNECT_DELAY_MS)
+    })
+    await next.connect()
+    await next.query(`LISTEN ${pg.escapeIdentifier(channel)}`)
+    client = next
+  }
+  const reconnect = () => {
+    connect().catch(() => {
+      if (!stopped) retry = setTimeout(reconnect, RECONNECT_DELAY_MS)
+    })
+  }
+  await connect()
+  return async () => {
+    stopped = true
+    clearTimeout(retry)
+    await client?.end().catch(() => {})
   }
 }

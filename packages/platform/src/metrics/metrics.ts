@@ -1,0 +1,99 @@
+import type { FastifyInstance } from 'fastify'
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { countDeliveriesByState, countDueDeliveries, DELIVERY_STATES } from '../push/delivery-store.js'
+import type { AttemptResult } from '../push/push-sender.js'
+import type { Queryable } from '../storage/database.js'
+
+export interface PushMetrics {
+  attempts: Counter<'result'>
+  latency: Histogram<'result'>
+  inFlight: Gauge
+}
+
+/** One registry per running platform (no global state), exposed at GET /metrics on the admin listener. */
+export interface PlatformMetrics {
+  registry: Registry
+  push: PushMetrics
+  instrumentHttp(app: FastifyInstance, listener: 'partner' | 'admin'): void
+}
+
+export const ATTEMPT_RESULTS: readonly AttemptResult[] = [
+  'acked',
+  'rejected',
+  'timeout',
+  'network_error',
+  'address_refused',
+  'aborted',
+]
+
+export function createMetrics(db: Queryable): PlatformMetrics {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry, prefix: 'earshot_' })
+
+  new Gauge({
+    name: 'earshot_deliveries',
+    help: 'Push deliveries by state (whole database)',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const counts = await countDeliveriesByState(db)
+      for (const state of DELIVERY_STATES) this.set({ state }, counts[state])
+    },
+  })
+  new Gauge({
+    name: 'earshot_push_queue_depth',
+    help: 'Deliveries due for an attempt now and not yet claimed (whole database)',
+    registers: [registry],
+    async collect() {
+      this.set(await countDueDeliveries(db))
+    },
+  })
+  const push: PushMetrics = {
+    attempts: new Counter({
+      name: 'earshot_push_attempts_total',
+      help: 'Push attempts made by this instance, by result',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    latency: new Histogram({
+      name: 'earshot_push_duration_seconds',
+      help: 'Time from sending a push to its answer (or failure), by result',
+      labelNames: ['result'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    inFlight: new Gauge({
+      name: 'earshot_push_in_flight',
+      help: 'Deliveries this instance holds: being sent or waiting for a slot',
+      registers: [registry],
+    }),
+  }
+  for (const result of ATTEMPT_RESULTS) push.attempts.inc({ result }, 0)
+
+  const requests = new Counter({
+    name: 'earshot_http_requests_total',
+    help: 'HTTP requests answered, by listener, method, route and status',
+    labelNames: ['listener', 'method', 'route', 'status'],
+    registers: [registry],
+  })
+  const duration = new Histogram({
+    name: 'earshot_http_request_duration_seconds',
+    help: 'HTTP request duration, by listener, method and route',
+    labelNames: ['listener', 'method', 'route'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [registry],
+  })
+
+  return {
+    registry,
+    push,
+    instrumentHttp(app, listener) {
+      app.addHook('onResponse', async (request, reply) => {
+        // The route pattern, never the raw URL: ids in paths would make one series per id.
+        const labels = { listener, method: request.method, route: request.routeOptions.url ?? 'unmatched' }
+        requests.inc({ ...labels, status: String(reply.statusCode) })
+        duration.observe(labels, reply.elapsedTime / 1000)
+      })
+    },
+  }
+}
