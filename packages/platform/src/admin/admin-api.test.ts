@@ -166,7 +166,7 @@ for (const backend of testBackends) {
       assert.match(token, /^v1\./)
       const other = await admin<Credentials>(platform, 'POST', '/enterprises', {
         name: 'Pushy',
-        pushUrl: 'https://partner.example/hook',
+        pushUrl: 'https://localhost/hook',
       })
       assert.equal(other.status, 201)
       assert.notEqual(other.body.enterpriseId, created.body.enterpriseId)
@@ -198,7 +198,7 @@ for (const backend of testBackends) {
       const names = body.enterprises.map((each) => each.name)
       assert.deepEqual(names, ['Admin Test Co', 'Created Co', 'Pushy'])
       const pushy = body.enterprises[2] as Summary
-      assert.equal(pushy.pushUrl, 'https://partner.example/hook')
+      assert.equal(pushy.pushUrl, 'https://localhost/hook')
       assert.equal(pushy.disabled, false)
       assert.match(pushy.createdAt, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/)
       assert.equal(pushy.keys.length, 1)
@@ -266,7 +266,7 @@ for (const backend of testBackends) {
         (await admin<{ enterprises: Summary[] }>(platform, 'GET', '/enterprises')).body.enterprises.find(
           (each) => each.enterpriseId === partner.enterpriseId,
         )?.pushUrl
-      for (const url of ['http://127.0.0.1:9000/push', 'https://partner.example/earshot?x=1']) {
+      for (const url of ['http://127.0.0.1:9000/push', 'https://localhost/earshot?x=1']) {
         const set = await admin(platform, 'PUT', path, { pushUrl: url })
         assert.equal(set.status, 200)
         assert.deepEqual(set.body, { enterpriseId: partner.enterpriseId, pushUrl: url })
@@ -276,13 +276,13 @@ for (const backend of testBackends) {
         expectRefusal(await admin(platform, 'PUT', path, { pushUrl: bad }), 400, 4001, /^pushUrl/)
       }
       // A refused value leaves the previous one in place.
-      assert.equal(await pushUrlOf(), 'https://partner.example/earshot?x=1')
+      assert.equal(await pushUrlOf(), 'https://localhost/earshot?x=1')
       const cleared = await admin(platform, 'PUT', path, { pushUrl: null })
       assert.equal(cleared.status, 200)
       assert.deepEqual(cleared.body, { enterpriseId: partner.enterpriseId, pushUrl: null })
       assert.equal(await pushUrlOf(), null)
       expectRefusal(
-        await admin(platform, 'PUT', '/enterprises/999999/push-url', { pushUrl: 'https://x.example/' }),
+        await admin(platform, 'PUT', '/enterprises/999999/push-url', { pushUrl: 'https://localhost/' }),
         404,
         4040,
       )

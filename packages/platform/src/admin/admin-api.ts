@@ -13,10 +13,10 @@ import {
 import { ApiError } from '../http/api-error.js'
 import { installErrorHandling } from '../http/error-handler.js'
 import { type Lifecycle, loggerOptions } from '../http/server-options.js'
-import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
-import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
 import { checkPushUrl } from '../push/address-policy.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
+import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
+import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
 import { importJsonLines } from './json-lines-import.js'
 
 export const ADMIN_PREFIX = '/admin/v1'

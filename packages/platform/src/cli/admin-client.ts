@@ -34,6 +34,45 @@ export interface RotatedKey extends EnterpriseCredentials {
   previousKeyRetiresAt: string
 }
 
+export type DeliveryState = 'pending' | 'in_flight' | 'acked' | 'confirmed' | 'failed' | 'unconfirmed'
+
+/** One push attempt of a delivery. */
+export interface DeliveryAttempt {
+  attemptNo: number
+  startedAt: string
+  durationMs: number
+  outcome: 'acked' | 'failed'
+  httpStatus: number | null
+  responseCode: number | null
+  error: string | null
+  nextAttemptAt: string | null
+}
+
+/** A push delivery (one event) with its attempts, oldest first. */
+export interface Delivery {
+  deliveryId: number
+  enterpriseId: number
+  audioId: string
+  eventId: string
+  eventType: string
+  state: DeliveryState
+  attempts: DeliveryAttempt[]
+  createdAt: string
+  /** When the next attempt (pending) or re-push (acked) is due; null otherwise. */
+  nextAttemptAt: string | null
+  ackedAt: string | null
+  confirmedAt: string | null
+}
+
+export interface DeliveryQuery {
+  enterpriseId?: number | undefined
+  state?: string | undefined
+  audioId?: string | undefined
+  /** Only deliveries with a smaller id: the cursor for the next page. */
+  before?: number | undefined
+  limit?: number | undefined
+}
+
 /** One line of the import response stream. */
 export type ImportLine =
   | { progress: number; total: number }
@@ -98,6 +137,38 @@ export class AdminClient {
     pushUrl: string | null,
   ): Promise<{ enterpriseId: number; pushUrl: string | null }> {
     return this.json('PUT', `/enterprises/${enterpriseId}/push-url`, { pushUrl })
+  }
+
+  /** Deliveries matching the query, newest first. */
+  async listDeliveries(query: DeliveryQuery = {}): Promise<Delivery[]> {
+    const params = new URLSearchParams()
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined) params.set(name, String(value))
+    }
+    const search = params.toString()
+    const { deliveries } = await this.json<{ deliveries: Delivery[] }>(
+      'GET',
+      `/deliveries${search && `?${search}`}`,
+    )
+    return deliveries
+  }
+
+  getDelivery(deliveryId: number): Promise<Delivery> {
+    return this.json('GET', `/deliveries/${deliveryId}`)
+  }
+
+  /** Puts one failed or unconfirmed delivery back to pending. */
+  replayDelivery(deliveryId: number): Promise<{ deliveryId: number; replayed: true; delivery: Delivery }> {
+    return this.json('POST', `/deliveries/${deliveryId}/replay`)
+  }
+
+  /** Puts an enterprise's failed or unconfirmed deliveries created in [from, to) back to pending. */
+  replayDeliveries(
+    enterpriseId: number,
+    from: string,
+    to: string,
+  ): Promise<{ enterpriseId: number; replayed: number }> {
+    return this.json('POST', `/enterprises/${enterpriseId}/deliveries/replay`, { from, to })
   }
 
   /**

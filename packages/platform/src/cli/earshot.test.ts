@@ -120,7 +120,7 @@ describe('earshot', { concurrency: true }, () => {
         '--name',
         'Readable Co',
         '--push-url',
-        'https://r.example/p',
+        'https://localhost/p',
       )
       assert.equal(result.code, 0, result.stderr)
       assert.match(result.stdout, /secret: +[A-Za-z0-9+/]{43}=/)
@@ -179,15 +179,9 @@ describe('earshot', { concurrency: true }, () => {
 
     test('enterprise set-push-url sets and --clear removes the push URL', async () => {
       const id = await createEnterprise('Pushed')
-      const set = await earshot(
-        'enterprise',
-        'set-push-url',
-        String(id),
-        'https://partner.example/push',
-        '--json',
-      )
+      const set = await earshot('enterprise', 'set-push-url', String(id), 'https://localhost/push', '--json')
       assert.equal(set.code, 0, set.stderr)
-      assert.deepEqual(JSON.parse(set.stdout), { enterpriseId: id, pushUrl: 'https://partner.example/push' })
+      assert.deepEqual(JSON.parse(set.stdout), { enterpriseId: id, pushUrl: 'https://localhost/push' })
 
       const cleared = await earshot('enterprise', 'set-push-url', String(id), '--clear', '--json')
       assert.equal(cleared.code, 0, cleared.stderr)

@@ -5,9 +5,11 @@
  */
 import { Command, Option } from 'commander'
 import { DEFAULT_ADMIN_URL } from './admin-client.js'
+import { deliveriesCommand } from './deliveries-commands.js'
 import { enterpriseCommand } from './enterprise-commands.js'
 import { recordingsCommand } from './recordings-commands.js'
 import { serveCommand } from './serve-command.js'
+import { workerCommand } from './worker-command.js'
 
 const program = new Command('earshot')
   .description('The Earshot platform: run it (serve) and operate it through its admin API.')
@@ -22,8 +24,10 @@ const program = new Command('earshot')
     ),
   )
   .addCommand(serveCommand())
+  .addCommand(workerCommand())
   .addCommand(enterpriseCommand())
   .addCommand(recordingsCommand())
+  .addCommand(deliveriesCommand())
 
 const hintOnError = (command: Command): void => {
   command.showHelpAfterError('(add --help for usage)')

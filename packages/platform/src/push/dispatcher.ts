@@ -179,7 +179,8 @@ export async function startDispatcher({
         if (left === 0) sending.delete(url)
         else sending.set(url, left)
         pump(url)
-        wake()
+        // Claim again once half the slots are free: one claim per batch, not per finished attempt.
+        if (held.size <= settings.pushConcurrency / 2) wake()
       })
       inFlight.set(delivery.deliveryId, { abort, done })
     }
