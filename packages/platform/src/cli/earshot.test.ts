@@ -145,7 +145,7 @@ describe('earshot', { concurrency: true }, () => {
       assert.equal(table.code, 0, table.stderr)
       assert.match(table.stdout, /^ID +NAME +STATUS +KEY +PUSH URL$/m)
       assert.match(table.stdout, new RegExp(`^${id} +Listed Ltd +active +1 +-$`, 'm'))
-      assert.match(table.stdout, /Readable Co +active +1 +https:\/\/r\.example\/p/)
+      assert.match(table.stdout, /Readable Co +active +1 +https:\/\/localhost\/p/)
     })
 
     test('enterprise disable marks the enterprise disabled; an unknown one is refused with 4040', async () => {
