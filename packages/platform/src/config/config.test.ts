@@ -62,3 +62,42 @@ test('every wrong value is named with its rule, and secrets are not echoed', () 
   )
   assert.throws(() => loadConfig({}, { port: '-1' }), /--port must be an integer/)
 })
+
+test('push settings follow DESIGN.md §6–§7 and can be compressed for tests', () => {
+  const defaults = loadConfig({})
+  assert.deepEqual(
+    defaults.pushRetryScheduleSeconds,
+    [15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10_800, 10_800, 10_800, 21_600, 21_600],
+  )
+  assert.equal(defaults.pushConfirmWindowSeconds, 600)
+  assert.equal(defaults.pushTimeoutSeconds, 10)
+  assert.equal(defaults.pushAllowPrivate, false)
+  assert.equal(defaults.pushDispatch, true)
+
+  const compressed = loadConfig({
+    EARSHOT_PUSH_RETRY_SCHEDULE: '0.2, 0.5,1',
+    EARSHOT_PUSH_CONFIRM_WINDOW: '0.4',
+    EARSHOT_PUSH_TIMEOUT: '1.5',
+    EARSHOT_PUSH_ALLOW_PRIVATE: '1',
+    EARSHOT_PUSH_DISPATCH: '0',
+  })
+  assert.deepEqual(compressed.pushRetryScheduleSeconds, [0.2, 0.5, 1])
+  assert.equal(compressed.pushConfirmWindowSeconds, 0.4)
+  assert.equal(compressed.pushTimeoutSeconds, 1.5)
+  assert.equal(compressed.pushAllowPrivate, true)
+  assert.equal(compressed.pushDispatch, false)
+
+  assert.throws(
+    () =>
+      loadConfig({
+        EARSHOT_PUSH_RETRY_SCHEDULE: '15,abc',
+        EARSHOT_PUSH_TIMEOUT: '0',
+        EARSHOT_PUSH_ALLOW_PRIVATE: 'yes',
+      }),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      /EARSHOT_PUSH_RETRY_SCHEDULE must be comma-separated seconds/.test(error.message) &&
+      /EARSHOT_PUSH_TIMEOUT must be seconds from 0.01 to 300; got "0"/.test(error.message) &&
+      /EARSHOT_PUSH_ALLOW_PRIVATE must be 1 or 0/.test(error.message),
+  )
+})
