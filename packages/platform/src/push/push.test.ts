@@ -191,6 +191,28 @@ for (const backend of testBackends) {
       assert.equal(receiver.received[0]?.event.eventId, failed.eventId)
     })
 
+    test('a huge answer is cut off after 4 KiB and counts as a failed attempt', async () => {
+      const { partner } = await partnerWithReceiver(() => ({
+        answer: (_push, n) =>
+          n === 0
+            ? { status: 200, body: { code: 2000, padding: 'x'.repeat(1_000_000) } }
+            : { status: 200, body: { code: 2000 } },
+      }))
+      const audioId = await ingest(platform, partner.enterpriseId, recording())
+      const [delivery] = await eventually(
+        () => inState(audioId, 'acked'),
+        10_000,
+        'acked on the second attempt',
+      )
+      assert.deepEqual(
+        delivery?.attempts.map((a) => [a.outcome, a.error]),
+        [
+          ['failed', 'response body over 4096 bytes'],
+          ['acked', null],
+        ],
+      )
+    })
+
     test('acked but never called back → re-pushed 3 times with the same eventId → unconfirmed', async () => {
       const { partner, receiver } = await partnerWithReceiver(() => ({}))
       const audioId = await ingest(platform, partner.enterpriseId, recording())
