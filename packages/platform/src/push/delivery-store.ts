@@ -167,50 +167,67 @@ export type NextStep =
   | { kind: 'retry'; delaySeconds: number }
   | { kind: 'fail' }
 
+export interface FinishedAttempt {
+  deliveryId: number
+  attemptNo: number
+  outcome: AttemptOutcome
+  next: NextStep
+}
+
 /**
- * Records an attempt and moves its delivery on: acked → wait for the callback; failed → retry later
- * or give up. Only the claim that made the attempt moves the delivery: if a callback confirmed it
- * meanwhile, or the claim was lost, the attempt is still recorded and the delivery left as it is.
+ * Records attempts and moves their deliveries on — acked: wait for the callback; failed: retry later
+ * or give up — in one statement for the whole batch. Only the claim that made an attempt moves the
+ * delivery: if a callback confirmed it meanwhile, or the claim was lost, the attempt is still
+ * recorded and the delivery left as it is.
  */
-export async function recordAttempt(
+export async function recordAttempts(
   db: Queryable,
-  claim: { deliveryId: number; attemptNo: number; claimant: string },
-  outcome: AttemptOutcome,
-  next: NextStep,
+  claimant: string,
+  attempts: readonly FinishedAttempt[],
 ): Promise<void> {
-  const state = next.kind === 'await_callback' ? 'acked' : next.kind === 'retry' ? 'pending' : 'failed'
-  const delay =
-    next.kind === 'await_callback'
-      ? next.confirmWindowSeconds
-      : next.kind === 'retry'
-        ? next.delaySeconds
-        : null
+  if (attempts.length === 0) return
+  const column = <T>(pick: (attempt: FinishedAttempt) => T) => attempts.map(pick)
   await db.query(
-    `WITH moved AS (
-       UPDATE deliveries
-          SET state = $4, due_at = now() + make_interval(secs => $5::float8), claimed_by = NULL,
-              failures = CASE WHEN $6::boolean THEN 0 ELSE failures + 1 END,
-              acks = acks + CASE WHEN $6 THEN 1 ELSE 0 END,
-              acked_at = CASE WHEN $6 THEN now() ELSE acked_at END
-        WHERE delivery_id = $1 AND attempt_count = $2 AND state = 'in_flight'
-        RETURNING due_at)
+    `WITH finished AS (
+       SELECT * FROM unnest($2::int8[], $3::int[], $4::text[], $5::float8[], $6::boolean[], $7::float8[], $8::int[],
+                            $9::int[], $10::int[], $11::text[])
+         AS x(delivery_id, attempt_no, state, delay, acked, started_ms, duration_ms, http_status, response_code, error)),
+     moved AS (
+       UPDATE deliveries d
+          SET state = f.state, due_at = now() + make_interval(secs => f.delay), claimed_by = NULL,
+              failures = CASE WHEN f.acked THEN 0 ELSE d.failures + 1 END,
+              acks = d.acks + CASE WHEN f.acked THEN 1 ELSE 0 END,
+              acked_at = CASE WHEN f.acked THEN now() ELSE d.acked_at END
+         FROM finished f
+        WHERE d.delivery_id = f.delivery_id AND d.attempt_count = f.attempt_no AND d.state = 'in_flight'
+        RETURNING d.delivery_id, d.due_at)
      INSERT INTO delivery_attempts (delivery_id, attempt_no, started_at, duration_ms, outcome, http_status,
                                     response_code, error, next_attempt_at, claimed_by)
-     SELECT $1, $2, to_timestamp($7::float8 / 1000), $8, CASE WHEN $6 THEN 'acked' ELSE 'failed' END, $9, $10, $11,
-            CASE WHEN $6 THEN NULL ELSE (SELECT due_at FROM moved) END, $3
+     SELECT f.delivery_id, f.attempt_no, to_timestamp(f.started_ms / 1000), f.duration_ms,
+            CASE WHEN f.acked THEN 'acked' ELSE 'failed' END, f.http_status, f.response_code, f.error,
+            CASE WHEN f.acked THEN NULL ELSE m.due_at END, $1
+       FROM finished f LEFT JOIN moved m ON m.delivery_id = f.delivery_id
      ON CONFLICT DO NOTHING`,
     [
-      claim.deliveryId,
-      claim.attemptNo,
-      claim.claimant,
-      state,
-      delay,
-      outcome.acked,
-      outcome.startedAt,
-      Math.round(outcome.durationMs),
-      outcome.httpStatus ?? null,
-      outcome.responseCode ?? null,
-      outcome.error?.slice(0, 500) ?? null,
+      claimant,
+      column((a) => a.deliveryId),
+      column((a) => a.attemptNo),
+      column((a) =>
+        a.next.kind === 'await_callback' ? 'acked' : a.next.kind === 'retry' ? 'pending' : 'failed',
+      ),
+      column((a) =>
+        a.next.kind === 'await_callback'
+          ? a.next.confirmWindowSeconds
+          : a.next.kind === 'retry'
+            ? a.next.delaySeconds
+            : null,
+      ),
+      column((a) => a.outcome.acked),
+      column((a) => a.outcome.startedAt),
+      column((a) => Math.round(a.outcome.durationMs)),
+      column((a) => a.outcome.httpStatus ?? null),
+      column((a) => a.outcome.responseCode ?? null),
+      column((a) => a.outcome.error?.slice(0, 500) ?? null),
     ],
   )
 }

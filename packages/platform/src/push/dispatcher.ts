@@ -5,13 +5,13 @@ import type { PushMetrics } from '../metrics/metrics.js'
 import { recordingData } from '../recordings/recording-store.js'
 import type { Database } from '../storage/database.js'
 import {
-  type AttemptOutcome,
   type ClaimedDelivery,
   claimDueDeliveries,
   extendClaims,
+  type FinishedAttempt,
   type NextStep,
   PUSH_CHANNEL,
-  recordAttempt,
+  recordAttempts,
   releaseClaims,
   secondsUntilNextDue,
 } from './delivery-store.js'
@@ -89,16 +89,26 @@ export async function startDispatcher({
   const keys = new Map<string, EnvelopeKey>()
   let stopping = false
 
+  // `woken` resumes the loop; `stuck` is set when everything due belongs to busy push URLs, so the
+  // loop does not re-scan the queue after every attempt — only on new work, a URL freeing up, or idle.
   let woken = false
+  let stuck = false
   let wakeUp: (() => void) | undefined
-  const wake = () => {
+  const resume = () => {
     woken = true
     wakeUp?.()
+  }
+  const wake = () => {
+    stuck = false
+    resume()
   }
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       if (woken) return resolve()
-      const timer = setTimeout(done, ms)
+      const timer = setTimeout(() => {
+        stuck = false
+        done()
+      }, ms)
       function done() {
         clearTimeout(timer)
         wakeUp = undefined
@@ -118,29 +128,29 @@ export async function startDispatcher({
   )
   heartbeat.unref()
 
-  const saturated = () =>
-    [...sending]
-      .filter(([url, count]) => count >= settings.pushConcurrencyPerUrl || waiting.has(url))
-      .map(([url]) => url)
+  // A push URL with deliveries already waiting for its slots gets no more until they are sent.
+  const saturated = () => [...waiting.keys()]
 
   async function loop(): Promise<void> {
     while (!stopping) {
       woken = false
       const free = settings.pushConcurrency - held.size
       let idleMs = MAX_IDLE_MS
-      if (free > 0) {
+      if (free > 0 && !stuck) {
         try {
+          const excludePushUrls = saturated()
           const claimed = await claimDueDeliveries(db, {
             claimant,
             limit: free,
             leaseSeconds,
-            excludePushUrls: saturated(),
+            excludePushUrls,
           })
           for (const delivery of claimed) take(delivery)
           if (claimed.length === free) continue
           const next = await secondsUntilNextDue(db)
-          // Something due now but not claimable (its URL is busy): a finishing attempt wakes us.
-          if (next !== undefined && next > 0) idleMs = Math.min(idleMs, next * 1000)
+          // (Unless something woke us meanwhile: then what was busy may have freed up.)
+          if (next === 0 && excludePushUrls.length > 0 && !woken) stuck = true
+          else if (next !== undefined && next > 0) idleMs = Math.min(idleMs, next * 1000)
         } catch (error) {
           if (stopping) break
           logger.error({ err: error }, 'push: claiming deliveries failed')
@@ -171,34 +181,73 @@ export async function startDispatcher({
       const delivery = queue.shift() as ClaimedDelivery
       sending.set(url, (sending.get(url) ?? 0) + 1)
       const abort = new AbortController()
-      const done = attempt(delivery, abort.signal).finally(() => {
-        inFlight.delete(delivery.deliveryId)
-        held.delete(delivery.deliveryId)
-        metrics?.inFlight.set(held.size)
+      const done = attempt(delivery, abort.signal, () => {
         const left = (sending.get(url) ?? 1) - 1
         if (left === 0) sending.delete(url)
         else sending.set(url, left)
         pump(url)
+      }).finally(() => {
+        inFlight.delete(delivery.deliveryId)
+        held.delete(delivery.deliveryId)
+        metrics?.inFlight.set(held.size)
         // Claim again once half the slots are free: one claim per batch, not per finished attempt.
-        if (held.size <= settings.pushConcurrency / 2) wake()
+        if (held.size <= settings.pushConcurrency / 2) resume()
       })
       inFlight.set(delivery.deliveryId, { abort, done })
     }
-    if (queue?.length === 0) waiting.delete(url)
+    if (queue?.length === 0) {
+      waiting.delete(url)
+      if (!stopping) wake() // the URL can take more work: claims may include it again
+    }
   }
 
-  async function attempt(delivery: ClaimedDelivery, signal: AbortSignal): Promise<void> {
+  /** Sends, frees the URL's slot as soon as the answer is in, then records the attempt (batched). */
+  async function attempt(
+    delivery: ClaimedDelivery,
+    signal: AbortSignal,
+    answered: () => void,
+  ): Promise<void> {
     const startedAt = clock()
     const outcome = await send(delivery, signal)
+    answered()
     metrics?.attempts.inc({ result: outcome.result })
     metrics?.latency.observe({ result: outcome.result }, outcome.durationMs / 1000)
-    const recorded: AttemptOutcome = { ...outcome, startedAt }
-    try {
-      await recordAttempt(db, { ...delivery, claimant }, recorded, nextStep(delivery, outcome))
-    } catch (error) {
-      // The claim's lease runs out and the delivery is attempted again: at least once, never lost.
-      logger.error({ err: error, deliveryId: delivery.deliveryId }, 'push: could not record an attempt')
+    await record({
+      deliveryId: delivery.deliveryId,
+      attemptNo: delivery.attemptNo,
+      outcome: { ...outcome, startedAt },
+      next: nextStep(delivery, outcome),
+    })
+  }
+
+  // Attempts finishing while a batch is being written go into the next batch: one statement per
+  // batch instead of one per attempt, without waiting on a timer.
+  let unrecorded: { attempt: FinishedAttempt; recorded: () => void }[] = []
+  let recording = false
+  function record(finished: FinishedAttempt): Promise<void> {
+    return new Promise((recorded) => {
+      unrecorded.push({ attempt: finished, recorded })
+      if (!recording) void flush()
+    })
+  }
+  async function flush(): Promise<void> {
+    recording = true
+    while (unrecorded.length > 0) {
+      const batch = unrecorded
+      unrecorded = []
+      try {
+        await recordAttempts(
+          db,
+          claimant,
+          batch.map((entry) => entry.attempt),
+        )
+      } catch (error) {
+        // The claims' leases run out and the deliveries are attempted again: at least once, never lost.
+        logger.error({ err: error, deliveries: batch.length }, 'push: could not record attempts')
+      }
+      for (const entry of batch) entry.recorded()
     }
+    recording = false
   }
 
   async function send(delivery: ClaimedDelivery, signal: AbortSignal): Promise<SendOutcome> {

@@ -90,7 +90,6 @@ export const migrations: Migration[] = [
         claimed_by text,
         occurred_at timestamptz NOT NULL DEFAULT now(),
         created_at timestamptz NOT NULL DEFAULT now(),
-        first_attempt_at timestamptz,
         acked_at timestamptz,
         confirmed_at timestamptz,
         CHECK ((due_at IS NULL) = (state IN ('confirmed', 'failed', 'unconfirmed')))
