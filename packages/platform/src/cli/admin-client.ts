@@ -34,35 +34,14 @@ export interface RotatedKey extends EnterpriseCredentials {
   previousKeyRetiresAt: string
 }
 
-export type DeliveryState = 'pending' | 'in_flight' | 'acked' | 'confirmed' | 'failed' | 'unconfirmed'
+// The admin API's delivery shapes, as the store renders them (types only: nothing of the server loads).
+import type { DeliveryView as Delivery } from '../push/delivery-store.js'
 
-/** One push attempt of a delivery. */
-export interface DeliveryAttempt {
-  attemptNo: number
-  startedAt: string
-  durationMs: number
-  outcome: 'acked' | 'failed'
-  httpStatus: number | null
-  responseCode: number | null
-  error: string | null
-  nextAttemptAt: string | null
-}
-
-/** A push delivery (one event) with its attempts, oldest first. */
-export interface Delivery {
-  deliveryId: number
-  enterpriseId: number
-  audioId: string
-  eventId: string
-  eventType: string
-  state: DeliveryState
-  attempts: DeliveryAttempt[]
-  createdAt: string
-  /** When the next attempt (pending) or re-push (acked) is due; null otherwise. */
-  nextAttemptAt: string | null
-  ackedAt: string | null
-  confirmedAt: string | null
-}
+export type {
+  AttemptView as DeliveryAttempt,
+  DeliveryState,
+  DeliveryView as Delivery,
+} from '../push/delivery-store.js'
 
 export interface DeliveryQuery {
   enterpriseId?: number | undefined
