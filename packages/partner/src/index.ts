@@ -1,2 +1,24 @@
-// Built out in its own issue; see README.md for the plan.
-export {}
+export type {
+  AudioRecordingData,
+  RecordingData,
+  RecordingFilter,
+  TranscriptRecordingData,
+  TranscriptSentence,
+} from '@earshot/protocol'
+export {
+  type AccessTokenInfo,
+  type AudioItem,
+  type AudioPage,
+  EarshotClient,
+  type EarshotClientOptions,
+  type RequestOptions,
+} from './client/earshot-client.js'
+export {
+  EarshotApiError,
+  EarshotConfigError,
+  EarshotError,
+  EarshotNetworkError,
+  EarshotResponseError,
+  EarshotTimeoutError,
+} from './client/errors.js'
+export * from './receiver/index.js'

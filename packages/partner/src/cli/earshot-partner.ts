@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+/**
+ * The `earshot-partner` command (DESIGN.md §9): a partner's side of the API from the shell. Credentials
+ * come from EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION and EARSHOT_SECRET, or flags.
+ */
+import { Command } from 'commander'
+import { credentialOptions } from './command-support.js'
+import { listenCommand } from './listen-command.js'
+import { exportCommand, queryCommand, tokenCommand } from './query-commands.js'
+
+const program = new Command('earshot-partner').description(
+  'The Earshot partner kit: get a token, query and export recordings, receive pushes.',
+)
+for (const option of credentialOptions()) program.addOption(option)
+program
+  .addCommand(tokenCommand())
+  .addCommand(queryCommand())
+  .addCommand(exportCommand())
+  .addCommand(listenCommand())
+
+const hintOnError = (command: Command): void => {
+  command.showHelpAfterError('(add --help for usage)')
+  command.commands.forEach(hintOnError)
+}
+hintOnError(program)
+
+await program.parseAsync(process.argv)

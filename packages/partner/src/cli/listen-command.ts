@@ -1,0 +1,162 @@
+import { once } from 'node:events'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { join } from 'node:path'
+import { httpStatusOf, ResponseCode } from '@earshot/protocol'
+import { Command, InvalidArgumentError, Option } from 'commander'
+import { EarshotError } from '../client/errors.js'
+import { openCallbackOutbox } from '../outbox/callback-outbox.js'
+import type { ReceiverLogger } from '../receiver/logger.js'
+import { createPushReceiver, DEFAULT_PUSH_PATH } from '../receiver/push-receiver.js'
+import { type Database, openDatabase } from '../storage/database.js'
+import {
+  databaseRecordingStore,
+  fileRecordingStore,
+  type RecordingStore,
+} from '../storage/recording-store.js'
+import { CommandFailure, type CredentialOptions, clientFor, fail, printLines } from './command-support.js'
+
+interface ListenOptions {
+  port: number
+  data: string
+  host: string
+  path: string
+  store: 'db' | 'files'
+}
+
+/** Connections still open this long after SIGINT/SIGTERM are cut. */
+const SHUTDOWN_GRACE_MS = 5000
+
+/**
+ * `earshot-partner listen --port P --data DIR` (DESIGN.md §9): receives pushes, stores each recording
+ * once (a PGlite in DIR/db, or with --store files one JSON file per recording in DIR/recordings) and
+ * confirms each with the receipt callback, durably: callbacks not yet confirmed survive a restart.
+ */
+export function listenCommand(): Command {
+  return new Command('listen')
+    .description('receive pushes, store each recording once and confirm it with the receipt callback')
+    .requiredOption('--port <port>', 'the port to listen on (0 picks a free one)', port)
+    .requiredOption('--data <dir>', 'the directory for the receiver database (DIR/db) and stored files')
+    .option('--host <host>', 'the address to listen on', '127.0.0.1')
+    .option('--path <path>', 'the path the platform pushes to', DEFAULT_PUSH_PATH)
+    .addOption(
+      new Option(
+        '--store <kind>',
+        'db: a recordings table in DIR/db; files: DIR/recordings/<audioId>.<eventType>.json',
+      )
+        .choices(['db', 'files'])
+        .default('db'),
+    )
+    .action(async (options: ListenOptions, command: Command) => {
+      try {
+        await listen(options, command)
+      } catch (error) {
+        if (error instanceof EarshotError || error instanceof CommandFailure) return fail(error.message)
+        if (isListenError(error))
+          return fail(`cannot listen on ${options.host}:${options.port}: ${error.message}`)
+        throw error
+      }
+    })
+}
+
+async function listen(options: ListenOptions, command: Command): Promise<void> {
+  if (!options.path.startsWith('/')) throw new CommandFailure('--path must start with /')
+  const client = clientFor(command)
+  const { secret, keyVersion } = command.optsWithGlobals<CredentialOptions>()
+  const log = (line: string) => process.stderr.write(`${line}\n`)
+  const logger = stderrLogger(log)
+
+  const db = await openDatabase({ dataDir: join(options.data, 'db') })
+  const cleanup: (() => Promise<void>)[] = [() => db.close()]
+  const runCleanup = async () => {
+    for (const step of cleanup.splice(0).reverse()) await step().catch(() => {})
+  }
+  let server: Server
+  try {
+    const store = await storeFor(options, db)
+    const outbox = await openCallbackOutbox({
+      database: db,
+      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      logger: {
+        ...logger,
+        info: (message, details) => message === 'receipt confirmed' && log(`confirmed ${details?.audioId}`),
+      },
+    })
+    cleanup.push(() => outbox.close())
+    const receiver = createPushReceiver({
+      secret: secret as string,
+      keyVersion,
+      outbox,
+      logger,
+      onRecording: async (push) => {
+        await store.save(push)
+        log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
+      },
+    })
+    server = createServer((request, response) => {
+      const path = (request.url ?? '').split('?', 1)[0]
+      if (path === options.path) return receiver.handler(request, response)
+      const body = JSON.stringify({ code: ResponseCode.NOT_FOUND, msg: `no push endpoint at ${path}` })
+      request.resume()
+      response
+        .writeHead(httpStatusOf(ResponseCode.NOT_FOUND), { 'content-type': 'application/json' })
+        .end(body)
+    })
+    server.listen(options.port, options.host)
+    await Promise.race([
+      once(server, 'listening'),
+      once(server, 'error').then(([error]) => Promise.reject(error)),
+    ])
+  } catch (error) {
+    await runCleanup()
+    throw error
+  }
+
+  const { port } = server.address() as AddressInfo
+  const host = options.host.includes(':') ? `[${options.host}]` : options.host
+  printLines(`listening on http://${host}:${port}${options.path}`)
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'))
+    process.once('SIGTERM', () => resolve('SIGTERM'))
+  })
+  log(`${signal}: stopping`)
+  server.closeIdleConnections()
+  const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
+  await new Promise((resolve) => server.close(resolve))
+  clearTimeout(cut)
+  await runCleanup()
+  log('stopped')
+}
+
+async function storeFor(options: ListenOptions, db: Database): Promise<RecordingStore> {
+  return options.store === 'files'
+    ? fileRecordingStore(join(options.data, 'recordings'))
+    : databaseRecordingStore(db)
+}
+
+/** One line per warning or error on stderr: the message, then its details as key=value. */
+function stderrLogger(log: (line: string) => void): ReceiverLogger {
+  const line = (level: string, message: string, details?: Record<string, unknown>) =>
+    log(
+      [
+        `${level}: ${message}`,
+        ...Object.entries(details ?? {}).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+      ].join(' '),
+    )
+  return {
+    info: () => {},
+    warn: (message, details) => line('warning', message, details),
+    error: (message, details) => line('error', message, details),
+  }
+}
+
+function port(raw: string): number {
+  if (!/^\d{1,5}$/.test(raw) || Number(raw) > 65535) throw new InvalidArgumentError('a port is 0 to 65535')
+  return Number(raw)
+}
+
+function isListenError(error: unknown): error is NodeJS.ErrnoException {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code
+  return code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+}

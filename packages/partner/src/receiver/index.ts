@@ -1,0 +1,30 @@
+export {
+  type Admission,
+  type CallbackOutbox,
+  type CallbackOutboxOptions,
+  type CallbackState,
+  type ConfirmReceipt,
+  isPermanentRefusal,
+  openCallbackOutbox,
+  type ReceiptCallback,
+  type ReceivedEvent,
+} from '../outbox/callback-outbox.js'
+export {
+  type Database,
+  type DatabaseOptions,
+  DataDirLockedError,
+  openDatabase,
+  type Queryable,
+} from '../storage/database.js'
+export type { PushReceiverPluginOptions } from './fastify-plugin.js'
+export { defaultLogger, type ReceiverLogger, silentLogger } from './logger.js'
+export {
+  createPushReceiver,
+  DEFAULT_PUSH_PATH,
+  type PushAnswer,
+  type PushAnswerBody,
+  type PushReceiver,
+  type PushReceiverOptions,
+  type PushRequest,
+  type ReceivedPush,
+} from './push-receiver.js'

@@ -1,0 +1,125 @@
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
+import { admin, createPartner, ingest } from '@earshot/platform/test-support/calls'
+import { EarshotClient } from '../client/earshot-client.js'
+import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
+import { silentLogger } from './logger.js'
+import { createPushReceiver, type ReceivedPush } from './push-receiver.js'
+
+const listen = async (server: Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+const close = async (server: Server | undefined) => {
+  server?.closeAllConnections()
+  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)))
+}
+
+describe('receipt callback against a real platform that is down for a while', () => {
+  let platform: TestPlatform
+  let gateway: Server | undefined
+  let receiverServer: Server | undefined
+  let outbox: CallbackOutbox | undefined
+
+  before(async () => {
+    platform = await startTestPlatform('pglite', { pushAllowPrivate: true })
+  })
+  after(async () => {
+    await close(receiverServer)
+    await outbox?.close()
+    await close(gateway)
+    await platform?.stop()
+  })
+
+  test('the callback is retried through 5030s and finally confirmed by the platform', async () => {
+    const partner = await createPartner(platform, 'Retry Co')
+    // In front of the platform's partner API: the first three callbacks get 5030, as while it restarts.
+    const UNAVAILABLE_FOR = 3
+    const callbackRequests: number[] = []
+    gateway = createServer(async (request, response) => {
+      const chunks: Buffer[] = []
+      for await (const chunk of request) chunks.push(chunk as Buffer)
+      if (request.url === '/openapi/v1/callback') {
+        callbackRequests.push(performance.now())
+        if (callbackRequests.length <= UNAVAILABLE_FOR) {
+          response.writeHead(503, { 'content-type': 'application/json' })
+          response.end(JSON.stringify({ code: 5030, msg: 'restarting', requestId: 'gw' }))
+          return
+        }
+      }
+      const forwarded = await fetch(`${platform.partnerUrl}${request.url}`, {
+        method: 'POST',
+        headers: {
+          'content-type': request.headers['content-type'] ?? '',
+          ...(request.headers.authorization && { authorization: request.headers.authorization }),
+        },
+        body: Buffer.concat(chunks),
+      })
+      response.writeHead(forwarded.status, { 'content-type': 'application/json' })
+      response.end(await forwarded.text())
+    })
+    const gatewayUrl = await listen(gateway)
+
+    // The client does not retry on its own here: every retry is the outbox's, on its schedule.
+    const client = new EarshotClient({ ...partner, baseUrl: gatewayUrl, retries: 0 })
+    outbox = await openCallbackOutbox({
+      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      retrySchedule: [100, 200],
+      logger: silentLogger,
+    })
+    const stored: ReceivedPush[] = []
+    const receiver = createPushReceiver({
+      secret: partner.secret,
+      keyVersion: partner.keyVersion,
+      outbox,
+      logger: silentLogger,
+      onRecording: async (push) => void stored.push(push),
+    })
+    receiverServer = createServer(receiver.handler)
+    const pushUrl = `${await listen(receiverServer)}/earshot/push`
+    const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
+    assert.equal(set.status, 200)
+
+    const audioId = await ingest(platform, partner.enterpriseId, {
+      deviceUid: 'DEV-RETRY',
+      title: 'retried',
+      recordedAt: '2026-03-01T10:00:00+08:00',
+      denoiseUrl: 'https://media.example/retry.mp3',
+      recordDuration: 1000,
+    })
+    const deadline = performance.now() + 30_000
+    let state: string | undefined
+    while (performance.now() < deadline) {
+      const [row] = await platform.context.db.query<{ state: string }>(
+        'SELECT state FROM deliveries WHERE audio_id = $1',
+        [audioId],
+      )
+      state = row?.state
+      if (state === 'confirmed') break
+      await sleep(50)
+    }
+    assert.equal(state, 'confirmed')
+    assert.equal(stored.length, 1)
+    assert.equal(callbackRequests.length, UNAVAILABLE_FOR + 1)
+    let [callback] = await outbox.callbacks({ audioId })
+    while (callback?.state === 'pending' && performance.now() < deadline) {
+      await sleep(20) // the outbox records the outcome just after the platform took the callback
+      ;[callback] = await outbox.callbacks({ audioId })
+    }
+    assert.equal(callback?.state, 'confirmed')
+    assert.equal(callback?.attempts, UNAVAILABLE_FOR + 1)
+    // 100 ms after the first failure, then 200 ms (the last delay repeats), each ±10%.
+    const gaps = callbackRequests.slice(1).map((at, i) => at - (callbackRequests[i] as number))
+    assert.ok(gaps[0] !== undefined && gaps[0] >= 85, `gaps ${gaps}`)
+    assert.ok(
+      gaps.slice(1).every((gap) => gap >= 170),
+      `gaps ${gaps}`,
+    )
+    const [receipt] = await platform.context.db.query('SELECT 1 FROM receipts WHERE audio_id = $1', [audioId])
+    assert.ok(receipt, 'the platform holds the receipt')
+  })
+})

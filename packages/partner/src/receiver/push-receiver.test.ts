@@ -1,0 +1,438 @@
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, afterEach, before, describe, test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@earshot/protocol'
+import Fastify from 'fastify'
+import { EarshotConfigError } from '../client/errors.js'
+import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
+import { type Database, openDatabase } from '../storage/database.js'
+import { silentLogger } from './logger.js'
+import { createPushReceiver, type PushReceiver, type ReceivedPush } from './push-receiver.js'
+
+const secret = generateSecret()
+const key = loadKey(secret)
+const otherSecret = generateSecret()
+const json = { 'content-type': 'application/json' }
+
+let counter = 0
+function pushEvent(overrides: Partial<PushEvent> = {}): PushEvent {
+  const n = ++counter
+  return {
+    eventId: `evt-${n}`,
+    eventType: 'recording.audio_ready',
+    audioId: `audio-${n}`,
+    occurredAt: '2026-03-01T10:00:00.000Z',
+    data: {
+      deviceUid: 'DEV-1',
+      title: `t${n}`,
+      denoiseUrl: `https://media.example/${n}.mp3`,
+      recordDuration: 61,
+    },
+    ...overrides,
+  }
+}
+const sealed = (event: PushEvent, withSecret = secret, keyVersion = 1): Envelope =>
+  seal(loadKey(withSecret), keyVersion, event.eventId, event as never)
+const body = (envelope: unknown) => JSON.stringify(envelope)
+
+async function until<T>(check: () => Promise<T | false | undefined>, what: string, timeoutMs = 10_000) {
+  const deadline = performance.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+    await sleep(10)
+  }
+}
+
+describe('push receiver', () => {
+  let shared: Database
+  let outbox: CallbackOutbox
+  let receiver: PushReceiver
+  let stored: ReceivedPush[]
+  /** performance.now() of each confirm call, by audioId. */
+  let confirmedAt: Map<string, number>
+  let failNextStore: boolean
+
+  before(async () => {
+    shared = await openDatabase({})
+  })
+  after(async () => {
+    await shared.close()
+  })
+
+  /** A fresh outbox (emptied tables) and receiver for each test. */
+  async function setUp(extra: { keyVersion?: number; keys?: Record<number, string> } = {}) {
+    await shared
+      .query('TRUNCATE earshot_receipt_callbacks, earshot_received_events, earshot_seen_nonces')
+      .catch(() => {})
+    stored = []
+    confirmedAt = new Map()
+    failNextStore = false
+    outbox = await openCallbackOutbox({
+      database: shared,
+      confirm: async (audioId) => {
+        confirmedAt.set(audioId, performance.now())
+      },
+      retrySchedule: [20],
+      pollIntervalMs: 50,
+      logger: silentLogger,
+    })
+    const common = {
+      outbox,
+      logger: silentLogger,
+      bodyLimitBytes: 64 * 1024,
+      onRecording: async (event: ReceivedPush) => {
+        if (failNextStore) {
+          failNextStore = false
+          throw new Error('disk full')
+        }
+        stored.push(event)
+      },
+    }
+    receiver = extra.keys
+      ? createPushReceiver({ ...common, keys: extra.keys })
+      : createPushReceiver({ ...common, secret, keyVersion: extra.keyVersion })
+  }
+  afterEach(async () => {
+    await outbox.close()
+  })
+
+  const nothingRecorded = async () => {
+    assert.deepEqual(stored, [])
+    assert.deepEqual(await outbox.callbacks(), [])
+    await sleep(100)
+    assert.equal(confirmedAt.size, 0)
+  }
+
+  test('a valid push is stored, answered 2000, recorded, and confirmed after the answer', async () => {
+    await setUp()
+    const event = pushEvent()
+    const answer = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(answer.status, 200)
+    assert.deepEqual(answer.body, { code: 2000, msg: 'success' })
+    assert.deepEqual(stored, [{ ...event, sentences: undefined }])
+    const [callback] = await outbox.callbacks()
+    assert.equal(callback?.eventId, event.eventId)
+    assert.equal(callback?.audioId, event.audioId)
+    assert.equal(callback?.state, 'pending')
+
+    await sleep(200) // polls pass: nothing is sent before the answer went out
+    assert.equal(confirmedAt.size, 0)
+    answer.afterResponse()
+    await until(async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1, 'confirmed')
+    assert.ok(confirmedAt.has(event.audioId))
+  })
+
+  test('a transcript push hands over its sentences parsed', async () => {
+    await setUp()
+    const sentences = [{ text: 'hello there', beginTime: 0, endTime: 900 }]
+    const event = pushEvent({
+      eventType: 'recording.transcript_ready',
+      data: {
+        deviceUid: 'DEV-1',
+        title: 'with transcript',
+        transcriptId: 7,
+        transcriptText: 'hello there',
+        transcriptSentences: JSON.stringify(sentences),
+        durationMs: 900,
+        wordsCount: 2,
+      },
+    })
+    const answer = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(answer.body.code, 2000)
+    assert.deepEqual(stored[0]?.sentences, sentences)
+
+    const bad = pushEvent({
+      data: { ...(event.data as object), transcriptSentences: '[{"text":1}]' } as never,
+    })
+    const refused = await receiver.handle({ body: body(sealed(bad)), headers: json })
+    assert.equal(refused.body.code, 4001)
+    assert.match(refused.body.msg, /^data\.transcriptSentences: /)
+  })
+
+  test('tampered ciphertext → 4012; nothing stored, recorded or called back', async () => {
+    await setUp()
+    const envelope = sealed(pushEvent())
+    const bytes = Buffer.from(envelope.ciphertext, 'base64')
+    bytes[0] = (bytes[0] as number) ^ 1
+    const answer = await receiver.handle({
+      body: body({ ...envelope, ciphertext: bytes.toString('base64') }),
+      headers: json,
+    })
+    assert.equal(answer.status, 401)
+    assert.deepEqual(answer.body, { code: 4012, msg: 'the envelope could not be decrypted' })
+    await nothingRecorded()
+  })
+
+  test('an envelope sealed with another key, or of a keyVersion not configured → 4012', async () => {
+    await setUp({ keyVersion: 2 })
+    const otherKey = await receiver.handle({ body: body(sealed(pushEvent(), otherSecret, 2)), headers: json })
+    assert.equal(otherKey.body.code, 4012)
+    const otherVersion = await receiver.handle({ body: body(sealed(pushEvent(), secret, 1)), headers: json })
+    assert.equal(otherVersion.body.code, 4012)
+    assert.equal(otherVersion.body.msg, otherKey.body.msg, 'one message for all: it reveals nothing')
+    await nothingRecorded()
+  })
+
+  test('keys by keyVersion: both the old and the new key open pushes during a rotation', async () => {
+    await setUp({ keys: { 1: otherSecret, 2: secret } })
+    const old = await receiver.handle({ body: body(sealed(pushEvent(), otherSecret, 1)), headers: json })
+    const current = await receiver.handle({ body: body(sealed(pushEvent(), secret, 2)), headers: json })
+    const unknown = await receiver.handle({ body: body(sealed(pushEvent(), secret, 3)), headers: json })
+    assert.deepEqual([old.body.code, current.body.code, unknown.body.code], [2000, 2000, 4012])
+    assert.equal(stored.length, 2)
+  })
+
+  test('a replayed envelope (the same nonce again) → 4090, not handed over again', async () => {
+    await setUp()
+    const text = body(sealed(pushEvent()))
+    const first = await receiver.handle({ body: text, headers: json })
+    first.afterResponse()
+    const again = await receiver.handle({ body: text, headers: json })
+    assert.equal(first.body.code, 2000)
+    assert.equal(again.status, 409)
+    assert.equal(again.body.code, 4090)
+    assert.equal(stored.length, 1)
+    assert.equal((await outbox.callbacks()).length, 1)
+
+    // The same envelope twice at once: one is handled, the other refused.
+    const text2 = body(sealed(pushEvent()))
+    const both = await Promise.all([
+      receiver.handle({ body: text2, headers: json }),
+      receiver.handle({ body: text2, headers: json }),
+    ])
+    assert.deepEqual(both.map((a) => a.body.code).sort(), [2000, 4090])
+    assert.equal(stored.length, 2)
+  })
+
+  test('a push refused before it was opened does not use up its nonce', async () => {
+    await setUp()
+    const text = body(sealed(pushEvent()))
+    const refused = await receiver.handle({ body: text, headers: { 'content-type': 'text/plain' } })
+    assert.equal(refused.body.code, 4150)
+    assert.equal((await receiver.handle({ body: text, headers: json })).body.code, 2000)
+    assert.equal(stored.length, 1)
+  })
+
+  test('a repeated eventId with a fresh nonce is answered 2000 without storing it twice', async () => {
+    await setUp()
+    const event = pushEvent()
+    const first = await receiver.handle({ body: body(sealed(event)), headers: json })
+    first.afterResponse()
+    await until(async () => confirmedAt.has(event.audioId), 'first callback')
+    const again = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(again.status, 200)
+    assert.equal(again.body.code, 2000)
+    assert.equal(stored.length, 1)
+    const callbacks = await outbox.callbacks()
+    assert.equal(callbacks.length, 1)
+
+    // The repeat (an operator's replay, say) gets its callback again, once answered.
+    confirmedAt.clear()
+    again.afterResponse()
+    await until(async () => confirmedAt.has(event.audioId), 'callback of the repeat')
+
+    // Two pushes of one eventId at once (the platform timed out and pushed again): stored once.
+    const twice = pushEvent()
+    const answers = await Promise.all([
+      receiver.handle({ body: body(sealed(twice)), headers: json }),
+      receiver.handle({ body: body(sealed(twice)), headers: json }),
+    ])
+    assert.deepEqual(
+      answers.map((a) => a.body.code),
+      [2000, 2000],
+    )
+    assert.equal(stored.filter((s) => s.eventId === twice.eventId).length, 1)
+  })
+
+  test('onRecording throwing → 5000 and nothing recorded; the next push of the event is stored', async () => {
+    await setUp()
+    const event = pushEvent()
+    failNextStore = true
+    const failed = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(failed.status, 500)
+    assert.equal(failed.body.code, 5000)
+    await nothingRecorded()
+    const retried = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(retried.body.code, 2000)
+    assert.equal(stored.length, 1)
+  })
+
+  test('refusals: content type 4150, too large 4130, not JSON 4000, bad envelope 4000, bad field 4001', async () => {
+    await setUp()
+    const valid = body(sealed(pushEvent()))
+    const code = async (text: string, headers: Record<string, string> = json) =>
+      (await receiver.handle({ body: text, headers })).body
+    assert.equal((await code(valid, {})).code, 4150)
+    assert.equal((await code(valid, { 'content-type': 'text/plain' })).code, 4150)
+    assert.equal((await code('x'.repeat(64 * 1024 + 1))).code, 4130)
+    assert.equal((await code('{"specVersion":')).code, 4000)
+    assert.equal((await code('[]')).code, 4000)
+    assert.equal((await code(body({ ...sealed(pushEvent()), nonce: 'AAAA' }))).code, 4000)
+    // Authentic but not a push: the field is named.
+    const noAudio = seal(key, 1, 'evt-x', { eventId: 'evt-x', eventType: 'recording.audio_ready' })
+    assert.deepEqual(await code(body(noAudio)), { code: 4001, msg: 'audioId: is required' })
+    const badTime = pushEvent({ occurredAt: '2026-03-01T10:00:00' })
+    assert.match((await code(body(sealed(badTime)))).msg, /^occurredAt: /)
+    const mismatched = seal(key, 1, 'evt-outer', pushEvent({ eventId: 'evt-inner' }) as never)
+    assert.deepEqual(await code(body(mismatched)), {
+      code: 4001,
+      msg: "eventId: must equal the envelope's eventId",
+    })
+    const nul = pushEvent({ audioId: 'a\u0000b' })
+    assert.deepEqual(await code(body(sealed(nul))), {
+      code: 4001,
+      msg: 'audioId: must not contain the character U+0000',
+    })
+    assert.equal(
+      (await code(valid, { 'content-type': 'Application/JSON; charset=utf-8' })).code,
+      2000,
+      'parameters and case are fine',
+    )
+    assert.equal(stored.length, 1)
+  })
+
+  test('misconfiguration fails at construction', async () => {
+    await setUp()
+    const onRecording = async () => {}
+    assert.throws(() => createPushReceiver({ outbox, onRecording, secret: 'short' }), EarshotConfigError)
+    assert.throws(() => createPushReceiver({ outbox, onRecording, secret, keyVersion: 0 }), /keyVersion/)
+    assert.throws(() => createPushReceiver({ outbox, onRecording, keys: {} }), /at least one/)
+    assert.throws(() => createPushReceiver({ outbox, onRecording, keys: { 1: 'nope' } }), /keys\[1\]/)
+    assert.throws(
+      () => createPushReceiver({ outbox, onRecording, secret, keys: { 1: secret } } as never),
+      /not both/,
+    )
+    assert.throws(() => createPushReceiver({ outbox: undefined as never, onRecording, secret }), /outbox/)
+    assert.throws(() => createPushReceiver({ outbox, onRecording, secret, bodyLimitBytes: 0 }), /bodyLimit/)
+  })
+
+  describe('over node:http', () => {
+    let server: Server
+    let url: string
+    let finishedAt: Map<string, number>
+
+    const listen = async () => {
+      finishedAt = new Map()
+      server = createServer((request, response) => {
+        const eventId = request.headers['x-earshot-event-id'] as string
+        response.once('finish', () => finishedAt.set(eventId, performance.now()))
+        receiver.handler(request, response)
+      })
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/earshot/push`
+    }
+    afterEach(async () => {
+      server.closeAllConnections()
+      await new Promise((resolve) => server.close(resolve))
+    })
+
+    const post = async (text: string | Buffer, headers: Record<string, string> = json) => {
+      const response = await fetch(url, { method: 'POST', headers, body: text })
+      return { status: response.status, body: (await response.json()) as { code: number; msg: string } }
+    }
+
+    test('the callback starts only after the answer was sent (timestamps)', async () => {
+      await setUp()
+      await listen()
+      const events = Array.from({ length: 20 }, () => pushEvent())
+      const answers = await Promise.all(
+        events.map((event) => post(body(sealed(event)), { ...json, 'x-earshot-event-id': event.eventId })),
+      )
+      assert.ok(answers.every((a) => a.status === 200 && a.body.code === 2000))
+      await until(async () => confirmedAt.size === events.length, 'all confirmed')
+      for (const event of events) {
+        const finished = finishedAt.get(event.eventId)
+        const confirmed = confirmedAt.get(event.audioId)
+        assert.ok(finished !== undefined && confirmed !== undefined)
+        assert.ok(
+          confirmed > finished,
+          `${event.eventId}: callback at ${confirmed}, answer finished at ${finished}`,
+        )
+      }
+    })
+
+    test('nothing a client sends crashes it: wrong method, big or broken bodies, aborted requests', async () => {
+      await setUp()
+      await listen()
+      assert.equal((await fetch(url)).status, 400)
+      assert.deepEqual(await post(Buffer.alloc(200_000, 'a')), {
+        status: 413,
+        body: { code: 4130, msg: 'the body is over 65536 bytes' },
+      })
+      // Over the limit without a Content-Length (chunked).
+      const chunked = await fetch(url, {
+        method: 'POST',
+        headers: json,
+        body: new ReadableStream({
+          start(controller) {
+            for (let i = 0; i < 10; i++) controller.enqueue(new Uint8Array(10_000))
+            controller.close()
+          },
+        }),
+        duplex: 'half',
+      } as RequestInit)
+      assert.equal(chunked.status, 413)
+      assert.equal((await post('\u0000\uffff{')).body.code, 4000)
+      assert.equal((await post('{"__proto__":{"x":1}}')).body.code, 4000)
+      assert.equal((await post('null')).body.code, 4000)
+      // A client that goes away mid-body.
+      const { request } = await import('node:http')
+      await new Promise<void>((resolve) => {
+        const req = request(url, { method: 'POST', headers: { ...json, 'content-length': '1000' } })
+        req.on('error', () => resolve())
+        req.write('{"specVersion":"1"', () => {
+          req.destroy()
+          resolve()
+        })
+      })
+      assert.equal((await post(body(sealed(pushEvent())))).body.code, 2000, 'still serving')
+    })
+  })
+
+  test('as a Fastify plugin, in a scope of its own', async () => {
+    await setUp()
+    const app = Fastify()
+    await app.register(receiver.fastifyPlugin, { path: '/hooks/earshot' })
+    app.post('/other', async (request) => ({ echoed: request.body }))
+    await app.ready()
+    try {
+      const event = pushEvent()
+      const ok = await app.inject({
+        method: 'POST',
+        url: '/hooks/earshot',
+        headers: json,
+        payload: body(sealed(event)),
+      })
+      assert.equal(ok.statusCode, 200)
+      assert.deepEqual(ok.json(), { code: 2000, msg: 'success' })
+      assert.equal(stored[0]?.eventId, event.eventId)
+      await until(async () => confirmedAt.has(event.audioId), 'callback after the Fastify answer')
+
+      const text = await app.inject({
+        method: 'POST',
+        url: '/hooks/earshot',
+        headers: { 'content-type': 'text/plain' },
+        payload: 'hello',
+      })
+      assert.deepEqual([text.statusCode, text.json().code], [415, 4150])
+      const big = await app.inject({
+        method: 'POST',
+        url: '/hooks/earshot',
+        headers: json,
+        payload: 'x'.repeat(70_000),
+      })
+      assert.deepEqual([big.statusCode, big.json().code], [413, 4130])
+      const garbage = await app.inject({ method: 'POST', url: '/hooks/earshot', headers: json, payload: '{' })
+      assert.deepEqual([garbage.statusCode, garbage.json().code], [400, 4000])
+      // The application's own JSON parsing is untouched.
+      const other = await app.inject({ method: 'POST', url: '/other', headers: json, payload: '{"a":1}' })
+      assert.deepEqual(other.json(), { echoed: { a: 1 } })
+    } finally {
+      await app.close()
+    }
+  })
+})

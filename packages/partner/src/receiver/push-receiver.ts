@@ -1,0 +1,372 @@
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import {
+  catalogueEntry,
+  type EnvelopeKey,
+  httpStatusOf,
+  InvalidParameterError,
+  isTranscriptData,
+  type KeyResolver,
+  loadKey,
+  open,
+  ProtocolError,
+  PushEvent,
+  parseTranscriptSentences,
+  ResponseCode,
+  type ResponseCodeValue,
+  type TranscriptSentence,
+} from '@earshot/protocol'
+import type { FastifyPluginAsync } from 'fastify'
+import { EarshotConfigError } from '../client/errors.js'
+import type { CallbackOutbox } from '../outbox/callback-outbox.js'
+import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
+import { defaultLogger, type ReceiverLogger } from './logger.js'
+
+/** A push as handed to onRecording: the event, and for the transcript form its sentences parsed. */
+export type ReceivedPush = PushEvent & {
+  /** `data.transcriptSentences` parsed, when data is the transcript form; undefined for the audio form. */
+  sentences: TranscriptSentence[] | undefined
+}
+
+interface CommonOptions {
+  /** Records receipts and sends the receipt callbacks once the answer went out. */
+  outbox: CallbackOutbox
+  /**
+   * Stores the recording. The push is answered 2000 only after it resolves; when it throws the answer
+   * is 5000 and nothing is recorded, so the platform pushes again. Called once per eventId (a second
+   * call can only happen when receivers sharing one PostgreSQL get the same event at the same moment),
+   * so it should store idempotently, e.g. keyed by (audioId, eventType).
+   */
+  onRecording(event: ReceivedPush): Promise<void>
+  logger?: ReceiverLogger | undefined
+  /** Bodies over this are refused with 4130. Default 1 MiB. */
+  bodyLimitBytes?: number | undefined
+}
+
+export type PushReceiverOptions = CommonOptions &
+  (
+    | {
+        /** The enterprise's secret (DESIGN.md §1 forms). */
+        secret: string
+        /** When set, only envelopes of this keyVersion are opened; others are refused with 4012. */
+        keyVersion?: number | undefined
+        keys?: undefined
+      }
+    | {
+        /** Secrets by keyVersion, e.g. the old and new key during a rotation. */
+        keys: Record<number, string>
+        secret?: undefined
+        keyVersion?: undefined
+      }
+  )
+
+/** A push request as any transport sees it. */
+export interface PushRequest {
+  body: string | Uint8Array
+  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>
+}
+
+/** DESIGN.md §2: `{code, msg}`; HTTP status = code / 10. */
+export interface PushAnswerBody {
+  code: number
+  msg: string
+}
+
+export interface PushAnswer {
+  status: number
+  body: PushAnswerBody
+  /**
+   * Call once the answer has been sent: the receipt callback of a 2000 starts only then (contract §6
+   * forbids calling back on the answer path). Without the call it starts after the outbox's
+   * answer grace.
+   */
+  afterResponse(): void
+}
+
+export interface PushReceiver {
+  /** Transport-free: one push in, the answer out. Never throws. */
+  handle(request: PushRequest): Promise<PushAnswer>
+  /** A `node:http` request listener (also an Express handler): mount it on the push path. */
+  handler: (request: IncomingMessage, response: ServerResponse) => void
+  /** A Fastify plugin serving POST on `path` (default /earshot/push), its own body parsing included. */
+  fastifyPlugin: FastifyPluginAsync<PushReceiverPluginOptions>
+  readonly bodyLimitBytes: number
+}
+
+export const DEFAULT_PUSH_PATH = '/earshot/push'
+const DEFAULT_BODY_LIMIT = 1024 * 1024
+const noop = () => {}
+
+class Refusal extends Error {
+  constructor(
+    readonly responseCode: ResponseCodeValue,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+/**
+ * Receives pushes (DESIGN.md §6): opens and checks each one, refuses replays, answers a repeated
+ * eventId with 2000 without handing it over again, hands a new one to onRecording, records it with its
+ * receipt callback, answers 2000, and only then lets the outbox call back.
+ */
+export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
+  const keys = keyResolver(options)
+  const { outbox } = options
+  if (!outbox || typeof outbox.admit !== 'function') throw new EarshotConfigError('outbox is required')
+  if (typeof options.onRecording !== 'function')
+    throw new EarshotConfigError('onRecording must be a function')
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT
+  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) {
+    throw new EarshotConfigError('bodyLimitBytes must be a positive whole number')
+  }
+  const logger = options.logger ?? defaultLogger
+  const onRecording = options.onRecording
+
+  /** Nonces being handled: the same envelope twice at once is a replay before the database says so. */
+  const nonces = new Set<string>()
+  /** EventIds being handled, with whether the recording got stored. */
+  const events = new Map<string, Promise<boolean>>()
+
+  const answer = (code: ResponseCodeValue, msg: string, afterResponse: () => void = noop): PushAnswer => ({
+    status: httpStatusOf(code),
+    body: { code, msg },
+    afterResponse,
+  })
+
+  async function handle(request: PushRequest): Promise<PushAnswer> {
+    try {
+      return await receive(request)
+    } catch (error) {
+      if (error instanceof Refusal) {
+        logger.warn('push refused', { code: error.responseCode, reason: error.message })
+        return answer(error.responseCode, error.message)
+      }
+      logger.error('push failed', { error: messageOf(error) })
+      return answer(ResponseCode.INTERNAL_ERROR, catalogueEntry(ResponseCode.INTERNAL_ERROR).defaultMessage)
+    }
+  }
+
+  async function receive({ body, headers }: PushRequest): Promise<PushAnswer> {
+    if (!isJsonContentType(headers['content-type'])) {
+      throw new Refusal(ResponseCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json')
+    }
+    const size = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
+    if (size > bodyLimitBytes) {
+      throw new Refusal(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${bodyLimitBytes} bytes`)
+    }
+    const text =
+      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, size).toString('utf8')
+    const { envelope, event } = openPush(text, keys)
+
+    const nonceKey = `${envelope.keyVersion}:${envelope.nonce}`
+    if (nonces.has(nonceKey)) throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
+    nonces.add(nonceKey)
+    try {
+      const admission = await outbox.admit(envelope)
+      if (admission === 'replayed') {
+        throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
+      }
+      const wake = () => outbox.wake(event.eventId)
+      if (admission === 'duplicate') return duplicate(event, wake)
+      for (;;) {
+        const earlier = events.get(event.eventId)
+        if (!earlier) break
+        // The platform pushed again while we were still on the first push (it timed out waiting).
+        if (await earlier) return duplicate(event, wake)
+      }
+      const storing = store(event)
+      events.set(event.eventId, storing)
+      try {
+        if (!(await storing)) {
+          return answer(ResponseCode.INTERNAL_ERROR, 'the recording could not be stored; push again later')
+        }
+      } finally {
+        events.delete(event.eventId)
+      }
+      logger.info('push received', {
+        eventId: event.eventId,
+        audioId: event.audioId,
+        eventType: event.eventType,
+      })
+      return answer(ResponseCode.OK, 'success', wake)
+    } finally {
+      nonces.delete(nonceKey)
+    }
+  }
+
+  function duplicate(event: ReceivedPush, wake: () => void): PushAnswer {
+    logger.info('push repeated; already received', { eventId: event.eventId, audioId: event.audioId })
+    return answer(ResponseCode.OK, 'success (already received)', wake)
+  }
+
+  /** onRecording, then the receipt; false (nothing recorded) when onRecording throws. */
+  async function store(event: ReceivedPush): Promise<boolean> {
+    try {
+      await onRecording(event)
+    } catch (error) {
+      logger.error('onRecording failed; answering 5000 so that the platform pushes again', {
+        eventId: event.eventId,
+        audioId: event.audioId,
+        error: messageOf(error),
+      })
+      return false
+    }
+    await outbox.recordReceived({
+      eventId: event.eventId,
+      eventType: event.eventType,
+      audioId: event.audioId,
+    })
+    return true
+  }
+
+  const handler = (request: IncomingMessage, response: ServerResponse): void => {
+    serveNode(request, response).catch(() => response.destroy())
+  }
+
+  async function serveNode(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (request.method !== 'POST') return send(response, answer(ResponseCode.INVALID_REQUEST, 'use POST'))
+    if (!isJsonContentType(request.headers['content-type'])) {
+      return send(
+        response,
+        answer(ResponseCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json'),
+      )
+    }
+    const tooLarge = () => answer(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${bodyLimitBytes} bytes`)
+    const declared = Number(request.headers['content-length'])
+    if (declared > bodyLimitBytes) return send(response, tooLarge(), true)
+    const body = await readBody(request, bodyLimitBytes)
+    if (body === undefined) return send(response, tooLarge(), true)
+    send(response, await handle({ body, headers: request.headers }))
+  }
+
+  return {
+    handle,
+    handler,
+    fastifyPlugin: createFastifyPlugin(handle, bodyLimitBytes),
+    bodyLimitBytes,
+  }
+}
+
+/** The body, or undefined once it is over the limit (the rest is then not read). */
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    const onData = (chunk: Buffer) => {
+      size += chunk.length
+      if (size > limit) {
+        request.off('data', onData)
+        request.pause()
+        resolve(undefined)
+      } else chunks.push(chunk)
+    }
+    request.on('data', onData)
+    request.once('end', () => resolve(Buffer.concat(chunks, size)))
+    request.once('error', reject)
+    request.once('close', () => {
+      if (!request.complete) reject(new Error('the client went away'))
+    })
+  })
+}
+
+function send(response: ServerResponse, pushAnswer: PushAnswer, closeConnection = false): void {
+  if (response.headersSent || response.destroyed) return
+  const body = JSON.stringify(pushAnswer.body)
+  response.writeHead(pushAnswer.status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    ...(closeConnection && { connection: 'close' }),
+  })
+  response.once('finish', pushAnswer.afterResponse)
+  response.end(body)
+}
+
+/** Parses, opens and checks one push body; refusals carry their catalogue code. */
+function openPush(text: string, keys: KeyResolver) {
+  let json: unknown
+  try {
+    json = JSON.parse(text)
+  } catch {
+    throw new Refusal(ResponseCode.INVALID_REQUEST, 'the body is not JSON')
+  }
+  try {
+    const { envelope, plaintext } = open(json, keys)
+    const event = PushEvent.parse(plaintext)
+    if (event.eventId !== envelope.eventId) {
+      throw new InvalidParameterError('eventId', "must equal the envelope's eventId")
+    }
+    // No database can store it; refused here rather than answered 5000 on every retry.
+    for (const field of ['eventId', 'audioId'] as const) {
+      if (event[field].includes('\u0000')) {
+        throw new InvalidParameterError(field, 'must not contain the character U+0000')
+      }
+    }
+    const sentences = isTranscriptData(event.data)
+      ? parseSentences(event.data.transcriptSentences)
+      : undefined
+    return { envelope, event: { ...event, sentences } satisfies ReceivedPush }
+  } catch (error) {
+    if (error instanceof ProtocolError) throw new Refusal(error.responseCode, error.message)
+    throw error
+  }
+}
+
+function parseSentences(serialized: string): TranscriptSentence[] {
+  try {
+    return parseTranscriptSentences(serialized)
+  } catch (error) {
+    if (error instanceof InvalidParameterError) {
+      throw new InvalidParameterError(`data.${error.field}`, error.message.replace(/^[^:]*: /, ''))
+    }
+    throw error
+  }
+}
+
+function keyResolver(options: PushReceiverOptions): KeyResolver {
+  const load = (secret: unknown, name: string): EnvelopeKey => {
+    try {
+      return loadKey(secret as string)
+    } catch (error) {
+      throw new EarshotConfigError(`${name}: ${messageOf(error)}`, { cause: error })
+    }
+  }
+  if (options.keys !== undefined && options.secret !== undefined) {
+    throw new EarshotConfigError('give either secret (with an optional keyVersion) or keys, not both')
+  }
+  if (options.secret !== undefined) {
+    const key = load(options.secret, 'secret')
+    const only = options.keyVersion
+    if (only === undefined) return () => key
+    if (!Number.isSafeInteger(only) || only < 1) {
+      throw new EarshotConfigError('keyVersion must be a positive whole number')
+    }
+    return (keyVersion) => (keyVersion === only ? key : undefined)
+  }
+  if (options.keys === undefined || typeof options.keys !== 'object') {
+    throw new EarshotConfigError('give the secret, or keys by keyVersion')
+  }
+  const byVersion = new Map<number, EnvelopeKey>()
+  for (const [version, secret] of Object.entries(options.keys)) {
+    if (!/^[1-9]\d{0,14}$/.test(version)) {
+      throw new EarshotConfigError(
+        `keys: ${JSON.stringify(version)} is not a keyVersion (a positive whole number)`,
+      )
+    }
+    byVersion.set(Number(version), load(secret, `keys[${version}]`))
+  }
+  if (byVersion.size === 0) throw new EarshotConfigError('keys must hold at least one secret')
+  return (keyVersion) => byVersion.get(keyVersion)
+}
+
+/** application/json, any case, parameters (charset) allowed. */
+function isJsonContentType(header: string | string[] | undefined): boolean {
+  const value = Array.isArray(header) ? header[0] : header
+  if (typeof value !== 'string') return false
+  const type = value.split(';', 1)[0]?.trim().toLowerCase()
+  return type === 'application/json'
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message || error.name : String(error)
+}
