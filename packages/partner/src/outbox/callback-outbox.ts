@@ -260,6 +260,8 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         running.delete(attempt)
         jobs.delete(job.eventId)
         pump()
+        // The loop waits for room to claim callbacks that are due.
+        if (claimAt <= clock()) poke()
       })
       running.add(attempt)
     }
@@ -402,7 +404,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         await new Promise((resolve) => setTimeout(resolve, ERROR_PAUSE_MS).unref())
         continue
       }
-      // With no room, a finished send pokes when the loop waits to claim more.
+      // With no room, a finished send pokes.
       await sleep(concurrency - running.size - queue.length > 0 ? pause : settings.pollIntervalMs)
     }
   })()
