@@ -10,7 +10,7 @@
  */
 import { createServer, type RequestListener } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { serveParent } from '../../../platform/dist/bench/child.js'
+import { serveParent } from '@earshot/platform/bench/child'
 import { openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { silentLogger } from '../receiver/logger.js'
 import { createPushReceiver } from '../receiver/push-receiver.js'

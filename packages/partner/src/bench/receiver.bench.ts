@@ -11,40 +11,27 @@
  */
 import { randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { scratchPostgresDatabase } from '@earshot/platform/test-support/backends'
-import { generateSecret, loadKey, seal } from '@earshot/protocol'
-import { startChild } from '../../../platform/dist/bench/child.js'
+import { format, integerSetting, log, machineLine, ms } from '@earshot/platform/bench/bench-support'
+import { startChild } from '@earshot/platform/bench/child'
 import {
   type PreparedRequest,
   RequestPool,
   runScenario,
   type ScenarioResult,
-} from '../../../platform/dist/bench/load.js'
-import { BENCHMARKS_DOC, writeMarkdownSection } from '../../../platform/dist/bench/markdown-section.js'
+} from '@earshot/platform/bench/load'
+import { BENCHMARKS_DOC, writeMarkdownSection } from '@earshot/platform/bench/markdown-section'
+import { scratchPostgresDatabase } from '@earshot/platform/test-support/backends'
+import { generateSecret, loadKey, seal } from '@earshot/protocol'
 import { openDatabase } from '../storage/database.js'
 import type { ReceiverServerReady } from './receiver-server.bench.js'
 
 const TARGET_RATIO = 0.4
 
-function integerSetting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
-  return Number(raw)
-}
-
 const seconds = integerSetting('BENCH_DURATION', 8)
 const warmupSeconds = 2
 const connections = integerSetting('BENCH_CONNECTIONS', 32)
-
-const format = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-    : '–'
-const ms = (n: number) => format(n, n < 10 ? 2 : 1)
-const log = (line: string) => process.stderr.write(`${line}\n`)
 
 const secret = generateSecret()
 const key = loadKey(secret)
@@ -164,7 +151,7 @@ for (const bench of cases) {
 const bare = outcomes.find((o) => o.bench.server === 'bare')?.result.requestsPerSecond ?? Number.NaN
 const receiver = outcomes.find((o) => o.bench.server === 'receiver')?.result.requestsPerSecond ?? Number.NaN
 const ratio = receiver / bare
-const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`
+const machine = machineLine()
 const rows = outcomes.map(({ bench, result }) =>
   [
     bench.label,

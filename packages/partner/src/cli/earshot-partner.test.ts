@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,45 +6,11 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/platform/test-support/calls'
+import { runCli } from '@earshot/platform/test-support/run-cli'
 import type { JsonObject } from '@earshot/protocol'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
 const RECORDINGS = 25
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-/** The environment without anything Earshot-related leaking in from the caller's shell. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('EARSHOT_')) env[name] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** Runs the built binary as a child process (asynchronously: the platform lives in this process). */
-function run(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
-      env: cleanEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 function recording(i: number): JsonObject {
   const minute = String(i).padStart(2, '0')
@@ -73,7 +38,7 @@ describe('earshot-partner CLI against a running platform', () => {
   let partner: TestPartner
   let dir: string
   let env: Record<string, string>
-  const cli = (...args: string[]) => run(args, env)
+  const cli = (...args: string[]) => runCli(bin, args, env)
 
   before(async () => {
     platform = await startTestPlatform('pglite')
@@ -219,19 +184,20 @@ describe('earshot-partner CLI against a running platform', () => {
   })
 
   test('missing credentials are named; flags override the environment', async () => {
-    const none = await run(['query', '--json'], {})
+    const none = await runCli(bin, ['query', '--json'], {})
     assert.equal(none.code, 1)
     assert.equal(none.stdout, '')
     assert.match(none.stderr, /missing credentials: set EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET/)
-    const noSecret = await run(['token'], { ...env, EARSHOT_SECRET: '' })
+    const noSecret = await runCli(bin, ['token'], { ...env, EARSHOT_SECRET: '' })
     assert.equal(noSecret.code, 1)
     assert.match(noSecret.stderr, /set EARSHOT_SECRET \(or pass --secret\)/)
     assert.doesNotMatch(noSecret.stderr, /EARSHOT_ENTERPRISE_ID/)
-    const badSecret = await run(['token'], { ...env, EARSHOT_SECRET: 'not-a-secret' })
+    const badSecret = await runCli(bin, ['token'], { ...env, EARSHOT_SECRET: 'not-a-secret' })
     assert.equal(badSecret.code, 1)
     assert.match(badSecret.stderr, /secret: a secret must be 44 characters/)
 
-    const overridden = await run(
+    const overridden = await runCli(
+      bin,
       [
         '--base-url',
         platform.partnerUrl,
@@ -257,12 +223,12 @@ describe('earshot-partner CLI against a running platform', () => {
     assert.deepEqual(Object.keys(JSON.parse(local.stdout).error), ['code', 'msg'])
     assert.equal(JSON.parse(local.stdout).error.code, 4001)
 
-    const wrongKey = await run(['query'], { ...env, EARSHOT_SECRET: 'w'.repeat(32) })
+    const wrongKey = await runCli(bin, ['query'], { ...env, EARSHOT_SECRET: 'w'.repeat(32) })
     assert.equal(wrongKey.code, 1)
     assert.equal(wrongKey.stdout, '')
     assert.equal(wrongKey.stderr, 'error 4012: the envelope could not be decrypted\n')
 
-    const unreachable = await run(['token'], {
+    const unreachable = await runCli(bin, ['token'], {
       ...env,
       EARSHOT_BASE_URL: platform.adminUrl.replace(/:\d+$/, ':1'),
     })

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict'
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
 import { admin, createPartner, ingest, type TestPartner } from '@earshot/platform/test-support/calls'
+import { eventually } from '@earshot/platform/test-support/push-receiver'
+import { closedPort, runCli, spawnCli } from '@earshot/platform/test-support/run-cli'
 import { openDatabase } from '../storage/database.js'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
@@ -18,26 +18,15 @@ const E2E_RECORDINGS = 500
 const E2E_EVENTS = E2E_RECORDINGS + E2E_RECORDINGS / 10
 
 interface Listener {
-  child: ChildProcessWithoutNullStreams
+  child: ChildProcess
   url: string
   stderr: () => string
   exited: Promise<number | null>
 }
 
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('EARSHOT_')) env[name] = value
-  }
-  return { ...env, ...extra }
-}
-
 /** Starts the built `earshot-partner listen` and waits for its "listening on" line. */
 async function startListen(args: string[], env: Record<string, string>): Promise<Listener> {
-  const child = spawn(process.execPath, [bin, 'listen', '--port', '0', ...args], {
-    env: cleanEnv(env),
-    stdio: ['pipe', 'pipe', 'pipe'],
-  })
+  const child = spawnCli(bin, ['listen', '--port', '0', ...args], env)
   let stdout = ''
   let stderr = ''
   child.stderr.on('data', (chunk) => {
@@ -60,25 +49,6 @@ async function startListen(args: string[], env: Record<string, string>): Promise
     })
   })
   return { child, url, stderr: () => stderr, exited }
-}
-
-async function eventually<T>(check: () => Promise<T | false | undefined>, what: string, timeoutMs = 60_000) {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await sleep(100)
-  }
-}
-
-/** A port nothing listens on: the callback cannot get through while the base URL points there. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 describe('earshot-partner listen against a real platform', () => {
@@ -160,8 +130,8 @@ describe('earshot-partner listen against a real platform', () => {
         const rows = await deliveryStates(partner.enterpriseId)
         return rows.length === 1 && rows[0]?.state === 'confirmed' && rows[0].n === E2E_EVENTS && rows
       },
-      `all ${E2E_EVENTS} deliveries confirmed`,
       180_000,
+      `all ${E2E_EVENTS} deliveries confirmed`,
     )
     assert.deepEqual(states, [{ state: 'confirmed', n: E2E_EVENTS }])
     const [receipts] = await platform.context.db.query<{ n: number }>(
@@ -227,10 +197,12 @@ describe('earshot-partner listen against a real platform', () => {
     // Answered (the platform recorded its ack) and the callback attempted, in vain.
     await eventually(
       async () => (await deliveryStates(partner.enterpriseId))[0]?.state === 'acked',
+      60_000,
       'the push acknowledged',
     )
     await eventually(
       async () => /receipt callback failed; will retry/.test(first.stderr()),
+      60_000,
       'a failed callback',
     )
     first.child.kill('SIGKILL')
@@ -244,14 +216,18 @@ describe('earshot-partner listen against a real platform', () => {
     )
     await eventually(
       async () => (await deliveryStates(partner.enterpriseId))[0]?.state === 'confirmed',
-      'the delivery confirmed after the restart',
       30_000,
+      'the delivery confirmed after the restart',
     )
     const [receipt] = await platform.context.db.query('SELECT audio_id FROM receipts WHERE audio_id = $1', [
       audioId,
     ])
     assert.ok(receipt)
-    await eventually(async () => second.stderr().includes(`confirmed ${audioId}`), 'the confirmation logged')
+    await eventually(
+      async () => second.stderr().includes(`confirmed ${audioId}`),
+      60_000,
+      'the confirmation logged',
+    )
 
     second.child.kill('SIGTERM')
     assert.equal(await second.exited, 0)
@@ -263,28 +239,19 @@ describe('earshot-partner listen against a real platform', () => {
 
   test('refuses to start without credentials, or on a data directory in use', async () => {
     const partner = await createPartner(platform, 'Misconfigured Co')
-    const missing = spawn(process.execPath, [bin, 'listen', '--port', '0', '--data', join(dir, 'none')], {
-      env: cleanEnv({}),
-    })
-    let stderr = ''
-    missing.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    const code = await new Promise((resolve) => missing.once('exit', resolve))
-    assert.equal(code, 1)
-    assert.match(stderr, /missing credentials: set EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET/)
+    const missing = await runCli(bin, ['listen', '--port', '0', '--data', join(dir, 'none')], {})
+    assert.equal(missing.code, 1)
+    assert.match(missing.stderr, /missing credentials: set EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET/)
 
     const data = join(dir, 'locked')
     const holder = await listen(['--data', data], credentials(partner, platform.partnerUrl))
-    const second = spawn(process.execPath, [bin, 'listen', '--port', '0', '--data', data], {
-      env: cleanEnv(credentials(partner, platform.partnerUrl)),
-    })
-    let secondErr = ''
-    second.stderr.on('data', (chunk) => {
-      secondErr += chunk
-    })
-    assert.equal(await new Promise((resolve) => second.once('exit', resolve)), 1)
-    assert.match(secondErr, /is in use by process \d+/)
+    const second = await runCli(
+      bin,
+      ['listen', '--port', '0', '--data', data],
+      credentials(partner, platform.partnerUrl),
+    )
+    assert.equal(second.code, 1)
+    assert.match(second.stderr, /is in use by process \d+/)
     holder.child.kill('SIGTERM')
     assert.equal(await holder.exited, 0)
   })

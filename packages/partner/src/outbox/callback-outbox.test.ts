@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { after, afterEach, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/platform/test-support/backends'
+import { eventually } from '@earshot/platform/test-support/push-receiver'
 import { EarshotApiError, EarshotConfigError, EarshotNetworkError } from '../client/errors.js'
 import { silentLogger } from '../receiver/logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
@@ -12,26 +13,16 @@ import { type CallbackOutbox, type CallbackOutboxOptions, openCallbackOutbox } f
 
 const fast = { retrySchedule: [20, 40], pollIntervalMs: 50, logger: silentLogger }
 
-async function until<T>(
-  check: () => Promise<T | false | undefined>,
-  what: string,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
-
 let counter = 0
 const event = (audioId = `audio-${++counter}`) => ({
   eventId: `evt-${++counter}`,
   eventType: 'recording.audio_ready',
   audioId,
 })
+
+/** Waits until the callback for the recording is confirmed. */
+const untilConfirmed = (outbox: CallbackOutbox, audioId: string, what: string) =>
+  eventually(async () => (await outbox.callbacks({ audioId, state: 'confirmed' })).length > 0, 10_000, what)
 
 /** PGlite always; PostgreSQL too when DATABASE_URL names a server (as the platform's suites do). */
 const backends = ['pglite', ...(process.env.DATABASE_URL ? ['postgres' as const] : [])] as const
@@ -84,7 +75,11 @@ for (const backend of backends)
       await sleep(200) // several polls: the answer grace holds it
       assert.deepEqual(sent, [])
       outbox.wake(first.eventId)
-      await until(async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1, 'confirmed')
+      await eventually(
+        async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1,
+        10_000,
+        'confirmed',
+      )
       assert.deepEqual(sent, [first.audioId])
       const [done] = await outbox.callbacks()
       assert.equal(done?.attempts, 1)
@@ -101,19 +96,13 @@ for (const backend of backends)
       assert.equal(await outbox.admit({ keyVersion: 2, nonce: 'n-1', eventId: e.eventId }), 'new')
       await outbox.recordReceived(e)
       outbox.wake(e.eventId)
-      await until(
-        async () => (await outbox.callbacks({ audioId: e.audioId, state: 'confirmed' })).length,
-        'sent',
-      )
+      await untilConfirmed(outbox, e.audioId, 'sent')
 
       // The platform pushes the event again (an operator's replay): its callback goes out again.
       assert.equal(await outbox.admit({ keyVersion: 1, nonce: 'n-2', eventId: e.eventId }), 'duplicate')
       assert.equal((await outbox.callbacks({ audioId: e.audioId }))[0]?.state, 'pending')
       outbox.wake(e.eventId)
-      await until(
-        async () => (await outbox.callbacks({ audioId: e.audioId, state: 'confirmed' })).length,
-        'resent',
-      )
+      await untilConfirmed(outbox, e.audioId, 'resent')
       assert.deepEqual(sent, [e.audioId, e.audioId])
 
       // The same nonce twice in one batch: the later is the replay.
@@ -146,10 +135,14 @@ for (const backend of backends)
       const e = event()
       await outbox.recordReceived(e)
       outbox.wake(e.eventId)
-      const [done] = await until(async () => {
-        const rows = await outbox.callbacks({ audioId: e.audioId, state: 'confirmed' })
-        return rows.length > 0 && rows
-      }, 'confirmed')
+      const [done] = await eventually(
+        async () => {
+          const rows = await outbox.callbacks({ audioId: e.audioId, state: 'confirmed' })
+          return rows.length > 0 && rows
+        },
+        10_000,
+        'confirmed',
+      )
       assert.equal(done?.attempts, 4)
       assert.equal(done?.lastError, null)
       assert.equal(calls.length, 4)
@@ -183,10 +176,11 @@ for (const backend of backends)
         await outbox.recordReceived(e)
         outbox.wake(e.eventId)
       }
-      await until(
+      await eventually(
         async () =>
           (await outbox.callbacks()).filter((c) => c.audioId in refusals && c.state !== 'pending').length ===
           5,
+        10_000,
         'all settled',
       )
       const byAudio = new Map((await outbox.callbacks()).map((c) => [c.audioId, c]))
@@ -222,10 +216,7 @@ for (const backend of backends)
       const e = event()
       await outbox.recordReceived(e)
       outbox.wake(e.eventId)
-      await until(
-        async () => (await outbox.callbacks({ audioId: e.audioId, state: 'confirmed' })).length,
-        'confirmed',
-      )
+      await untilConfirmed(outbox, e.audioId, 'confirmed')
       assert.equal(n, 2)
     })
 
@@ -259,8 +250,9 @@ for (const backend of backends)
           confirm: async (audioId) => void sent.push(audioId),
         })
         try {
-          await until(
+          await eventually(
             async () => (await second.callbacks({ state: 'confirmed' })).length === 1,
+            10_000,
             'sent after restart',
           )
           assert.deepEqual(sent, [e.audioId])

@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { eventually } from '@earshot/platform/test-support/push-receiver'
 import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@earshot/protocol'
 import Fastify from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
@@ -36,16 +37,6 @@ function pushEvent(overrides: Partial<PushEvent> = {}): PushEvent {
 const sealed = (event: PushEvent, withSecret = secret, keyVersion = 1): Envelope =>
   seal(loadKey(withSecret), keyVersion, event.eventId, event as never)
 const body = (envelope: unknown) => JSON.stringify(envelope)
-
-async function until<T>(check: () => Promise<T | false | undefined>, what: string, timeoutMs = 10_000) {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 describe('push receiver', () => {
   let shared: Database
@@ -122,7 +113,11 @@ describe('push receiver', () => {
     await sleep(200) // polls pass: nothing is sent before the answer went out
     assert.equal(confirmedAt.size, 0)
     answer.afterResponse()
-    await until(async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1, 'confirmed')
+    await eventually(
+      async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1,
+      10_000,
+      'confirmed',
+    )
     assert.ok(confirmedAt.has(event.audioId))
   })
 
@@ -222,7 +217,7 @@ describe('push receiver', () => {
     const event = pushEvent()
     const first = await receiver.handle({ body: body(sealed(event)), headers: json })
     first.afterResponse()
-    await until(async () => confirmedAt.has(event.audioId), 'first callback')
+    await eventually(async () => confirmedAt.has(event.audioId), 10_000, 'first callback')
     const again = await receiver.handle({ body: body(sealed(event)), headers: json })
     assert.equal(again.status, 200)
     assert.equal(again.body.code, 2000)
@@ -233,7 +228,7 @@ describe('push receiver', () => {
     // The repeat (an operator's replay, say) gets its callback again, once answered.
     confirmedAt.clear()
     again.afterResponse()
-    await until(async () => confirmedAt.has(event.audioId), 'callback of the repeat')
+    await eventually(async () => confirmedAt.has(event.audioId), 10_000, 'callback of the repeat')
 
     // Two pushes of one eventId at once (the platform timed out and pushed again): stored once.
     const twice = pushEvent()
@@ -343,7 +338,7 @@ describe('push receiver', () => {
         events.map((event) => post(body(sealed(event)), { ...json, 'x-earshot-event-id': event.eventId })),
       )
       assert.ok(answers.every((a) => a.status === 200 && a.body.code === 2000))
-      await until(async () => confirmedAt.size === events.length, 'all confirmed')
+      await eventually(async () => confirmedAt.size === events.length, 10_000, 'all confirmed')
       for (const event of events) {
         const finished = finishedAt.get(event.eventId)
         const confirmed = confirmedAt.get(event.audioId)
@@ -410,7 +405,11 @@ describe('push receiver', () => {
       assert.equal(ok.statusCode, 200)
       assert.deepEqual(ok.json(), { code: 2000, msg: 'success' })
       assert.equal(stored[0]?.eventId, event.eventId)
-      await until(async () => confirmedAt.has(event.audioId), 'callback after the Fastify answer')
+      await eventually(
+        async () => confirmedAt.has(event.audioId),
+        10_000,
+        'callback after the Fastify answer',
+      )
 
       const text = await app.inject({
         method: 'POST',

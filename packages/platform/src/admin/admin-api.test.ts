@@ -93,6 +93,20 @@ for (const backend of testBackends) {
       )
     }
 
+    /** Imports the lines for a new enterprise, expecting the whole import refused with 400 and 4001. */
+    async function refusedImport(name: string, lines: string[]) {
+      const target = await createPartner(platform, name)
+      const reply = await importLines(target.enterpriseId, lines.join('\n'))
+      assert.equal(reply.status, 400)
+      const body = JSON.parse(reply.text) as Refusal
+      assert.equal(body.code, 4001)
+      return { target, body }
+    }
+
+    function attachTranscript(enterpriseId: number, audioId: string, body: unknown) {
+      return admin(platform, 'PUT', `/enterprises/${enterpriseId}/recordings/${audioId}/transcript`, body)
+    }
+
     async function countRecordings(enterpriseId: number): Promise<number> {
       const [row] = await platform.context.db.query<{ n: number }>(
         'SELECT count(*) AS n FROM recordings WHERE enterprise_id = $1',
@@ -391,12 +405,7 @@ for (const backend of testBackends) {
     })
 
     test('transcript attach: 200 for a recording, 4040 for an unknown audioId or enterprise', async () => {
-      const attached = await admin(
-        platform,
-        'PUT',
-        `/enterprises/${partner.enterpriseId}/recordings/adm-1/transcript`,
-        transcript,
-      )
+      const attached = await attachTranscript(partner.enterpriseId, 'adm-1', transcript)
       assert.equal(attached.status, 200)
       assert.deepEqual(attached.body, { audioId: 'adm-1' })
       const [row] = await platform.context.db.query<{ transcript_id: number }>(
@@ -405,33 +414,15 @@ for (const backend of testBackends) {
       )
       assert.equal(row?.transcript_id, 77)
       expectRefusal(
-        await admin(
-          platform,
-          'PUT',
-          `/enterprises/${partner.enterpriseId}/recordings/adm-nope/transcript`,
-          transcript,
-        ),
+        await attachTranscript(partner.enterpriseId, 'adm-nope', transcript),
         404,
         4040,
         /adm-nope/,
       )
+      expectRefusal(await attachTranscript(999999, 'adm-1', transcript), 404, 4040)
+      expectRefusal(await attachTranscript(partner.enterpriseId, 'adm-1%00', transcript), 404, 4040)
       expectRefusal(
-        await admin(platform, 'PUT', '/enterprises/999999/recordings/adm-1/transcript', transcript),
-        404,
-        4040,
-      )
-      expectRefusal(
-        await admin(
-          platform,
-          'PUT',
-          `/enterprises/${partner.enterpriseId}/recordings/adm-1%00/transcript`,
-          transcript,
-        ),
-        404,
-        4040,
-      )
-      expectRefusal(
-        await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/recordings/adm-1/transcript`, {
+        await attachTranscript(partner.enterpriseId, 'adm-1', {
           ...transcript,
           transcriptText: '\u0000',
         }),
@@ -441,18 +432,9 @@ for (const backend of testBackends) {
       )
       // Another enterprise's recording is as unknown as a missing one.
       const other = await createPartner(platform, 'Outsider')
+      expectRefusal(await attachTranscript(other.enterpriseId, 'adm-1', transcript), 404, 4040)
       expectRefusal(
-        await admin(
-          platform,
-          'PUT',
-          `/enterprises/${other.enterpriseId}/recordings/adm-1/transcript`,
-          transcript,
-        ),
-        404,
-        4040,
-      )
-      expectRefusal(
-        await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/recordings/adm-1/transcript`, {
+        await attachTranscript(partner.enterpriseId, 'adm-1', {
           ...transcript,
           sentences: 'not an array',
         }),
@@ -480,15 +462,8 @@ for (const backend of testBackends) {
     })
 
     test('JSON Lines import: a bad line 2 is reported with its number and nothing is imported', async () => {
-      const target = await createPartner(platform, 'Bad Lines')
       const { recordDuration: _omit, ...noDuration } = JSON.parse(line('bad-2'))
-      const reply = await importLines(
-        target.enterpriseId,
-        [line('bad-1'), JSON.stringify(noDuration)].join('\n'),
-      )
-      assert.equal(reply.status, 400)
-      const body = JSON.parse(reply.text) as Refusal
-      assert.equal(body.code, 4001)
+      const { target, body } = await refusedImport('Bad Lines', [line('bad-1'), JSON.stringify(noDuration)])
       assert.match(body.msg, /line 2: denoiseUrl/)
       assert.doesNotMatch(body.msg, /line 1/)
       assert.equal(await countRecordings(target.enterpriseId), 0)
@@ -507,27 +482,17 @@ for (const backend of testBackends) {
     })
 
     test('JSON Lines import: a line repeating an earlier audioId is refused', async () => {
-      const target = await createPartner(platform, 'Repeater')
-      const reply = await importLines(
-        target.enterpriseId,
-        [line('rep-1'), line('rep-2'), line('rep-1')].join('\n'),
-      )
-      assert.equal(reply.status, 400)
-      const body = JSON.parse(reply.text) as Refusal
-      assert.equal(body.code, 4001)
+      const { target, body } = await refusedImport('Repeater', [line('rep-1'), line('rep-2'), line('rep-1')])
       assert.match(body.msg, /line 3: audioId: repeats the audioId of line 1/)
       assert.equal(await countRecordings(target.enterpriseId), 0)
     })
 
     test('JSON Lines import: an audioId already in the database is refused with its line number', async () => {
-      const target = await createPartner(platform, 'Late Importer')
-      const reply = await importLines(
-        target.enterpriseId,
-        [line('late-1'), line('adm-1'), line('late-3')].join('\n'),
-      )
-      assert.equal(reply.status, 400)
-      const body = JSON.parse(reply.text) as Refusal
-      assert.equal(body.code, 4001)
+      const { target, body } = await refusedImport('Late Importer', [
+        line('late-1'),
+        line('adm-1'),
+        line('late-3'),
+      ])
       assert.match(body.msg, /line 2: audioId "adm-1" already exists/)
       assert.equal(await countRecordings(target.enterpriseId), 0)
       assert.equal(

@@ -11,17 +11,28 @@
  * Each server (the platform, the baseline) runs in its own child process; the load generator
  * (autocannon) runs here, fed with request bodies sealed before each measured run.
  */
-import { cpus } from 'node:os'
 import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '../test-support/backends.js'
 import type { BareServerReady } from './bare-server.js'
 import type { BenchEnterprise, BenchServerReady, BenchServerSpec } from './bench-server.js'
+import {
+  type Backend,
+  backendsSetting,
+  cleanUpOnInterrupt,
+  format,
+  integerSetting,
+  log,
+  machineLine,
+  measureBackends,
+  ms,
+  publishSection,
+  sectionText,
+  withCleanup,
+  yes,
+} from './bench-support.js'
 import { type RunningChild, startChild } from './child.js'
 import { type PreparedRequest, RequestPool, runScenario, type ScenarioResult } from './load.js'
-import { BENCHMARKS_DOC, writeMarkdownSection } from './markdown-section.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED, QUERY_RANGE } from './seed-data.js'
-
-type Backend = BenchServerSpec['backend']
 
 const TARGET_TOKEN_RATIO = 0.5
 const TARGET_QUERY_P99_MS = 25
@@ -31,13 +42,6 @@ const TARGET_TOTAL_ROWS = 100_000
 const TOTAL_REPEATS = 20
 const DEEP_PAGE = 50
 const PAGE_SIZE = 20
-
-function integerSetting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
-  return Number(raw)
-}
 
 const plan: DatasetPlan = {
   recordings: integerSetting('BENCH_RECORDINGS', 1_000_000),
@@ -49,33 +53,8 @@ checkPlan(plan)
 const seconds = integerSetting('BENCH_DURATION', 10)
 const connections = integerSetting('BENCH_CONNECTIONS', 32)
 const warmupSeconds = Math.min(3, Math.max(1, Math.round(seconds / 5)))
-const backends = (process.env.BENCH_BACKENDS || 'pglite,postgres').split(',').map((name) => name.trim())
-for (const name of backends) {
-  if (name !== 'pglite' && name !== 'postgres') throw new Error(`BENCH_BACKENDS: unknown backend ${name}`)
-}
-
-const format = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-    : '–'
-const ms = (n: number) => format(n, n < 10 ? 2 : 1)
-const log = (line: string) => process.stderr.write(`${line}\n`)
-
-// Children and scratch databases are cleaned up on Ctrl-C as on the way out.
-const cleanups = new Set<() => Promise<void>>()
-process.once('SIGINT', () => {
-  log('\ninterrupted: stopping servers and dropping scratch databases')
-  void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() => process.exit(130))
-})
-async function withCleanup<T>(cleanup: () => Promise<void>, fn: () => Promise<T>): Promise<T> {
-  cleanups.add(cleanup)
-  try {
-    return await fn()
-  } finally {
-    cleanups.delete(cleanup)
-    await cleanup()
-  }
-}
+const backends = backendsSetting()
+cleanUpOnInterrupt()
 
 let eventCounter = 0
 const eventId = () => `bench-${++eventCounter}`
@@ -341,7 +320,6 @@ async function measurePlatform(
   const token = rows.find((row) => row.vsBare !== undefined)
   const queries = rows.filter((row) => row.scenario.startsWith('query'))
   const worstQueryP99 = Math.max(...queries.map((row) => row.result.p99))
-  const yes = (holds: boolean) => (holds ? '**yes**' : '**NO**')
   const targets = [
     `token ≥ ${TARGET_TOKEN_RATIO * 100}% of bare node:http: ${yes((token?.vsBare ?? 0) >= TARGET_TOKEN_RATIO)} (${format(100 * (token?.vsBare ?? 0))}%: ${format(token?.result.requestsPerSecond ?? 0)} vs ${format(bare.requestsPerSecond)} requests/s)`,
     backend === 'postgres'
@@ -396,40 +374,27 @@ function renderBackend(report: BackendReport): string {
   return lines.join('\n')
 }
 
-const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`
-const reports: BackendReport[] = []
-const skipped: string[] = []
+const machine = machineLine()
 const bare = await measureBaseline()
-for (const backend of backends as Backend[]) {
-  if (backend === 'postgres' && !process.env.DATABASE_URL) {
-    skipped.push('PostgreSQL skipped: DATABASE_URL is not set.')
-    log('postgres: skipped, DATABASE_URL is not set')
-    continue
-  }
-  reports.push(await measureBackend(backend, bare))
-}
+const { reports, skipped } = await measureBackends(backends, (backend) => measureBackend(backend, bare))
 
 const scale =
   plan.recordings < 1_000_000
     ? ` **Reduced scale** (the issue's is 1,000,000 recordings): figures not comparable with the targets.`
     : ''
-const section = [
-  `Measured ${machine}. ${format(plan.recordings)} recordings across ${format(plan.enterprises)} enterprises and ${format(plan.devices)} devices (fixed seed; 1% of each enterprise's devices are busy and hold 10% of its recordings; recordedAt over 2025; 70% audio + transcript, 20% audio only, 10% transcript only).${scale}`,
-  '',
-  `Each scenario: ${connections} connections for ${seconds} s after a ${warmupSeconds} s warm-up. The platform (rate limit off, logging silent) and the bare node:http baseline each run in a child process; the load generator (autocannon) runs in the bench process with request bodies sealed before the run, every one with a fresh nonce, round robin over the enterprises. Queries use ${QUERY_RANGE.startTime} ≤ recordedAt < ${QUERY_RANGE.endTime}; page 1 on an ordinary device, page ${DEEP_PAGE} on a busy one. The baseline answers the same POST bodies as the token scenario with a fixed token-response-sized JSON body. Latencies are end to end as the generator sees them; CPU % is of one core (the server's figure includes PGlite, not the PostgreSQL server processes). Errors: every response other than HTTP 2xx with code 2000, connection errors and timeouts, warm-up included.`,
-  '',
-  ...reports.flatMap((report) => [renderBackend(report), '']),
-  ...skipped.map((line) => `${line}\n`),
-]
-  .join('\n')
-  .trimEnd()
+const section = sectionText(
+  [
+    `Measured ${machine}. ${format(plan.recordings)} recordings across ${format(plan.enterprises)} enterprises and ${format(plan.devices)} devices (fixed seed; 1% of each enterprise's devices are busy and hold 10% of its recordings; recordedAt over 2025; 70% audio + transcript, 20% audio only, 10% transcript only).${scale}`,
+    `Each scenario: ${connections} connections for ${seconds} s after a ${warmupSeconds} s warm-up. The platform (rate limit off, logging silent) and the bare node:http baseline each run in a child process; the load generator (autocannon) runs in the bench process with request bodies sealed before the run, every one with a fresh nonce, round robin over the enterprises. Queries use ${QUERY_RANGE.startTime} ≤ recordedAt < ${QUERY_RANGE.endTime}; page 1 on an ordinary device, page ${DEEP_PAGE} on a busy one. The baseline answers the same POST bodies as the token scenario with a fixed token-response-sized JSON body. Latencies are end to end as the generator sees them; CPU % is of one core (the server's figure includes PGlite, not the PostgreSQL server processes). Errors: every response other than HTTP 2xx with code 2000, connection errors and timeouts, warm-up included.`,
+    ...reports.map(renderBackend),
+  ],
+  skipped,
+)
 
-console.log(section)
-writeMarkdownSection(BENCHMARKS_DOC, 'platform', section, {
+publishSection('platform', section, {
   heading: '## Platform: partner API (`npm run bench:platform`)',
   after: '<!-- bench:protocol:end -->',
 })
-console.log(`\nwritten to ${BENCHMARKS_DOC.pathname}`)
 const errors = reports.reduce((sum, report) => sum + report.failures.length, 0)
 if (errors > 0) {
   log(`\n${errors} scenario(s) had errors: see above`)

@@ -19,19 +19,31 @@
  * platform has stopped (push-stats.ts). The results go to docs/benchmarks.md between the push markers.
  */
 import { mkdtempSync, rmSync } from 'node:fs'
-import { cpus, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig } from '../config/config.js'
 import { type ScratchDatabase, scratchPostgresDatabase } from '../test-support/backends.js'
+import {
+  type Backend,
+  backendsSetting,
+  cleanUpOnInterrupt,
+  format,
+  integerSetting,
+  log,
+  machineLine,
+  measureBackends,
+  ms,
+  publishSection,
+  sectionText,
+  withCleanup,
+  yes,
+} from './bench-support.js'
 import { type RunningChild, startChild } from './child.js'
-import { BENCHMARKS_DOC, writeMarkdownSection } from './markdown-section.js'
 import type { PushPlatformReady } from './push-platform.js'
 import type { RawLoopReady, RawLoopRun, RawLoopSpec } from './push-raw-loop.js'
 import type { PushReceiverReady, ReceiverProgress, ReceiverRegistration } from './push-receiver.js'
 import type { DeliveryStats, PushStatsReady, PushStatsSpec } from './push-stats.js'
-
-type Backend = 'pglite' | 'postgres'
 
 const TARGET_CONFIRMED_PER_SECOND = 1000
 const TARGET_FIRST_ATTEMPT_P99_MS = 100
@@ -45,20 +57,10 @@ const MAX_IMPORTS_IN_FLIGHT = 8
 const STALL_MS = 30_000
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
 
-function integerSetting(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name]
-  if (raw === undefined || raw === '') return fallback
-  if (!/^\d+$/.test(raw) || Number(raw) < min) throw new Error(`${name} must be a whole number ≥ ${min}`)
-  return Number(raw)
-}
-
 const recordings = integerSetting('BENCH_PUSH_RECORDINGS', ISSUE_RECORDINGS)
 const rate = integerSetting('BENCH_PUSH_RATE', TARGET_RATE)
 const callbackConnections = integerSetting('BENCH_PUSH_CALLBACK_CONNECTIONS', 16)
-const backends = (process.env.BENCH_BACKENDS || 'pglite,postgres').split(',').map((name) => name.trim())
-for (const name of backends) {
-  if (name !== 'pglite' && name !== 'postgres') throw new Error(`BENCH_BACKENDS: unknown backend ${name}`)
-}
+const backends = backendsSetting()
 // The platform child reads the same environment: EARSHOT_PUSH_CONCURRENCY and friends apply to both.
 const platformConfig = loadConfig(process.env)
 const rawInFlight = [
@@ -66,29 +68,7 @@ const rawInFlight = [
 ] as number[]
 const paceBatch = Math.max(1, Math.round((rate * PACE_INTERVAL_MS) / 1000))
 const paceIntervalMs = (1000 * paceBatch) / rate
-
-const format = (n: number, digits = 0) =>
-  Number.isFinite(n)
-    ? n.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-    : '–'
-const ms = (n: number) => format(n, n < 10 ? 2 : 1)
-const log = (line: string) => process.stderr.write(`${line}\n`)
-
-// Children, scratch databases and data directories are cleaned up on Ctrl-C as on the way out.
-const cleanups = new Set<() => Promise<void>>()
-process.once('SIGINT', () => {
-  log('\ninterrupted: stopping children and dropping scratch databases')
-  void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() => process.exit(130))
-})
-async function withCleanup<T>(cleanup: () => Promise<void>, fn: () => Promise<T>): Promise<T> {
-  cleanups.add(cleanup)
-  try {
-    return await fn()
-  } finally {
-    cleanups.delete(cleanup)
-    await cleanup()
-  }
-}
+cleanUpOnInterrupt()
 
 interface Storage {
   dataDir?: string
@@ -243,83 +223,85 @@ interface PhaseResult {
   lateImports: number
 }
 
-async function drainPhase(
+/**
+ * One phase on an enterprise of its own, registered with the receiver: `send` imports the recordings
+ * through `importBody` (an import failed is recorded, not thrown) and resolves with the number of imports
+ * sent late. The receiver's confirmations are awaited once `send` has finished, or while it runs with
+ * `overlap`, until every recording imported is confirmed; CPU use is measured over both.
+ */
+async function runPhase(
   platform: RunningChild<PushPlatformReady>,
   receiver: RunningChild<PushReceiverReady>,
+  label: string,
+  overlap: boolean,
+  send: (importBody: (body: string) => Promise<void>) => Promise<number>,
 ): Promise<PhaseResult> {
-  const label = 'drain'
   const credentials = await benchEnterprise(platform.ready, receiver.ready.url, label)
-  const body = jsonLines(label, 0, recordings)
-  log(`  drain: importing ${format(recordings)} recordings in one transaction`)
   const before = await usageOf([platform, receiver])
   const imports: ImportTiming[] = []
   const importFailures: string[] = []
-  try {
-    imports.push(await importRecordings(platform.ready, credentials.enterpriseId, body))
-  } catch (error) {
-    importFailures.push((error as Error).message)
-  }
-  const imported = imports.reduce((sum, timing) => sum + timing.count, 0)
-  const { progress, stalled } = await awaitConfirmations(
-    receiver.ready.url,
-    label,
-    () => imported,
-    () => true,
-  )
-  const cpu = cpuPercent(before, await usageOf([platform, receiver]))
-  return { label, credentials, imports, importFailures, progress, stalled, cpu, lateImports: 0 }
-}
-
-async function pacedPhase(
-  platform: RunningChild<PushPlatformReady>,
-  receiver: RunningChild<PushReceiverReady>,
-): Promise<PhaseResult> {
-  const label = 'paced'
-  const credentials = await benchEnterprise(platform.ready, receiver.ready.url, label)
-  const bodies: string[] = []
-  for (let from = 0; from < recordings; from += paceBatch) {
-    bodies.push(jsonLines(label, from, Math.min(paceBatch, recordings - from)))
-  }
-  log(
-    `  paced: ${format(recordings)} recordings at ${format(rate)}/s (${paceBatch} every ${format(paceIntervalMs, 1)} ms)`,
-  )
-  const before = await usageOf([platform, receiver])
-  const imports: ImportTiming[] = []
-  const importFailures: string[] = []
-  const running = new Set<Promise<void>>()
-  let lateImports = 0
+  const importBody = (body: string) =>
+    importRecordings(platform.ready, credentials.enterpriseId, body).then(
+      (timing) => void imports.push(timing),
+      (error: unknown) => void importFailures.push((error as Error).message),
+    )
   let sending = true
-  const paced = (async () => {
-    const start = performance.now()
-    try {
-      for (const [k, body] of bodies.entries()) {
-        const wait = start + k * paceIntervalMs - performance.now()
-        if (wait > 0) await sleep(wait)
-        // Behind schedule: send at once (catching up) instead of pushing the whole schedule back.
-        else if (-wait > paceIntervalMs) lateImports++
-        while (running.size >= MAX_IMPORTS_IN_FLIGHT) await Promise.race(running)
-        const sent: Promise<void> = importRecordings(platform.ready, credentials.enterpriseId, body)
-          .then(
-            (timing) => void imports.push(timing),
-            (error: unknown) => void importFailures.push((error as Error).message),
-          )
-          .finally(() => running.delete(sent))
-        running.add(sent)
-      }
-      await Promise.all(running)
-    } finally {
-      sending = false
-    }
-  })()
+  const sent = send(importBody).finally(() => {
+    sending = false
+  })
+  if (!overlap) await sent
   const { progress, stalled } = await awaitConfirmations(
     receiver.ready.url,
     label,
     () => imports.reduce((sum, timing) => sum + timing.count, 0),
     () => !sending,
   )
-  await paced
+  const lateImports = await sent
   const cpu = cpuPercent(before, await usageOf([platform, receiver]))
   return { label, credentials, imports, importFailures, progress, stalled, cpu, lateImports }
+}
+
+/** Every recording in one import (one transaction), then its deliveries drained. */
+function drainPhase(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+): Promise<PhaseResult> {
+  const body = jsonLines('drain', 0, recordings)
+  log(`  drain: importing ${format(recordings)} recordings in one transaction`)
+  return runPhase(platform, receiver, 'drain', false, async (importBody) => {
+    await importBody(body)
+    return 0
+  })
+}
+
+/** The recordings imported at `rate` per second, on a schedule that catches up rather than drifts. */
+function pacedPhase(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+): Promise<PhaseResult> {
+  const bodies: string[] = []
+  for (let from = 0; from < recordings; from += paceBatch) {
+    bodies.push(jsonLines('paced', from, Math.min(paceBatch, recordings - from)))
+  }
+  log(
+    `  paced: ${format(recordings)} recordings at ${format(rate)}/s (${paceBatch} every ${format(paceIntervalMs, 1)} ms)`,
+  )
+  return runPhase(platform, receiver, 'paced', true, async (importBody) => {
+    const running = new Set<Promise<void>>()
+    let lateImports = 0
+    const start = performance.now()
+    for (const [k, body] of bodies.entries()) {
+      const wait = start + k * paceIntervalMs - performance.now()
+      if (wait > 0) await sleep(wait)
+      // Behind schedule: send at once (catching up) instead of pushing the whole schedule back.
+      else if (-wait > paceIntervalMs) lateImports++
+      while (running.size >= MAX_IMPORTS_IN_FLIGHT) await Promise.race(running)
+      const sent: Promise<void> = importBody(body).finally(() => running.delete(sent))
+      running.add(sent)
+    }
+    await Promise.all(running)
+    return lateImports
+  })
 }
 
 interface BackendReport {
@@ -486,7 +468,6 @@ function failuresOf(report: BackendReport): string[] {
   return failures
 }
 
-const yes = (holds: boolean) => (holds ? '**yes**' : '**NO**')
 const atIssueScale = recordings >= ISSUE_RECORDINGS
 
 function renderBackend(report: BackendReport): string {
@@ -563,38 +544,25 @@ function renderBackend(report: BackendReport): string {
   return lines.join('\n')
 }
 
-const machine = `${cpus().length} × ${cpus()[0]?.model.trim()}, Node ${process.version}, ${new Date().toISOString().slice(0, 10)}`
-const reports: BackendReport[] = []
-const skipped: string[] = []
-for (const backend of backends as Backend[]) {
-  if (backend === 'postgres' && !process.env.DATABASE_URL) {
-    skipped.push('PostgreSQL skipped: DATABASE_URL is not set.')
-    log('postgres: skipped, DATABASE_URL is not set')
-    continue
-  }
-  reports.push(await measureBackend(backend))
-}
+const machine = machineLine()
+const { reports, skipped } = await measureBackends(backends, measureBackend)
 
 const scale =
   !atIssueScale || rate !== TARGET_RATE
     ? ` **Reduced scale** (the issue's is ${format(ISSUE_RECORDINGS)} recordings, paced at ${format(TARGET_RATE)}/s): figures not comparable with the targets.`
     : ''
-const section = [
-  `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
-  '',
-  `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight). Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
-  '',
-  ...reports.flatMap((report) => [renderBackend(report), '']),
-  ...skipped.map((line) => `${line}\n`),
-]
-  .join('\n')
-  .trimEnd()
+const section = sectionText(
+  [
+    `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
+    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight). Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
+    ...reports.map(renderBackend),
+  ],
+  skipped,
+)
 
-console.log(section)
-writeMarkdownSection(BENCHMARKS_DOC, 'push', section, {
+publishSection('push', section, {
   heading: '## Push delivery (`npm run bench:push`)',
 })
-console.log(`\nwritten to ${BENCHMARKS_DOC.pathname}`)
 const errors = reports.reduce((sum, report) => sum + failuresOf(report).length, 0)
 if (errors > 0) {
   log(`\n${errors} problem(s) in the runs: see above`)

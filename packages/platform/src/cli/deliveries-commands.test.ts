@@ -1,49 +1,14 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from '../push/delivery-store.js'
 import { startTestPlatform, type TestPlatform } from '../test-support/backends.js'
 import { admin, ingest } from '../test-support/calls.js'
+import { type CliRun, runCli } from '../test-support/run-cli.js'
 
 /** `earshot deliveries list|show|replay` (DESIGN.md §7), the built CLI against a running platform. */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-/** The environment without anything Earshot-related leaking in from the caller's shell. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL') env[name] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** Runs the CLI as a child process (asynchronously: the platform under test lives in this process). */
-function run(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cli, ...args], {
-      env: cleanEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
 
 let recordingCounter = 0
 
@@ -58,10 +23,15 @@ function recording(): Record<string, unknown> {
   }
 }
 
+/** The delivery ids a `deliveries list --json` printed, in its order. */
+function deliveryIdsOf(result: CliRun): number[] {
+  return JSON.parse(result.stdout).map((each: { deliveryId: number }) => each.deliveryId)
+}
+
 describe('earshot deliveries against a running platform', () => {
   let platform: TestPlatform
   let env: Record<string, string>
-  const earshot = (...args: string[]) => run(args, env)
+  const earshot = (...args: string[]) => runCli(cli, args, env)
 
   /** An enterprise with a push URL and `count` recordings: one pending delivery each, oldest first. */
   async function enterpriseWithDeliveries(
@@ -126,7 +96,8 @@ describe('earshot deliveries against a running platform', () => {
     await failedAttempt(older)
     await setState(older, 'failed')
 
-    const result = await earshot('deliveries', 'list', '--enterprise', String(enterpriseId), '--json')
+    const list = ['deliveries', 'list', '--enterprise', String(enterpriseId)]
+    const result = await earshot(...list, '--json')
     assert.equal(result.code, 0, result.stderr)
     assert.equal(result.stderr, '')
     assert.equal(result.stdout.split('\n').filter(Boolean).length, 1, 'one line on stdout')
@@ -175,52 +146,16 @@ describe('earshot deliveries against a running platform', () => {
     assert.equal(first.eventType, 'recording.audio_ready')
     assert.deepEqual(first.attempts, [])
 
-    const failed = await earshot(
-      'deliveries',
-      'list',
-      '--enterprise',
-      String(enterpriseId),
-      '--state',
-      'failed',
-      '--json',
-    )
+    const failed = await earshot(...list, '--state', 'failed', '--json')
     assert.equal(failed.code, 0, failed.stderr)
-    assert.deepEqual(
-      JSON.parse(failed.stdout).map((each: { deliveryId: number }) => each.deliveryId),
-      [older],
-    )
+    assert.deepEqual(deliveryIdsOf(failed), [older])
     const byAudio = await earshot('deliveries', 'list', '--audio-id', audioIds[1] as string, '--json')
     assert.equal(byAudio.code, 0, byAudio.stderr)
-    assert.deepEqual(
-      JSON.parse(byAudio.stdout).map((each: { deliveryId: number }) => each.deliveryId),
-      [newer],
-    )
-    const limited = await earshot(
-      'deliveries',
-      'list',
-      '--enterprise',
-      String(enterpriseId),
-      '--limit',
-      '1',
-      '--json',
-    )
-    assert.deepEqual(
-      JSON.parse(limited.stdout).map((each: { deliveryId: number }) => each.deliveryId),
-      [newer],
-    )
-    const nextPage = await earshot(
-      'deliveries',
-      'list',
-      '--enterprise',
-      String(enterpriseId),
-      '--before',
-      String(newer),
-      '--json',
-    )
-    assert.deepEqual(
-      JSON.parse(nextPage.stdout).map((each: { deliveryId: number }) => each.deliveryId),
-      [older],
-    )
+    assert.deepEqual(deliveryIdsOf(byAudio), [newer])
+    const limited = await earshot(...list, '--limit', '1', '--json')
+    assert.deepEqual(deliveryIdsOf(limited), [newer])
+    const nextPage = await earshot(...list, '--before', String(newer), '--json')
+    assert.deepEqual(deliveryIdsOf(nextPage), [older])
   })
 
   test('list without --json is a table with the last attempt and when the next is due', async () => {

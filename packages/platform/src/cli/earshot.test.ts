@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -9,53 +7,10 @@ import { fileURLToPath } from 'node:url'
 import { loadKey } from '@earshot/protocol'
 import { configEnvironment } from '../config/config.js'
 import { startTestPlatform, type TestPlatform } from '../test-support/backends.js'
+import { closedPort, runCli, spawnCli } from '../test-support/run-cli.js'
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 const firstQuery = fileURLToPath(new URL('../../../../examples/first-query.mjs', import.meta.url))
-
-interface Run {
-  code: number | null
-  stdout: string
-  stderr: string
-}
-
-/** The environment without anything Earshot-related leaking in from the caller's shell. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {}
-  for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL') env[name] = value
-  }
-  return { ...env, ...extra }
-}
-
-/** Runs a script as a child process (asynchronously: the platform under test lives in this process). */
-function run(script: string, args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [script, ...args], {
-      env: cleanEnv(env),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
-
-/** A loopback port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
-}
 
 function recording(i: number): Record<string, unknown> {
   return {
@@ -73,7 +28,7 @@ describe('earshot', { concurrency: true }, () => {
     let platform: TestPlatform
     let dir: string
     let env: Record<string, string>
-    const earshot = (...args: string[]) => run(cli, args, env)
+    const earshot = (...args: string[]) => runCli(cli, args, env)
 
     async function count(enterpriseId: number): Promise<number> {
       const [row] = await platform.context.db.query<{ n: number | string }>(
@@ -233,7 +188,7 @@ describe('earshot', { concurrency: true }, () => {
     })
 
     test('a wrong admin token is refused with error 4010', async () => {
-      const result = await run(cli, ['enterprise', 'list', '--json'], {
+      const result = await runCli(cli, ['enterprise', 'list', '--json'], {
         ...env,
         EARSHOT_ADMIN_TOKEN: 'not-the-admin-token-at-all',
       })
@@ -243,7 +198,7 @@ describe('earshot', { concurrency: true }, () => {
     })
 
     test('no admin token at all tells the user to set EARSHOT_ADMIN_TOKEN', async () => {
-      const result = await run(cli, ['enterprise', 'list'], { EARSHOT_URL: platform.adminUrl })
+      const result = await runCli(cli, ['enterprise', 'list'], { EARSHOT_URL: platform.adminUrl })
       assert.equal(result.code, 1)
       assert.equal(result.stdout, '')
       assert.match(result.stderr, /EARSHOT_ADMIN_TOKEN/)
@@ -252,7 +207,7 @@ describe('earshot', { concurrency: true }, () => {
 
     test('an unreachable admin URL is named, with a hint that earshot serve is not running', async () => {
       const url = `http://127.0.0.1:${await closedPort()}`
-      const result = await run(cli, ['enterprise', 'list'], { ...env, EARSHOT_URL: url })
+      const result = await runCli(cli, ['enterprise', 'list'], { ...env, EARSHOT_URL: url })
       assert.equal(result.code, 1)
       assert.equal(result.stdout, '')
       assert.ok(result.stderr.includes(url), result.stderr)
@@ -274,7 +229,7 @@ describe('earshot', { concurrency: true }, () => {
 
   describe('earshot serve', () => {
     test('an invalid EARSHOT_PORT exits with code 2 and names the variable', async () => {
-      const result = await run(cli, ['serve'], { EARSHOT_PORT: 'abc', EARSHOT_DATA_DIR: 'memory://' })
+      const result = await runCli(cli, ['serve'], { EARSHOT_PORT: 'abc', EARSHOT_DATA_DIR: 'memory://' })
       assert.equal(result.code, 2)
       assert.match(result.stderr, /EARSHOT_PORT must be an integer/)
       assert.equal(result.stdout, '')
@@ -284,10 +239,10 @@ describe('earshot', { concurrency: true }, () => {
       timeout: 60_000,
     }, async () => {
       const dir = await mkdtemp(join(tmpdir(), 'earshot-serve-'))
-      const child = spawn(
-        process.execPath,
-        [cli, 'serve', '--demo', '--port', '0', '--admin-port', '0', '--data-dir', join(dir, 'data')],
-        { env: cleanEnv({ EARSHOT_LOG_LEVEL: 'warn' }), stdio: ['ignore', 'pipe', 'pipe'] },
+      const child = spawnCli(
+        cli,
+        ['serve', '--demo', '--port', '0', '--admin-port', '0', '--data-dir', join(dir, 'data')],
+        { EARSHOT_LOG_LEVEL: 'warn' },
       )
       const exited = new Promise<number | string | null>((resolve) =>
         child.on('exit', (code, signal) => resolve(code ?? signal)),
@@ -320,7 +275,7 @@ describe('earshot', { concurrency: true }, () => {
         assert.equal((await stat(file)).mode & 0o777, 0o600)
 
         // The documented first query works against it.
-        const query = await run(firstQuery, [], {
+        const query = await runCli(firstQuery, [], {
           EARSHOT_BASE_URL: partnerUrl as string,
           EARSHOT_ENTERPRISE_ID: enterpriseId as string,
           EARSHOT_SECRET: secret as string,

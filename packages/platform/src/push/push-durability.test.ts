@@ -59,6 +59,22 @@ function recordingLines(prefix: string, count: number): string {
   ).join('\n')
 }
 
+/** Sets the enterprise's push URL. */
+async function setPushUrl(platform: Admin, enterpriseId: number, pushUrl: string): Promise<void> {
+  await adminCall(platform, 'PUT', `/enterprises/${enterpriseId}/push-url`, JSON.stringify({ pushUrl }))
+}
+
+/** Imports `count` recordings, audioIds `${prefix}-0` on, into the enterprise as JSON Lines. */
+async function importRecordings(platform: Admin, enterpriseId: number, prefix: string, count: number) {
+  await adminCall(
+    platform,
+    'POST',
+    `/enterprises/${enterpriseId}/recordings/import`,
+    recordingLines(prefix, count),
+    'application/x-ndjson',
+  )
+}
+
 /** An enterprise pushing to a fresh receiver that acks every push and then calls back (retrying). */
 async function partnerWithReceiver(platform: Admin, partnerUrl: () => string) {
   const credentials = await adminCall<{ enterpriseId: number; keyVersion: number; secret: string }>(
@@ -71,12 +87,7 @@ async function partnerWithReceiver(platform: Admin, partnerUrl: () => string) {
   const receiver = await startTestReceiver(credentials.secret, {
     afterAnswer: (push) => void callback(push.event.audioId),
   })
-  await adminCall(
-    platform,
-    'PUT',
-    `/enterprises/${credentials.enterpriseId}/push-url`,
-    JSON.stringify({ pushUrl: receiver.url }),
-  )
+  await setPushUrl(platform, credentials.enterpriseId, receiver.url)
   return { enterpriseId: credentials.enterpriseId, receiver }
 }
 
@@ -118,13 +129,7 @@ for (const backend of testBackends) {
       receiver = partner.receiver
 
       const count = 1000
-      await adminCall(
-        platform,
-        'POST',
-        `/enterprises/${partner.enterpriseId}/recordings/import`,
-        recordingLines('crash', count),
-        'application/x-ndjson',
-      )
+      await importRecordings(platform, partner.enterpriseId, 'crash', count)
       await eventually(async () => (receiver?.received.length ?? 0) >= 150, 30_000, '150 pushes received')
       platform.process.kill('SIGKILL')
       await platform.exited
@@ -175,13 +180,7 @@ if (testBackends.includes('postgres')) {
         const partner = await partnerWithReceiver(first, () => first.partnerUrl)
         receiver = partner.receiver
         const count = 2000
-        await adminCall(
-          first,
-          'POST',
-          `/enterprises/${partner.enterpriseId}/recordings/import`,
-          recordingLines('shared', count),
-          'application/x-ndjson',
-        )
+        await importRecordings(first, partner.enterpriseId, 'shared', count)
         await eventually(
           async () =>
             (
@@ -253,19 +252,8 @@ for (const backend of testBackends) {
             return { status: 200, body: { code: 2000 } }
           },
         })
-        await adminCall(
-          platform,
-          'PUT',
-          `/enterprises/${enterpriseId}/push-url`,
-          JSON.stringify({ pushUrl: receiver.url }),
-        )
-        await adminCall(
-          platform,
-          'POST',
-          `/enterprises/${enterpriseId}/recordings/import`,
-          recordingLines('stop', 5),
-          'application/x-ndjson',
-        )
+        await setPushUrl(platform, enterpriseId, receiver.url)
+        await importRecordings(platform, enterpriseId, 'stop', 5)
         await eventually(async () => receiver?.received.length === 2, 10_000, 'two pushes in flight')
 
         const started = performance.now()

@@ -1,24 +1,2 @@
-/**
- * The one interface the platform talks to storage through. Both backends (embedded PGlite and
- * PostgreSQL) run the same SQL with $n placeholders; int8 values (counts, ids) arrive as numbers.
- */
-export interface Queryable {
-  query<Row = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>
-}
-
-export interface Database extends Queryable {
-  readonly kind: 'pglite' | 'postgres'
-  /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
-  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
-  /**
-   * Calls onNotify for each NOTIFY on the channel (from any connection, after its commit); resolves
-   * to a function that stops listening. Best effort: a lost connection is re-established, and
-   * notifications sent meanwhile are lost, so listeners also poll.
-   */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
-  close(): Promise<void>
-}
-
-/** int8 arrives as a JavaScript number: every int8 the platform stores (ids, counts) is a safe integer. */
-export const INT8_OID = 20
-export const parseInt8 = (value: string): number => Number(value)
+// The Database the platform talks to storage through: shared with the partner kit.
+export type { Database, Queryable } from '@earshot/support/storage'

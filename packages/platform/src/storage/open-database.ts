@@ -1,7 +1,5 @@
-import type { Database } from './database.js'
+import { type Database, LockHeldError, openPglite, openPostgres } from '@earshot/support/storage'
 import { migrate } from './migrations.js'
-import { openPglite } from './pglite.js'
-import { openPostgres } from './postgres.js'
 
 export interface StorageOptions {
   /** PostgreSQL connection URL; when absent the embedded database in dataDir is used. */
@@ -16,7 +14,12 @@ export interface StorageOptions {
 export async function openDatabase(options: StorageOptions): Promise<Database> {
   const db = options.databaseUrl
     ? await openPostgres({ connectionString: options.databaseUrl, max: options.poolSize ?? 20 })
-    : await openPglite(options.dataDir)
+    : await openPglite(options.dataDir, {
+        refuseLocked: (directory, pid) =>
+          new LockHeldError(
+            `the data directory ${directory} is in use by another Earshot process (pid ${pid}); stop it first, or point EARSHOT_DATA_DIR elsewhere`,
+          ),
+      })
   try {
     await migrate(db)
   } catch (error) {

@@ -4,17 +4,15 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { type Database, LockHeldError, openPglite } from '@earshot/support/storage'
 import {
   type BackendName,
   type ScratchDatabase,
   scratchPostgresDatabase,
   testBackends,
 } from '../test-support/backends.js'
-import type { Database } from './database.js'
-import { LockHeldError } from './lock-file.js'
 import { migrate, migrations } from './migrations.js'
 import { openDatabase } from './open-database.js'
-import { openPglite } from './pglite.js'
 
 async function open(backend: BackendName, scratch: ScratchDatabase | undefined): Promise<Database> {
   return openDatabase(backend === 'postgres' ? { databaseUrl: scratch?.url } : {})
@@ -117,7 +115,7 @@ describe('embedded data directory lock', () => {
   test('another process is refused while the directory is held', async () => {
     const db = await openPglite(dataDir)
     try {
-      const module = new URL('./pglite.js', import.meta.url).href
+      const module = import.meta.resolve('@earshot/support/storage')
       const child = spawnSync(
         process.execPath,
         [

@@ -2,18 +2,31 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import { type Database, INT8_OID, parseInt8 } from './database.js'
-import { acquireLockFile } from './lock-file.js'
+import { acquireLockFile, LockHeldError } from './lock-file.js'
+
+export interface PgliteOptions {
+  /** The error for a data directory another live process holds; LockHeldError by default. */
+  refuseLocked?: (directory: string, holderPid: number) => Error
+}
+
+const inUse = (directory: string, holderPid: number) =>
+  new LockHeldError(
+    `the data directory ${directory} is in use by another Earshot process (pid ${holderPid}); stop it first`,
+  )
 
 /**
  * Opens the embedded database in a data directory, held by an exclusive lock file beside it so a
  * second process is refused instead of corrupting it. `dataDir` undefined means in memory (tests).
  */
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
+export async function openPglite(
+  dataDir: string | undefined,
+  { refuseLocked = inUse }: PgliteOptions = {},
+): Promise<Database> {
   let release = () => {}
   if (dataDir) {
     const directory = resolve(dataDir)
     mkdirSync(dirname(directory), { recursive: true })
-    release = acquireLockFile(`${directory}.lock`, `the data directory ${directory}`)
+    release = acquireLockFile(`${directory}.lock`, (holderPid) => refuseLocked(directory, holderPid))
   }
   let db: PGlite
   try {

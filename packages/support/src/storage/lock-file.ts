@@ -6,10 +6,10 @@ export class LockHeldError extends Error {
 
 /**
  * Takes an exclusive lock by creating `path` holding this process id. A lock left by a process that no
- * longer runs (killed with -9) is taken over; one held by a live process is refused with a message
- * naming what is locked and by whom. Returns the release function.
+ * longer runs (killed with -9) is taken over; one held by a live process is refused with the error
+ * `refuse` makes of its pid. Returns the release function.
  */
-export function acquireLockFile(path: string, what: string): () => void {
+export function acquireLockFile(path: string, refuse: (holderPid: number) => Error): () => void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       const fd = openSync(path, 'wx', 0o600)
@@ -26,15 +26,11 @@ export function acquireLockFile(path: string, what: string): () => void {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
       const holder = Number.parseInt(readFileSync(path, 'utf8'), 10)
-      if (Number.isInteger(holder) && isRunning(holder)) {
-        throw new LockHeldError(
-          `${what} is in use by another Earshot process (pid ${holder}); stop it first, or point EARSHOT_DATA_DIR elsewhere`,
-        )
-      }
+      if (Number.isInteger(holder) && isRunning(holder)) throw refuse(holder)
       unlinkSync(path) // stale: its process is gone
     }
   }
-  throw new LockHeldError(`${what} could not be locked (${path})`)
+  throw new LockHeldError(`${path} could not be locked`)
 }
 
 function isRunning(pid: number): boolean {

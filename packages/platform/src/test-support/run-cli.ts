@@ -1,0 +1,55 @@
+import { spawn } from 'node:child_process'
+import { createServer } from 'node:net'
+
+/** What a finished CLI run printed, and how it exited. */
+export interface CliRun {
+  code: number | null
+  stdout: string
+  stderr: string
+}
+
+/** The environment without anything Earshot-related leaking in from the caller's shell, plus `extra`. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {}
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL') env[name] = value
+  }
+  return { ...env, ...extra }
+}
+
+/** Starts a built CLI binary (or any Node script) as a child process in a clean environment. */
+export function spawnCli(binPath: string, args: string[], env: Record<string, string>) {
+  return spawn(process.execPath, [binPath, ...args], {
+    env: cleanEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+}
+
+/**
+ * Runs a built CLI binary (or any Node script) to the end, and collects its output and exit code.
+ * Asynchronous, so a platform under test can live in the calling process.
+ */
+export function runCli(binPath: string, args: string[], env: Record<string, string>): Promise<CliRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawnCli(binPath, args, env)
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    child.on('error', reject)
+    child.on('close', (code) => resolve({ code, stdout, stderr }))
+  })
+}
+
+/** A loopback port nothing listens on, for a CLI pointed at a server that is not there. */
+export async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}

@@ -1,0 +1,1 @@
+export { CommandFailure, fail, jsonLine, positiveInteger, printJson, printLines, table } from './output.js'
