@@ -22,3 +22,4 @@ export {
   EarshotTimeoutError,
 } from './client/errors.js'
 export * from './receiver/index.js'
+export { databaseRecordingStore, fileRecordingStore, type RecordingStore } from './storage/recording-store.js'

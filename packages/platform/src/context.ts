@@ -12,4 +12,10 @@ export interface PlatformContext {
   clock: () => number
   randomBytes: (size: number) => Buffer
   metrics: PlatformMetrics
+  /** Where the JSON log lines go (stderr unless the embedding process gives another destination). */
+  logDestination: LogDestination
+}
+
+export interface LogDestination {
+  write(line: string): void
 }

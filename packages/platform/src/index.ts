@@ -1,2 +1,9 @@
-// Built out in its own issue; see README.md for the plan.
-export {}
+// The platform as a library: start it in a process of your own (tests, benchmarks, embedding), with
+// the configuration read and validated exactly as `earshot serve` does.
+export { ConfigError, loadConfig, type PlatformConfig } from './config/config.js'
+export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
+export { createEnterprise } from './enterprises/enterprise-store.js'
+export { type PlatformOptions, type RunningPlatform, startPlatform } from './platform.js'
+export { insertRecordings, type NewRecording } from './recordings/recording-store.js'
+export type { Database } from './storage/database.js'
+export { openDatabase, type StorageOptions } from './storage/open-database.js'

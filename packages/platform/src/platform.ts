@@ -4,12 +4,14 @@ import { buildAdminApi } from './admin/admin-api.js'
 import { accessTokens } from './auth/access-tokens.js'
 import { forgetExpiredNonces } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
-import type { PlatformContext } from './context.js'
+import type { LogDestination, PlatformContext } from './context.js'
 import { buildPartnerApi } from './http/partner-api.js'
 import type { Lifecycle } from './http/server-options.js'
 import { createMetrics } from './metrics/metrics.js'
+import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
 import type { Database } from './storage/database.js'
+import { tendEmbeddedDatabase } from './storage/embedded-upkeep.js'
 import { openDatabase } from './storage/open-database.js'
 
 export interface PlatformOptions {
@@ -17,6 +19,8 @@ export interface PlatformOptions {
   /** Epoch milliseconds; tests inject a clock they can move. */
   clock?: () => number
   randomBytes?: (size: number) => Buffer
+  /** Where the JSON log lines go; stderr by default (stdout is the CLI's). */
+  logDestination?: LogDestination
 }
 
 export interface RunningPlatform {
@@ -36,6 +40,7 @@ export async function startPlatform({
   config,
   clock = Date.now,
   randomBytes = cryptoRandomBytes,
+  logDestination = process.stderr,
 }: PlatformOptions): Promise<RunningPlatform> {
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
@@ -44,6 +49,8 @@ export async function startPlatform({
   })
   const servers: FastifyInstance[] = []
   try {
+    // An embedded data directory written by an earlier run may never have been analyzed.
+    await tendEmbeddedDatabase(db)
     const context: PlatformContext = {
       config,
       db,
@@ -51,6 +58,7 @@ export async function startPlatform({
       clock,
       randomBytes,
       metrics: createMetrics(db),
+      logDestination,
     }
     const lifecycle: Lifecycle = { shuttingDown: false }
     const adminToken = config.adminToken ?? randomBytes(24).toString('base64url')
@@ -72,9 +80,17 @@ export async function startPlatform({
         })
       : undefined
 
+    // Bounded growth: expired nonces and old confirmed deliveries go, a short statement at a time; the
+    // embedded database gets the statistics autovacuum would keep.
     const janitor = setInterval(() => {
       forgetExpiredNonces(db, clock()).catch((error: unknown) =>
         partner.log.warn({ err: error }, 'nonce cleanup failed'),
+      )
+      pruneDeliveries(db, config.deliveryRetentionSeconds).catch((error: unknown) =>
+        partner.log.warn({ err: error }, 'delivery pruning failed'),
+      )
+      tendEmbeddedDatabase(db).catch((error: unknown) =>
+        partner.log.warn({ err: error }, 'embedded database VACUUM ANALYZE failed'),
       )
     }, JANITOR_INTERVAL_MS)
     janitor.unref()
@@ -126,4 +142,9 @@ async function tokenSigningKey(db: Database, randomBytes: (size: number) => Buff
     `SELECT value FROM platform_settings WHERE name = 'token_signing_key'`,
   )
   return Buffer.from((row as { value: string }).value, 'base64')
+}
+
+async function pruneDeliveries(db: Database, retentionSeconds: number): Promise<void> {
+  const batch = 1000
+  while ((await pruneConfirmedDeliveries(db, retentionSeconds, batch)) === batch) {}
 }

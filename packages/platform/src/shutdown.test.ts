@@ -1,15 +1,18 @@
 import assert from 'node:assert/strict'
 import { after, before, test } from 'node:test'
-import { startTestPlatform, type TestPlatform } from './test-support/backends.js'
-import { admin, createPartner } from './test-support/calls.js'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, createPartner } from '@earshot/test-kit/calls'
 
 let platform: TestPlatform
 before(async () => {
-  platform = await startTestPlatform('pglite')
+  // Long enough for the whole import below to finish during shutdown, on a slow machine too.
+  platform = await startTestPlatform('pglite', { shutdownGraceSeconds: 120 })
 })
 after(() => platform.stop())
 
-test('shutdown finishes a request in flight and refuses new ones with 5030', async () => {
+test('shutdown finishes a request in flight and refuses new ones with 5030', {
+  timeout: 180_000,
+}, async () => {
   const partner = await createPartner(platform)
   const lines = Array.from({ length: 20_000 }, (_, i) =>
     JSON.stringify({
@@ -45,11 +48,11 @@ test('shutdown finishes a request in flight and refuses new ones with 5030', asy
 
   for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
     text += Buffer.from(chunk.value).toString()
-  assert.match(text, /\{"imported":20000\}\n$/, 'the in-flight import completes')
+  assert.match(text, /\{"imported":20000,"skipped":0\}\n$/, 'the in-flight import completes')
   await closing
 })
 
-test('admin refuses requests without the admin token', async () => {
+test('admin refuses requests without the admin token', { timeout: 60_000 }, async () => {
   const fresh = await startTestPlatform('pglite')
   try {
     const response = await fetch(`${fresh.adminUrl}/admin/v1/enterprises`)

@@ -1,9 +1,17 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
+import { createCipheriv, randomBytes } from 'node:crypto'
 import { describe, test } from 'node:test'
 import fc from 'fast-check'
 import { decodeCanonicalBase64 } from './base64.js'
-import { type Envelope, type JsonObject, NONCE_BYTES, open, seal } from './envelope.js'
+import {
+  type Envelope,
+  type JsonObject,
+  MAX_KEY_VERSION,
+  NONCE_BYTES,
+  open,
+  parseEnvelope,
+  seal,
+} from './envelope.js'
 import { DecryptionFailedError, InvalidEnvelopeError, InvalidPlaintextError } from './errors.js'
 import { type EnvelopeKey, generateSecret, loadKey } from './key.js'
 
@@ -19,10 +27,10 @@ function flipBit(text: string, bit: number): string {
   return base64(bytes)
 }
 
-describe('seal and open', () => {
+describe('seal and open', { timeout: 60_000 }, () => {
   test('round-trip any JSON object', () => {
     fc.assert(
-      fc.property(jsonObject, fc.integer({ min: 1, max: 2 ** 31 }), (plaintext, keyVersion) => {
+      fc.property(jsonObject, fc.integer({ min: 1, max: MAX_KEY_VERSION }), (plaintext, keyVersion) => {
         const envelope = seal(key, keyVersion, 'evt-1', plaintext)
         const opened = open(JSON.parse(JSON.stringify(envelope)), (version) =>
           version === keyVersion ? key : undefined,
@@ -134,7 +142,8 @@ describe('seal and open', () => {
   })
 
   test('seal refuses what it could not send', () => {
-    assert.throws(() => seal(key, 0, 'e', {}), /keyVersion must be a positive integer/)
+    assert.throws(() => seal(key, 0, 'e', {}), /keyVersion must be an integer from 1 to 2147483647/)
+    assert.throws(() => seal(key, 2 ** 31, 'e', {}), /keyVersion must be an integer from 1 to 2147483647/)
     assert.throws(() => seal(key, 1.5, 'e', {}), InvalidEnvelopeError)
     assert.throws(() => seal(key, 1, '', {}), InvalidEnvelopeError)
     assert.throws(() => seal(key, 1, 'e', [] as unknown as JsonObject), InvalidPlaintextError)
@@ -161,7 +170,7 @@ describe('seal and open', () => {
   })
 })
 
-describe('canonical Base64', () => {
+describe('canonical Base64', { timeout: 60_000 }, () => {
   test('accepts exactly what standard Base64 encoding produces', () => {
     fc.assert(
       fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
@@ -185,3 +194,99 @@ function captureError(fn: () => unknown): unknown {
   }
   assert.fail('expected an error')
 }
+
+/** Encrypts raw bytes as a plaintext, which seal() would not (it only seals JSON objects). */
+function sealBytes(keyVersion: number, plaintext: Buffer): Envelope {
+  const nonce = randomBytes(NONCE_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: 16 })
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()])
+  return {
+    specVersion: '1',
+    alg: 'A256GCM',
+    keyVersion,
+    eventId: 'evt-bytes',
+    nonce: base64(nonce),
+    ciphertext: base64(ciphertext),
+    tag: base64(cipher.getAuthTag()),
+  }
+}
+
+describe('keyVersion range', { timeout: 10_000 }, () => {
+  test('1 to 2^31 − 1 is the range; the largest one opens', () => {
+    assert.equal(MAX_KEY_VERSION, 2 ** 31 - 1)
+    const envelope = seal(key, MAX_KEY_VERSION, 'evt', { a: 1 })
+    const resolver = (version: number) => (version === MAX_KEY_VERSION ? key : undefined)
+    assert.deepEqual(open(envelope, resolver).plaintext, { a: 1 })
+    assert.equal(parseEnvelope(envelope).keyVersion, MAX_KEY_VERSION)
+  })
+
+  test('2^31 and above open like an unknown keyVersion: decryption_failed, no key looked up', () => {
+    const wrong = captureError(() => open(seal(key, 1, 'e', {}), otherKey))
+    for (const keyVersion of [2 ** 31, 2 ** 32, 2 ** 53 - 1, 2 ** 53, 2 ** 63, 1e300]) {
+      const envelope = { ...seal(key, 1, 'evt', { a: 1 }), keyVersion }
+      let lookedUp = false
+      const resolver = () => {
+        lookedUp = true
+        return key
+      }
+      for (const attempt of [
+        () => open(envelope, resolver),
+        () => open(envelope, key),
+        () => parseEnvelope(envelope),
+      ]) {
+        const error = captureError(attempt)
+        assert.ok(error instanceof DecryptionFailedError, `${keyVersion}: ${error}`)
+        assert.equal(error.code, 'decryption_failed')
+        assert.equal(error.responseCode, 4012)
+        assert.equal(error.message, (wrong as Error).message)
+      }
+      assert.equal(lookedUp, false)
+    }
+  })
+
+  test('a malformed envelope is invalid_envelope whatever its keyVersion', () => {
+    const good = { ...seal(key, 1, 'evt', {}), keyVersion: 2 ** 31 }
+    for (const broken of [
+      { ...good, nonce: base64(randomBytes(8)) },
+      { ...good, tag: good.tag.replace(/=+$/, '') },
+      { ...good, ciphertext: `${good.ciphertext} ` },
+      { ...good, eventId: '' },
+      { ...good, alg: 'A128GCM' },
+    ]) {
+      assert.throws(() => open(broken, key), InvalidEnvelopeError)
+      assert.throws(() => parseEnvelope(broken), InvalidEnvelopeError)
+    }
+    for (const keyVersion of [0, -1, 1.5, 2 ** 31 + 0.5, '1', null, Number.POSITIVE_INFINITY]) {
+      assert.throws(() => parseEnvelope({ ...good, keyVersion }), InvalidEnvelopeError, String(keyVersion))
+    }
+  })
+})
+
+describe('plaintext bytes', { timeout: 10_000 }, () => {
+  test('invalid UTF-8 is refused as invalid_plaintext (4000), never replaced', () => {
+    const invalid: [string, number[]][] = [
+      ['a lone continuation byte', [0x7b, 0x7d, 0x80]],
+      ['0xff', [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0x22, 0x7d]],
+      ['an overlong "/"', [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xc0, 0xaf, 0x22, 0x7d]],
+      ['a UTF-16 surrogate encoded', [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]],
+      ['a truncated 3-byte sequence', [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xe2, 0x82, 0x22, 0x7d]],
+      ['above U+10FFFF', [0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xf4, 0x90, 0x80, 0x80, 0x22, 0x7d]],
+    ]
+    for (const [name, bytes] of invalid) {
+      const error = captureError(() => open(sealBytes(1, Buffer.from(bytes)), key))
+      assert.ok(error instanceof InvalidPlaintextError, `${name}: ${error}`)
+      assert.equal(error.code, 'invalid_plaintext')
+      assert.equal(error.responseCode, 4000)
+      assert.match(error.message, /not valid UTF-8/)
+    }
+  })
+
+  test('valid multi-byte UTF-8 opens; a leading BOM is refused as not JSON', () => {
+    const text = '{"title":"Réunion 会议 🎙"}'
+    assert.deepEqual(open(sealBytes(1, Buffer.from(text, 'utf8')), key).plaintext, {
+      title: 'Réunion 会议 🎙',
+    })
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{}')])
+    assert.throws(() => open(sealBytes(1, bom), key), InvalidPlaintextError)
+  })
+})

@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer'
 import { createCipheriv, createDecipheriv, randomBytes as cryptoRandomBytes } from 'node:crypto'
 import { decodeCanonicalBase64 } from './base64.js'
 import { DecryptionFailedError, InvalidEnvelopeError, InvalidPlaintextError } from './errors.js'
@@ -9,6 +8,11 @@ export const ALG = 'A256GCM'
 export const NONCE_BYTES = 12
 export const TAG_BYTES = 16
 export const MAX_EVENT_ID_LENGTH = 128
+/**
+ * The largest keyVersion a key can have: key versions are PostgreSQL `integer`s. A larger one is
+ * well-formed but unknown, so opening refuses it as decryption_failed, before any key is looked up.
+ */
+export const MAX_KEY_VERSION = 2 ** 31 - 1
 
 const CIPHER = 'aes-256-gcm'
 
@@ -76,10 +80,7 @@ export function open<T extends JsonObject = JsonObject>(
   input: unknown,
   keys: EnvelopeKey | KeyResolver,
 ): OpenedEnvelope<T> {
-  const envelope = parseEnvelope(input)
-  const nonce = decodeField(envelope.nonce, 'nonce', NONCE_BYTES)
-  const tag = decodeField(envelope.tag, 'tag', TAG_BYTES)
-  const ciphertext = decodeField(envelope.ciphertext, 'ciphertext')
+  const { envelope, nonce, tag, ciphertext } = checkEnvelope(input)
 
   const key = typeof keys === 'function' ? keys(envelope.keyVersion) : keys
   if (!key) throw new DecryptionFailedError()
@@ -98,30 +99,60 @@ export function open<T extends JsonObject = JsonObject>(
 }
 
 /**
- * Checks every envelope field's type and fixed value, and returns the envelope with only its own
- * fields (unknown extra fields are ignored). Base64 contents are checked by open().
+ * Checks every envelope field (type, fixed value, canonical Base64, nonce and tag lengths) and returns
+ * the envelope with only its own fields (unknown extra fields are ignored). A well-formed envelope
+ * whose keyVersion is above MAX_KEY_VERSION is refused with DecryptionFailedError, as open() refuses
+ * any unknown keyVersion, so that a caller never looks a key up for it.
  */
 export function parseEnvelope(input: unknown): Envelope {
+  return checkEnvelope(input).envelope
+}
+
+interface CheckedEnvelope {
+  envelope: Envelope
+  nonce: Buffer
+  tag: Buffer
+  ciphertext: Buffer
+}
+
+function checkEnvelope(input: unknown): CheckedEnvelope {
   if (!isJsonObject(input)) throw new InvalidEnvelopeError('the envelope must be a JSON object')
   const { specVersion, alg, keyVersion, eventId, nonce, ciphertext, tag } = input
   if (specVersion !== SPEC_VERSION) throw new InvalidEnvelopeError('specVersion must be the string "1"')
   if (alg !== ALG) throw new InvalidEnvelopeError('alg must be the string "A256GCM"')
-  checkKeyVersion(keyVersion)
+  if (!Number.isInteger(keyVersion) || (keyVersion as number) < 1) {
+    throw new InvalidEnvelopeError('keyVersion must be a positive integer')
+  }
   checkEventId(eventId)
-  return {
+  const envelope: Envelope = {
     specVersion,
     alg,
-    keyVersion,
+    keyVersion: keyVersion as number,
     eventId,
     nonce: requireString(nonce, 'nonce'),
     ciphertext: requireString(ciphertext, 'ciphertext'),
     tag: requireString(tag, 'tag'),
   }
+  const checked = {
+    envelope,
+    nonce: decodeField(envelope.nonce, 'nonce', NONCE_BYTES),
+    tag: decodeField(envelope.tag, 'tag', TAG_BYTES),
+    ciphertext: decodeField(envelope.ciphertext, 'ciphertext'),
+  }
+  // Only once the envelope is known to be well-formed: a malformed one is invalid_envelope whatever
+  // its keyVersion.
+  if (envelope.keyVersion > MAX_KEY_VERSION) throw new DecryptionFailedError()
+  return checked
 }
 
+/** seal() makes only envelopes that can be opened: a keyVersion from 1 to MAX_KEY_VERSION. */
 function checkKeyVersion(keyVersion: unknown): asserts keyVersion is number {
-  if (!Number.isSafeInteger(keyVersion) || (keyVersion as number) < 1) {
-    throw new InvalidEnvelopeError('keyVersion must be a positive integer')
+  if (
+    !Number.isInteger(keyVersion) ||
+    (keyVersion as number) < 1 ||
+    (keyVersion as number) > MAX_KEY_VERSION
+  ) {
+    throw new InvalidEnvelopeError(`keyVersion must be an integer from 1 to ${MAX_KEY_VERSION}`)
   }
 }
 
@@ -156,11 +187,22 @@ function decodeField(text: string, field: string, expectedBytes?: number): Buffe
   return bytes
 }
 
+/**
+ * Fatal: invalid UTF-8 is refused, never replaced by U+FFFD. The BOM is kept, so that JSON.parse
+ * refuses a plaintext starting with one (RFC 8259 §8.1: a sender must not add it).
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true })
+
 function parsePlaintext(bytes: Buffer): JsonObject {
-  if (!isUtf8(bytes)) throw new InvalidPlaintextError('the plaintext is not valid UTF-8')
+  let text: string
+  try {
+    text = utf8.decode(bytes)
+  } catch {
+    throw new InvalidPlaintextError('the plaintext is not valid UTF-8')
+  }
   let value: unknown
   try {
-    value = JSON.parse(bytes.toString('utf8'))
+    value = JSON.parse(text)
   } catch {
     throw new InvalidPlaintextError('the plaintext is not JSON')
   }

@@ -15,7 +15,7 @@ import {
   InvalidSecretError,
 } from './errors.js'
 
-test('the catalogue holds the codes of DESIGN.md §2 with status code / 10', () => {
+test('the catalogue holds the codes of DESIGN.md §2 with status code / 10', { timeout: 10_000 }, () => {
   const expected: [number, string, number][] = [
     [2000, 'OK', 200],
     [4000, 'INVALID_REQUEST', 400],
@@ -42,7 +42,7 @@ test('the catalogue holds the codes of DESIGN.md §2 with status code / 10', () 
   assert.throws(() => catalogueEntry(1234 as never), RangeError)
 })
 
-test('every protocol error carries a stable code and a catalogue response code', () => {
+test('every protocol error carries a stable code and a catalogue response code', { timeout: 10_000 }, () => {
   const errors = [
     [new InvalidEnvelopeError('x'), 'invalid_envelope', ResponseCode.INVALID_REQUEST],
     [new DecryptionFailedError(), 'decryption_failed', ResponseCode.DECRYPTION_FAILED],

@@ -6,6 +6,7 @@ export {
   type JsonObject,
   type KeyResolver,
   MAX_EVENT_ID_LENGTH,
+  MAX_KEY_VERSION,
   NONCE_BYTES,
   type OpenedEnvelope,
   open,
@@ -35,7 +36,7 @@ export {
 } from './errors.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
 export * from './messages.js'
-export { ISO_INSTANT_RULE, parseInstant } from './time.js'
+export { ISO_INSTANT_RULE, MAX_FRACTION_DIGITS, parseInstant, parseInstantMicros } from './time.js'
 export {
   parseTranscriptSentences,
   serializeTranscriptSentences,

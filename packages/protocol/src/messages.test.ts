@@ -4,11 +4,15 @@ import { InvalidParameterError } from './errors.js'
 import {
   AccessToken,
   CallbackPlaintext,
+  EnvelopeSchema,
   isTranscriptData,
+  MAX_ENTERPRISE_ID,
+  MAX_PAGE,
   PushEvent,
   RecordingFilter,
   RecordingList,
   TokenPlaintext,
+  TokenPlaintextSchema,
 } from './messages.js'
 
 function refusal(fn: () => unknown): InvalidParameterError {
@@ -38,7 +42,7 @@ const audioData = {
   recordDuration: 1200,
 }
 
-describe('RecordingFilter', () => {
+describe('RecordingFilter', { timeout: 10_000 }, () => {
   test('every field is optional; page and size default to 1 and 20', () => {
     assert.deepEqual(RecordingFilter.parse({}), { page: 1, size: 20 })
   })
@@ -104,7 +108,7 @@ describe('RecordingFilter', () => {
   })
 })
 
-describe('other messages', () => {
+describe('other messages', { timeout: 10_000 }, () => {
   test('callback needs audioId and nothing else', () => {
     assert.deepEqual(CallbackPlaintext.parse({ audioId: 'aud_1' }), { audioId: 'aud_1' })
     assert.match(refusal(() => CallbackPlaintext.parse({})).message, /^audioId: is required$/)
@@ -173,6 +177,104 @@ describe('other messages', () => {
         }),
       ).field,
       'occurredAt',
+    )
+  })
+})
+
+describe('integers stay within what stores them', { timeout: 10_000 }, () => {
+  test('page and size are integers up to 2^31 − 1; 2^31, 2^63 and 1e300 are refused naming the field', () => {
+    assert.equal(MAX_PAGE, 2 ** 31 - 1)
+    assert.equal(RecordingFilter.parse({ page: 2 ** 31 - 1 }).page, 2 ** 31 - 1)
+    for (const huge of [2 ** 31, 2 ** 53, 2 ** 63, 1e300]) {
+      const page = refusal(() => RecordingFilter.parse({ page: huge }))
+      assert.equal(page.field, 'page', String(huge))
+      assert.match(page.message, /^page: must be <= 2147483647$/)
+      const size = refusal(() => RecordingFilter.parse({ size: huge }))
+      assert.equal(size.field, 'size', String(huge))
+      assert.match(size.message, /^size: must be <= 100$/)
+    }
+    // JSON.parse reads 1e400 as Infinity, which is no integer.
+    assert.equal(refusal(() => RecordingFilter.parse(JSON.parse('{"page":1e400}'))).field, 'page')
+    assert.equal(refusal(() => RecordingFilter.parse({ page: 2 ** 31 - 0.5 })).field, 'page')
+  })
+
+  test('the recording list holds the same page bound', () => {
+    const list = { specVersion: '1', page: 2 ** 31 - 1, size: 20, total: 0, items: [] }
+    assert.equal(RecordingList.parse(list).page, 2 ** 31 - 1)
+    assert.equal(refusal(() => RecordingList.parse({ ...list, page: 2 ** 31 })).field, 'page')
+  })
+
+  test('an enterpriseId in the token plaintext is a safe integer: 2^53 − 1 is fine, 2^53 and 1e300 are refused', () => {
+    assert.equal(MAX_ENTERPRISE_ID, 2 ** 53 - 1)
+    assert.deepEqual(TokenPlaintext.parse({ enterpriseId: 2 ** 53 - 1 }), { enterpriseId: 2 ** 53 - 1 })
+    for (const huge of [2 ** 53, 2 ** 63, 1e300]) {
+      const error = refusal(() => TokenPlaintext.parse({ enterpriseId: huge }))
+      assert.equal(error.field, 'enterpriseId', String(huge))
+      assert.match(error.message, /^enterpriseId: must be <= 9007199254740991$/)
+    }
+    assert.equal(refusal(() => TokenPlaintext.parse({ enterpriseId: 0 })).field, 'enterpriseId')
+  })
+
+  test('the envelope and token request schemas document the same bounds', () => {
+    const maximum = (schema: unknown) => (schema as { maximum?: number }).maximum
+    assert.equal(maximum(EnvelopeSchema.properties.keyVersion), 2 ** 31 - 1)
+    assert.equal(maximum(TokenPlaintextSchema.properties.enterpriseId), 2 ** 53 - 1)
+  })
+})
+
+describe('one time precision: microseconds', { timeout: 10_000 }, () => {
+  test('6 fractional digits are accepted, 7 or more refused naming the field', () => {
+    assert.doesNotThrow(() => RecordingFilter.parse({ startTime: '2026-03-01T10:00:00.123456Z' }))
+    assert.doesNotThrow(() => RecordingFilter.parse({ endTime: '2026-03-01T10:00:00.000001+08:00' }))
+    for (const field of ['startTime', 'endTime'] as const) {
+      for (const text of ['2026-03-01T10:00:00.1234567Z', '2026-03-01T09:59:59.999999999Z']) {
+        const error = refusal(() => RecordingFilter.parse({ [field]: text }))
+        assert.equal(error.field, field, text)
+        assert.match(error.message, /at most 6 fractional digits/)
+      }
+    }
+    const error = refusal(() =>
+      PushEvent.parse({
+        eventId: 'e',
+        audioId: 'a',
+        occurredAt: '2026-03-01T10:00:00.0000001Z',
+        eventType: 'recording.audio_ready',
+        data: audioData,
+      }),
+    )
+    assert.equal(error.field, 'occurredAt')
+  })
+
+  test('startTime after endTime is refused to the microsecond', () => {
+    // 1 µs after: the same millisecond, so a comparison in milliseconds would let it through.
+    const error = refusal(() =>
+      RecordingFilter.parse({ startTime: '2026-03-01T10:00:00.000001Z', endTime: '2026-03-01T10:00:00Z' }),
+    )
+    assert.match(error.message, /^startTime: must not be after endTime$/)
+    assert.equal(
+      refusal(() =>
+        RecordingFilter.parse({
+          startTime: '2026-03-01T18:00:00.000124+08:00',
+          endTime: '2026-03-01T10:00:00.000123Z',
+        }),
+      ).field,
+      'startTime',
+    )
+    // 0.8 µs after cannot be written at all: it needs a seventh digit.
+    const finer = refusal(() =>
+      RecordingFilter.parse({ startTime: '2026-03-01T10:00:00.0000008Z', endTime: '2026-03-01T10:00:00Z' }),
+    )
+    assert.equal(finer.field, 'startTime')
+    assert.match(finer.message, /at most 6 fractional digits/)
+    // Equal to the microsecond, written two ways: not after.
+    assert.doesNotThrow(() =>
+      RecordingFilter.parse({
+        startTime: '2026-03-01T18:00:00.000001+08:00',
+        endTime: '2026-03-01T10:00:00.000001Z',
+      }),
+    )
+    assert.doesNotThrow(() =>
+      RecordingFilter.parse({ startTime: '2026-03-01T10:00:00.999999Z', endTime: '2026-03-01T10:00:01Z' }),
     )
   })
 })

@@ -1,8 +1,8 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import { Compile, type Validator } from 'typebox/compile'
-import { ALG, MAX_EVENT_ID_LENGTH, SPEC_VERSION } from './envelope.js'
+import { ALG, MAX_EVENT_ID_LENGTH, MAX_KEY_VERSION, SPEC_VERSION } from './envelope.js'
 import { InvalidParameterError } from './errors.js'
-import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE, parseInstant } from './time.js'
+import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE, parseInstantMicros } from './time.js'
 
 /*
  * Every message of the contract, as JSON Schema (TypeBox) with its static type. Field types are
@@ -20,12 +20,26 @@ const closed = { additionalProperties: false } as const
 
 export const MAX_PAGE_SIZE = 100
 export const DEFAULT_PAGE_SIZE = 20
+/**
+ * Integers on the wire are bounded by what stores them: a page number is a 32-bit integer (the
+ * offset it makes, page × size, stays exact), an enterpriseId a PostgreSQL `bigint` read into a
+ * JavaScript number, exact up to 2^53 − 1. Beyond the bound a field is refused naming it (4001),
+ * never rounded nor sent to the database.
+ */
+export const MAX_PAGE = 2 ** 31 - 1
+export const MAX_ENTERPRISE_ID = Number.MAX_SAFE_INTEGER
+const EnterpriseId = (description: string) =>
+  Type.Integer({ minimum: 1, maximum: MAX_ENTERPRISE_ID, description })
 
 /** Contract §2.1: the envelope (open() checks it by hand for speed; this schema documents it). */
 export const EnvelopeSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
   alg: Type.Literal(ALG),
-  keyVersion: Type.Integer({ minimum: 1 }),
+  keyVersion: Type.Integer({
+    minimum: 1,
+    maximum: MAX_KEY_VERSION,
+    description: 'a larger keyVersion is well-formed but unknown: open() refuses it as decryption_failed',
+  }),
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
   nonce: Type.String({ description: 'canonical Base64 of 12 bytes' }),
   ciphertext: Type.String({ description: 'canonical Base64' }),
@@ -35,12 +49,14 @@ export const EnvelopeSchema = Type.Object({
 /** Contract §4.1: the token request body is the envelope plus the enterpriseId in plaintext. */
 export const TokenRequestSchema = Type.Intersect([
   EnvelopeSchema,
-  Type.Object({ enterpriseId: Type.Integer({ minimum: 1, description: 'enterprise id (long)' }) }),
+  Type.Object({ enterpriseId: EnterpriseId('enterprise id (long)') }),
 ])
 export type TokenRequest = Static<typeof TokenRequestSchema>
 
 /** The token request's plaintext may be {}; an enterpriseId inside must match the outer one. */
-export const TokenPlaintextSchema = Type.Object({ enterpriseId: Type.Optional(Type.Integer({ minimum: 1 })) })
+export const TokenPlaintextSchema = Type.Object({
+  enterpriseId: Type.Optional(EnterpriseId('the enterprise the token is for')),
+})
 export type TokenPlaintext = Static<typeof TokenPlaintextSchema>
 
 /** Contract §2.2: token response `data` (not encrypted). */
@@ -56,7 +72,9 @@ export const RecordingFilterSchema = Type.Object(
   {
     audioId: Type.Optional(Id('recording id')),
     deviceUid: Type.Optional(Id('device UID')),
-    page: Type.Optional(Type.Integer({ minimum: 1, description: 'page number, default 1' })),
+    page: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'page number, default 1' }),
+    ),
     size: Type.Optional(
       Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'rows per page, default 20' }),
     ),
@@ -100,7 +118,7 @@ export function isTranscriptData(data: RecordingData): data is TranscriptRecordi
 /** Contract §2.4: the plaintext of the query response `data`. */
 export const RecordingListSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
-  page: Type.Integer({ minimum: 1 }),
+  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE }),
   size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
   total: Count('number of all matching recordings'),
   items: Type.Array(Type.Object({ audioId: Type.String(), data: RecordingDataSchema })),
@@ -199,10 +217,13 @@ function fieldName(pointer: string): string {
     .reduce((name, part) => (/^\d+$/.test(part) ? `${name}[${part}]` : name ? `${name}.${part}` : part), '')
 }
 
-/** Checks an optional ISO-8601 instant field (explicit offset, real date) and returns epoch ms. */
-export function checkInstant(field: string, text: string | undefined): number | undefined {
+/**
+ * Checks an optional ISO-8601 instant field (explicit offset, real date, at most microseconds) and
+ * returns its epoch microseconds, exact, for comparing it with another.
+ */
+export function checkInstant(field: string, text: string | undefined): bigint | undefined {
   if (text === undefined) return undefined
-  const instant = parseInstant(text)
+  const instant = parseInstantMicros(text)
   if (instant === undefined) throw new InvalidParameterError(field, ISO_INSTANT_RULE)
   return instant
 }

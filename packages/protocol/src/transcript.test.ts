@@ -4,7 +4,9 @@ import fc from 'fast-check'
 import { InvalidParameterError } from './errors.js'
 import { parseTranscriptSentences, serializeTranscriptSentences } from './transcript.js'
 
-test('transcriptSentences round-trips between its string form and typed sentences', () => {
+test('transcriptSentences round-trips between its string form and typed sentences', {
+  timeout: 10_000,
+}, () => {
   const sentence = fc
     .record({ text: fc.string(), beginTime: fc.nat(), endTime: fc.nat() })
     .map((s) => ({ ...s }))
@@ -15,7 +17,9 @@ test('transcriptSentences round-trips between its string form and typed sentence
   )
 })
 
-test('a string that is not an array of sentences is refused naming transcriptSentences', () => {
+test('a string that is not an array of sentences is refused naming transcriptSentences', {
+  timeout: 10_000,
+}, () => {
   for (const bad of ['', 'not json', '{}', '[{"text":"x","beginTime":"0","endTime":1}]', '[{"text":"x"}]']) {
     assert.throws(
       () => parseTranscriptSentences(bad),

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
-import { createPartner, ingest, type TestPartner } from '@earshot/platform/test-support/calls'
-import { runCli } from '@earshot/platform/test-support/run-cli'
 import type { JsonObject } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { runCli } from '@earshot/test-kit/run-cli'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
 const RECORDINGS = 25
@@ -33,7 +33,7 @@ function recording(i: number): JsonObject {
   }
 }
 
-describe('earshot-partner CLI against a running platform', () => {
+describe('earshot-partner CLI against a running platform', { timeout: 180_000 }, () => {
   let platform: TestPlatform
   let partner: TestPartner
   let dir: string

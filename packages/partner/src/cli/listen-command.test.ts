@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/platform/test-support/calls'
-import { eventually } from '@earshot/platform/test-support/push-receiver'
-import { closedPort, runCli, spawnCli } from '@earshot/platform/test-support/run-cli'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
+import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { openDatabase } from '../storage/database.js'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
@@ -51,7 +51,7 @@ async function startListen(args: string[], env: Record<string, string>): Promise
   return { child, url, stderr: () => stderr, exited }
 }
 
-describe('earshot-partner listen against a real platform', () => {
+describe('earshot-partner listen against a real platform', { timeout: 300_000 }, () => {
   let platform: TestPlatform
   let dir: string
   const children: Listener[] = []

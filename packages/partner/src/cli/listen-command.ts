@@ -7,7 +7,8 @@ import { Command, InvalidArgumentError, Option } from 'commander'
 import { EarshotError } from '../client/errors.js'
 import { openCallbackOutbox } from '../outbox/callback-outbox.js'
 import type { ReceiverLogger } from '../receiver/logger.js'
-import { createPushReceiver, DEFAULT_PUSH_PATH } from '../receiver/push-receiver.js'
+import { DEFAULT_PUSH_PATH } from '../receiver/push-exchange.js'
+import { createPushReceiver } from '../receiver/push-receiver.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import {
   databaseRecordingStore,

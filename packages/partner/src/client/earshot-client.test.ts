@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
-import { createPartner, ingest, type TestPartner } from '@earshot/platform/test-support/calls'
 import { isTranscriptData, type JsonObject, open } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { EarshotClient, type EarshotClientOptions } from './earshot-client.js'
 import {
   EarshotApiError,

@@ -1,20 +1,29 @@
+import { randomBytes } from 'node:crypto'
+import {
+  type Claim,
+  type RunnerLogger,
+  retryDelay,
+  startRunner,
+  type WorkResult,
+} from '@earshot/support/queue'
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
 import { defaultLogger, type ReceiverLogger } from '../receiver/logger.js'
 import { batcher } from '../storage/batcher.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import {
   admitAndRecord,
+  type CallbackJob,
   type CallbackState,
-  claim,
+  callbackQueue,
   type EnvelopeSeen,
   forgetExpiredNonces,
+  handBackHeld,
   listCallbacks,
-  makeAllDue,
   nonceKey,
-  type Outcome,
   type ReceiptCallback,
   rearm,
-  writeOutcomes,
+  releaseAll,
+  type StoredState,
 } from './outbox-store.js'
 import { createOutboxSchema } from './schema.js'
 
@@ -86,13 +95,13 @@ export interface CallbackOutbox {
 const SECOND = 1000
 const DEFAULT_RETRY_SCHEDULE = [0.5, 1, 2, 4, 8, 16, 32, 60].map((s) => s * SECOND)
 const PRUNE_INTERVAL_MS = 10 * 60 * SECOND
-const ERROR_PAUSE_MS = SECOND
-/** A claim outlives its attempt by this much before another claim may take the callback. */
+/** A claim outlives its attempt by this much unrenewed before another claim may take the callback. */
 const LEASE_MARGIN_MS = 30 * SECOND
-const MAX_ERROR_LENGTH = 1000
-/** Outcomes of callbacks are written together, at most this long after the first of them. */
-const OUTCOME_DELAY_MS = 20
-const MAX_OUTCOME_BATCH = 256
+/**
+ * Attempts are recorded together, at most this long after the first of them ended: on PGlite, where
+ * the pushes' statements wait for them, a statement costs far more than its rows.
+ */
+const RECORD_BATCH_MS = 100
 /** On PostgreSQL, batches of pushes run on this many pool connections at once. */
 const POSTGRES_PARALLEL_BATCHES = 4
 
@@ -114,32 +123,98 @@ export function isPermanentRefusal(error: unknown): boolean {
 
 /**
  * Opens (creating if needed) the receiver's durable store and starts sending pending receipt
- * callbacks. Callbacks recorded before a crash or restart are sent once it is open again.
+ * callbacks, on the durable queue of @earshot/support (callbackQueue). Callbacks recorded before a
+ * crash or restart are sent once it is open again.
  *
- * A callback recorded here is held (next_attempt_at in the future) until the receiver's
- * wake(eventId) says its answer went out; this process then sends it straight away, without
- * claiming it in the database. Everything else — retries, callbacks left by a crash or by another
- * receiver on the same PostgreSQL, repeated events — is claimed from the database when due.
+ * A callback is recorded already claimed by this outbox, held until the receiver's wake(eventId) says
+ * its answer went out; the queue's runner then attempts it under that claim, without a claim
+ * statement. Everything else — retries, callbacks left by a crash or by another receiver on the same
+ * PostgreSQL, repeated events — is claimed from the database when due.
  */
 export async function openCallbackOutbox(options: CallbackOutboxOptions): Promise<CallbackOutbox> {
   const settings = checkOptions(options)
-  const { confirm, clock, logger, concurrency } = settings
+  const { confirm, clock, logger } = settings
   const owned = options.database === undefined
   const db =
     options.database ?? (await openDatabase({ dataDir: options.dataDir, databaseUrl: options.databaseUrl }))
-  try {
+  // Short: it is written with every callback.
+  const claimant = randomBytes(9).toString('base64url')
+  /** How long a new or repeated event's callback waits for wake(eventId), and the attempt it starts. */
+  const holdSeconds = (settings.answerGraceMs + settings.attemptTimeoutMs) / SECOND
+  const runner = await (async () => {
     await createOutboxSchema(db)
     // Only this process can hold the embedded database: whatever a previous process held is due now.
-    if (db.kind === 'pglite') await makeAllDue(db, new Date(clock()))
-  } catch (error) {
+    if (db.kind === 'pglite') await releaseAll(db)
+    return startRunner<StoredState, string, CallbackJob, WorkResult>({
+      db,
+      queue: callbackQueue,
+      claimant,
+      concurrency: settings.concurrency,
+      leaseSeconds: (settings.attemptTimeoutMs + LEASE_MARGIN_MS) / SECOND,
+      pollMs: settings.pollIntervalMs,
+      recordBatchMs: RECORD_BATCH_MS,
+      clock,
+      logger: runnerLogger(logger),
+      work: send,
+      next(claim, attempt) {
+        const ids = { audioId: claim.job.audioId, eventId: claim.id }
+        // Final states ignore the delay, unless a repeat re-armed the callback meanwhile (callbackQueue).
+        if (attempt.kind === 'done') return { state: 'confirmed', delaySeconds: holdSeconds }
+        const error = messageOf(attempt.error)
+        if (isPermanentRefusal(attempt.error)) {
+          logger.error('receipt callback refused for good', { ...ids, error })
+          return { state: 'failed', delaySeconds: holdSeconds }
+        }
+        const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {
+          repeatLast: true,
+        }) as number
+        const failures = claim.job.failures + 1
+        logger.warn('receipt callback failed; will retry', { ...ids, failures, retryInMs: delayMs, error })
+        return { state: 'pending', delaySeconds: delayMs / SECOND }
+      },
+      observe(claim, attempt) {
+        if (attempt.kind === 'done')
+          logger.info('receipt confirmed', { audioId: claim.job.audioId, eventId: claim.id })
+      },
+    })
+  })().catch(async (error: unknown) => {
     if (owned) await db.close().catch(() => {})
     throw error
-  }
-  /** Until when a new or repeated event's callback waits for wake(eventId), and the send it starts. */
-  const holdUntil = (now: number) => new Date(now + settings.answerGraceMs + settings.attemptTimeoutMs)
+  })
 
-  /** Callbacks this process recorded, waiting for wake(eventId): eventId → audioId, when recorded. */
-  const recorded = new Map<string, { audioId: string; at: number }>()
+  /** One attempt: `confirm`, abandoned after attemptTimeoutMs or when close() gives up on it. */
+  async function send(claim: Claim<string, CallbackJob>, stopped: AbortSignal): Promise<WorkResult> {
+    // One controller and timer per attempt: AbortSignal.any and .timeout cost far more per callback.
+    const attempt = new AbortController()
+    const timer = setTimeout(
+      () => attempt.abort(new Error(`no answer within ${settings.attemptTimeoutMs} ms`)),
+      settings.attemptTimeoutMs,
+    )
+    timer.unref()
+    const stop = () => attempt.abort(new Error('the outbox is closing'))
+    stopped.addEventListener('abort', stop, { once: true })
+    try {
+      const { signal } = attempt
+      await untilAborted(
+        Promise.resolve().then(() => confirm(claim.job.audioId, { signal })),
+        signal,
+      )
+      return { ok: true }
+    } finally {
+      clearTimeout(timer)
+      stopped.removeEventListener('abort', stop)
+    }
+  }
+
+  /** Callbacks this outbox recorded and holds, waiting for wake(eventId): eventId → audioId, when recorded. */
+  const held = new Map<string, { audioId: string; at: number }>()
+  /** Never woken within the grace (the answer did not go out): the hold ends and a claim sends it. */
+  const forgetUnanswered = (now: number) => {
+    for (const [eventId, { at }] of held) {
+      if (at > now - settings.answerGraceMs) break
+      held.delete(eventId)
+    }
+  }
 
   // admit() and recordReceived() calls made together share one statement (see outbox-store.ts).
   const tick = batcher(
@@ -172,13 +247,15 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         {
           now: new Date(now),
           nonceExpiresAt: new Date(now + settings.replayWindowMs),
-          holdUntil: holdUntil(now),
+          holdSeconds,
+          claimant,
         },
       )
+      forgetUnanswered(now)
       for (const { event, index } of records) {
         const isNew = created.has(event.eventId)
         results[index] = isNew
-        if (isNew) recorded.set(event.eventId, { audioId: event.audioId, at: now })
+        if (isNew) held.set(event.eventId, { audioId: event.audioId, at: now })
       }
       const repeated: string[] = []
       for (const { item, index } of admits) {
@@ -186,263 +263,54 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         // An event recorded by this very statement is not in its snapshot of the table: ask eventIds too.
         else if (known.has(item.eventId) || eventIds.has(item.eventId)) {
           results[index] = 'duplicate'
-          repeated.push(item.eventId)
+          // A callback held here goes out after the answer anyway.
+          if (!held.has(item.eventId)) repeated.push(item.eventId)
         } else results[index] = 'new'
       }
-      if (repeated.length > 0) {
-        for (const eventId of repeated) {
-          // Its callback is being sent or its outcome not yet written: rearm() would find it still
-          // pending, so the outcome itself must leave it pending.
-          if (jobs.has(eventId) || outcomes.some((o) => o.eventId === eventId)) repeatedWhileBusy.add(eventId)
-        }
-        await rearm(db, repeated, holdUntil(now))
-      }
+      if (repeated.length > 0) await rearm(db, repeated, holdSeconds)
       return results
     },
     { parallel: db.kind === 'postgres' ? POSTGRES_PARALLEL_BATCHES : 1 },
   )
 
-  // --- sending -----------------------------------------------------------------------------------
-
-  /** A callback to send: `fence` is the attempts count its row has now, `attempts` the one to record. */
-  interface Job {
-    eventId: string
-    audioId: string
-    fence: number
-    attempts: number
-  }
-  const jobs = new Map<string, Job>() // queued or in flight
-  const repeatedWhileBusy = new Set<string>()
-  const queue: Job[] = []
-  const running = new Set<Promise<void>>()
-  let outcomes: Outcome[] = []
-  let released: string[] = []
-  let stopping = false
-  let poked = false
-  let interruptSleep: (() => void) | undefined
-  let flushTimer: NodeJS.Timeout | undefined
-  /** The loop claims when this time comes (the poll), or earlier when poked with reason. */
-  let claimAt = 0
-  /** The earliest retry this process scheduled and has not claimed yet. */
-  let nextRetryAt = Number.POSITIVE_INFINITY
-  const closing = new AbortController()
-  /** The attempts in flight, aborted by close() when they outlast its wait. */
-  const attempts = new Set<AbortController>()
-
-  const poke = () => {
-    poked = true
-    interruptSleep?.()
-  }
-
-  const sleep = (ms: number) =>
-    new Promise<void>((resolve) => {
-      if (poked || stopping) return resolve()
-      const done = () => {
-        clearTimeout(timer)
-        interruptSleep = undefined
-        resolve()
-      }
-      const timer = setTimeout(done, Math.max(0, ms))
-      timer.unref()
-      interruptSleep = done
+  const pruneNonces = () =>
+    forgetExpiredNonces(db, new Date(clock())).catch((error: unknown) => {
+      logger.warn('receipt callbacks: could not forget expired nonces', { error: messageOf(error) })
     })
-
-  const enqueue = (job: Job) => {
-    jobs.set(job.eventId, job)
-    queue.push(job)
-    pump()
-  }
-
-  const pump = () => {
-    while (running.size < concurrency && queue.length > 0 && !stopping) {
-      const job = queue.shift() as Job
-      const attempt = send(job).finally(() => {
-        running.delete(attempt)
-        jobs.delete(job.eventId)
-        pump()
-        // The loop waits for room to claim callbacks that are due.
-        if (claimAt <= clock()) poke()
-      })
-      running.add(attempt)
-    }
-  }
-
-  /** Outcomes are written in batches, a little after the first of a batch. */
-  const recordOutcome = (outcome: Outcome, urgent: boolean) => {
-    outcomes.push(outcome)
-    if (urgent || outcomes.length >= MAX_OUTCOME_BATCH) return poke()
-    flushTimer ??= setTimeout(() => {
-      flushTimer = undefined
-      poke()
-    }, OUTCOME_DELAY_MS).unref()
-  }
-
-  const flushOutcomes = async () => {
-    clearTimeout(flushTimer)
-    flushTimer = undefined
-    if (outcomes.length === 0) return
-    const batch = outcomes.map((outcome) => {
-      if (!repeatedWhileBusy.delete(outcome.eventId) || outcome.state === 'pending') return outcome
-      return { ...outcome, state: 'pending' as const, nextAttemptAt: holdUntil(clock()), doneAt: null }
-    })
-    outcomes = []
-    try {
-      await writeOutcomes(db, batch)
-    } catch (error) {
-      // Not lost: the callbacks stay pending and are sent again once their hold or lease ends.
-      logger.error('receipt callbacks: could not record outcomes', { error: messageOf(error) })
-    }
-  }
-
-  const send = async (job: Job): Promise<void> => {
-    // One controller and timer per attempt: AbortSignal.any and .timeout cost far more per callback.
-    const attempt = new AbortController()
-    const timer = setTimeout(
-      () => attempt.abort(new Error(`no answer within ${settings.attemptTimeoutMs} ms`)),
-      settings.attemptTimeoutMs,
-    )
-    timer.unref()
-    attempts.add(attempt)
-    const signal = attempt.signal
-    const ids = { audioId: job.audioId, eventId: job.eventId }
-    try {
-      await untilAborted(
-        Promise.resolve().then(() => confirm(job.audioId, { signal })),
-        signal,
-      )
-      logger.info('receipt confirmed', { ...ids, attempts: job.attempts })
-      const doneAt = new Date(clock())
-      recordOutcome({ ...job, state: 'confirmed', nextAttemptAt: null, lastError: null, doneAt }, false)
-    } catch (error) {
-      const message = messageOf(error).slice(0, MAX_ERROR_LENGTH)
-      const now = clock()
-      if (isPermanentRefusal(error)) {
-        logger.error('receipt callback refused for good', { ...ids, error: message })
-        recordOutcome(
-          { ...job, state: 'failed', nextAttemptAt: null, lastError: message, doneAt: new Date(now) },
-          false,
-        )
-        return
-      }
-      const interrupted = closing.signal.aborted
-      const due = interrupted ? now : now + retryDelay(settings.retrySchedule, job.attempts)
-      if (!interrupted) {
-        nextRetryAt = Math.min(nextRetryAt, due)
-        logger.warn('receipt callback failed; will retry', {
-          ...ids,
-          attempts: job.attempts,
-          retryInMs: due - now,
-          error: message,
-        })
-      }
-      const lastError = interrupted ? `interrupted by close: ${message}` : message
-      recordOutcome({ ...job, state: 'pending', nextAttemptAt: new Date(due), lastError, doneAt: null }, true)
-    } finally {
-      clearTimeout(timer)
-      attempts.delete(attempt)
-    }
-  }
-
-  /** One turn of the loop; returns how long to sleep unless poked. */
-  const turn = async (): Promise<number> => {
-    await flushOutcomes()
-    const now = clock()
-    for (const [eventId, { at }] of recorded) {
-      // Never woken (the answer did not go out): its hold ends and a claim sends it.
-      if (at < now - settings.answerGraceMs) recorded.delete(eventId)
-      else break
-    }
-    const free = concurrency - running.size - queue.length
-    const due = released.length > 0 || now >= claimAt || nextRetryAt <= now
-    if (due && free > 0 && !stopping) {
-      const wanted = released.filter((eventId) => !jobs.has(eventId))
-      released = []
-      const rows = await claim(
-        db,
-        free,
-        new Date(now),
-        new Date(now + settings.attemptTimeoutMs + LEASE_MARGIN_MS),
-        wanted,
-      )
-      for (const row of rows) {
-        const job = jobs.get(row.eventId)
-        if (job) {
-          // Sent from memory already, and its hold ran out meanwhile: its outcome counts for this claim.
-          job.fence = row.attempts
-          job.attempts = row.attempts
-        } else enqueue({ ...row, fence: row.attempts })
-      }
-      if (rows.length === free) {
-        // More may be due: claim again as soon as there is room.
-        claimAt = now
-        const taken = new Set(rows.map((row) => row.eventId))
-        released.push(...wanted.filter((eventId) => !taken.has(eventId)))
-      } else {
-        claimAt = now + settings.pollIntervalMs
-        if (nextRetryAt <= now) nextRetryAt = Number.POSITIVE_INFINITY
-      }
-    }
-    return Math.min(claimAt, nextRetryAt) - now
-  }
-
-  const loop = (async () => {
-    let pruneAt = 0
-    while (!stopping) {
-      poked = false
-      let pause: number
-      try {
-        if (clock() >= pruneAt) {
-          pruneAt = clock() + PRUNE_INTERVAL_MS
-          await forgetExpiredNonces(db, new Date(clock())).catch((error) => {
-            logger.warn('receipt callbacks: could not forget expired nonces', { error: messageOf(error) })
-          })
-        }
-        pause = await turn()
-      } catch (error) {
-        if (stopping) break
-        logger.error('receipt callbacks: could not look for due callbacks', { error: messageOf(error) })
-        await new Promise((resolve) => setTimeout(resolve, ERROR_PAUSE_MS).unref())
-        continue
-      }
-      // With no room, a finished send pokes.
-      await sleep(concurrency - running.size - queue.length > 0 ? pause : settings.pollIntervalMs)
-    }
-  })()
+  let pruning = pruneNonces()
+  const pruner = setInterval(() => {
+    pruning = pruneNonces()
+  }, PRUNE_INTERVAL_MS)
+  pruner.unref()
 
   let closed: Promise<void> | undefined
   return {
     admit: (item) => tick({ kind: 'admit', item }) as Promise<Admission>,
     recordReceived: (event) => tick({ kind: 'record', event }) as Promise<boolean>,
     wake(eventId) {
-      if (stopping) return
-      if (eventId !== undefined) {
-        const mine = recorded.get(eventId)
-        if (mine) {
-          recorded.delete(eventId)
-          if (!jobs.has(eventId)) enqueue({ eventId, audioId: mine.audioId, fence: 0, attempts: 1 })
-          return
-        }
-        released.push(eventId)
-      }
-      poke()
+      if (closed) return
+      const mine = eventId === undefined ? undefined : held.get(eventId)
+      if (eventId === undefined || !mine) return runner.wake(eventId === undefined ? undefined : [eventId])
+      held.delete(eventId)
+      runner.adopt([
+        {
+          id: eventId,
+          fence: { claimant, claimNo: 1 },
+          group: null,
+          job: { audioId: mine.audioId, failures: 0 },
+        },
+      ])
     },
     callbacks: (filter = {}) => listCallbacks(db, filter),
     close() {
       closed ??= (async () => {
-        stopping = true
-        poke()
-        await loop
-        const all = Promise.allSettled(running)
-        let timer: NodeJS.Timeout | undefined
-        await Promise.race([
-          all,
-          new Promise((resolve) => (timer = setTimeout(resolve, settings.closeTimeoutMs))),
-        ])
-        clearTimeout(timer)
-        closing.abort()
-        for (const attempt of attempts) attempt.abort(new Error('the outbox is closing'))
-        await all
-        await flushOutcomes()
+        clearInterval(pruner)
+        // Hands back what it claimed; an attempt still running past the grace is aborted and recorded.
+        await runner.stop(settings.closeTimeoutMs)
+        await handBackHeld(db, claimant).catch((error: unknown) => {
+          logger.warn('receipt callbacks: could not hand back held callbacks', { error: messageOf(error) })
+        })
+        await pruning
         if (owned) await db.close()
       })()
       return closed
@@ -496,14 +364,8 @@ function checkOptions(options: CallbackOutboxOptions): Settings {
     pollIntervalMs: positive('pollIntervalMs', 5 * SECOND),
     closeTimeoutMs: positive('closeTimeoutMs', 5 * SECOND),
     clock: options.clock ?? Date.now,
-    logger: options.logger ?? defaultLogger,
+    logger: safeLogger(options.logger ?? defaultLogger),
   }
-}
-
-/** The schedule's delay after the n-th failed attempt (1-based), the last repeating, with ±10% jitter. */
-function retryDelay(schedule: readonly number[], attempts: number): number {
-  const base = schedule[Math.min(attempts, schedule.length) - 1] ?? 0
-  return Math.round(base * (0.9 + 0.2 * Math.random()))
 }
 
 /** Rejects as soon as the signal aborts, even when the work ignores the signal. */
@@ -514,6 +376,34 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     signal.addEventListener('abort', onAbort, { once: true })
     work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
   })
+}
+
+/** The partner's logger, unable to break the outbox by throwing. */
+function safeLogger(logger: ReceiverLogger): ReceiverLogger {
+  const guard =
+    (level: keyof ReceiverLogger) =>
+    (message: string, details?: Record<string, unknown>): void => {
+      try {
+        logger[level](message, details)
+      } catch {
+        // Nothing left to tell it to.
+      }
+    }
+  return { info: guard('info'), warn: guard('warn'), error: guard('error') }
+}
+
+/** The queue runner's reports in the partner's logger: `err` as the error's message. */
+function runnerLogger(logger: ReceiverLogger): RunnerLogger {
+  const adapt =
+    (level: 'warn' | 'error') =>
+    (details: object, message: string): void => {
+      const { err, ...rest } = details as { err?: unknown }
+      logger[level](`receipt callbacks: ${message.replace(/^queue: /, '')}`, {
+        ...rest,
+        ...(err !== undefined && { error: messageOf(err) }),
+      })
+    }
+  return { warn: adapt('warn'), error: adapt('error') }
 }
 
 function messageOf(error: unknown): string {

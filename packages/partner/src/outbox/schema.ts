@@ -1,17 +1,12 @@
+import { dueCheckSql, stateCheckSql } from '@earshot/support/queue'
 import type { Database } from '../storage/database.js'
+import { callbackMachine, callbackQueue } from './outbox-store.js'
 
 /*
  * The receiver's tables. Prefixed `earshot_` so they can live in a database the partner's own
  * application uses too. Created if missing; a later change to them is a new statement added here.
  */
 const statements = [
-  // The dedup record: one row per eventId ever accepted (kept; two short rows per recording).
-  `CREATE TABLE IF NOT EXISTS earshot_received_events (
-    event_id text PRIMARY KEY,
-    audio_id text NOT NULL,
-    event_type text NOT NULL,
-    received_at timestamptz NOT NULL
-  )`,
   // Envelope nonces accepted within the replay window; a row past expires_at counts as unseen.
   `CREATE TABLE IF NOT EXISTS earshot_seen_nonces (
     key_version integer NOT NULL,
@@ -19,21 +14,53 @@ const statements = [
     expires_at timestamptz NOT NULL,
     PRIMARY KEY (key_version, nonce)
   )`,
-  // One receipt callback per received event. While pending, next_attempt_at is when it falls due;
-  // a claim moves it to the end of the claim's lease. attempts counts claims and fences results.
+  // One row per eventId ever accepted (kept: the dedup record), with its receipt callback, a job of
+  // callbackQueue (outbox-store.ts). due_at is when the queue next acts on it (attempt it when pending,
+  // take it back when its claim's lease ends when in_flight; NULL once confirmed or failed). claim_no
+  // counts claims and fences results. failures: failed attempts in a row. attempts and last_error: of
+  // the attempts that moved it. rearmed_at: when a repeated event last asked for the callback again.
   `CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
-    event_id text PRIMARY KEY REFERENCES earshot_received_events,
+    event_id text PRIMARY KEY,
     audio_id text NOT NULL,
-    state text NOT NULL CHECK (state IN ('pending', 'confirmed', 'failed')),
+    event_type text NOT NULL,
+    received_at timestamptz NOT NULL,
+    state text NOT NULL CHECK (${stateCheckSql(callbackMachine)}),
+    due_at timestamptz,
+    claim_no integer NOT NULL DEFAULT 0,
+    claimed_by text,
+    claimed_at timestamptz,
+    group_key text,
+    failures integer NOT NULL DEFAULT 0,
     attempts integer NOT NULL DEFAULT 0,
-    next_attempt_at timestamptz,
     last_error text,
-    done_at timestamptz
+    rearmed_at timestamptz,
+    done_at timestamptz,
+    CHECK (${dueCheckSql(callbackMachine)})
   )`,
   `CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_due
-     ON earshot_receipt_callbacks (next_attempt_at) WHERE state = 'pending'`,
+     ON earshot_receipt_callbacks (due_at) WHERE due_at IS NOT NULL`,
+  // The events received, as they were before they shared a row with their callbacks.
+  `CREATE OR REPLACE VIEW earshot_received_events AS
+     SELECT event_id, audio_id, event_type, received_at FROM earshot_receipt_callbacks`,
+  // Every attempt, numbered by attempt_id and never overwritten; one made under a claim no longer
+  // current is `stale` (it moved nothing). `aborted`: cut off by close(). A log: nothing reads it on
+  // the way of a push, so it has no index but its key.
+  `CREATE TABLE IF NOT EXISTS earshot_receipt_callback_attempts (
+    attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    event_id text NOT NULL,
+    claim_no integer NOT NULL,
+    claimed_by text NOT NULL,
+    started_at timestamptz NOT NULL,
+    duration_ms integer NOT NULL,
+    outcome text NOT NULL CHECK (outcome IN ('succeeded', 'failed', 'aborted')),
+    error text,
+    stale boolean NOT NULL,
+    next_attempt_at timestamptz
+  )`,
   // BRIN: nonces arrive in expiry order, and the index costs next to nothing per push.
   'CREATE INDEX IF NOT EXISTS earshot_seen_nonces_expiry ON earshot_seen_nonces USING brin (expires_at)',
+  // The trigger refusing any change of state the machine does not allow.
+  ...callbackQueue.guardSql(),
 ]
 
 export async function createOutboxSchema(db: Database): Promise<void> {

@@ -1,7 +1,7 @@
 import { catalogueEntry, httpStatusOf, ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
 import type { FastifyError, FastifyPluginAsync } from 'fastify'
 import fastifyPlugin from 'fastify-plugin'
-import type { PushAnswer, PushRequest } from './push-receiver.js'
+import { DEFAULT_PUSH_PATH, type PushAnswer, type PushRequest } from './push-exchange.js'
 
 export interface PushReceiverPluginOptions {
   /** Where the platform POSTs pushes. Default /earshot/push. */
@@ -19,7 +19,7 @@ export function createFastifyPlugin(
   bodyLimit: number,
 ): FastifyPluginAsync<PushReceiverPluginOptions> {
   const plugin: FastifyPluginAsync<PushReceiverPluginOptions> = async (fastify, options) => {
-    const path = options.path ?? '/earshot/push'
+    const path = options.path ?? DEFAULT_PUSH_PATH
     await fastify.register(async (scope) => {
       scope.removeAllContentTypeParsers()
       scope.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, (_request, body, done) =>

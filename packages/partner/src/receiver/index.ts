@@ -18,13 +18,10 @@ export {
 } from '../storage/database.js'
 export type { PushReceiverPluginOptions } from './fastify-plugin.js'
 export { defaultLogger, type ReceiverLogger, silentLogger } from './logger.js'
+export { DEFAULT_PUSH_PATH, type PushAnswer, type PushAnswerBody, type PushRequest } from './push-exchange.js'
 export {
   createPushReceiver,
-  DEFAULT_PUSH_PATH,
-  type PushAnswer,
-  type PushAnswerBody,
   type PushReceiver,
   type PushReceiverOptions,
-  type PushRequest,
   type ReceivedPush,
 } from './push-receiver.js'

@@ -3,8 +3,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startTestPlatform, type TestPlatform } from '@earshot/platform/test-support/backends'
-import { admin, createPartner, ingest } from '@earshot/platform/test-support/calls'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
 import { EarshotClient } from '../client/earshot-client.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { silentLogger } from './logger.js'
@@ -19,7 +19,7 @@ const close = async (server: Server | undefined) => {
   await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)))
 }
 
-describe('receipt callback against a real platform that is down for a while', () => {
+describe('receipt callback against a real platform that is down for a while', { timeout: 120_000 }, () => {
   let platform: TestPlatform
   let gateway: Server | undefined
   let receiverServer: Server | undefined

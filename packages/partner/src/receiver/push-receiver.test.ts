@@ -3,8 +3,8 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { eventually } from '@earshot/platform/test-support/push-receiver'
 import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@earshot/protocol'
+import { eventually } from '@earshot/test-kit/push-receiver'
 import Fastify from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
@@ -38,7 +38,7 @@ const sealed = (event: PushEvent, withSecret = secret, keyVersion = 1): Envelope
   seal(loadKey(withSecret), keyVersion, event.eventId, event as never)
 const body = (envelope: unknown) => JSON.stringify(envelope)
 
-describe('push receiver', () => {
+describe('push receiver', { timeout: 120_000 }, () => {
   let shared: Database
   let outbox: CallbackOutbox
   let receiver: PushReceiver
@@ -305,7 +305,7 @@ describe('push receiver', () => {
     assert.throws(() => createPushReceiver({ outbox, onRecording, secret, bodyLimitBytes: 0 }), /bodyLimit/)
   })
 
-  describe('over node:http', () => {
+  describe('over node:http', { timeout: 120_000 }, () => {
     let server: Server
     let url: string
     let finishedAt: Map<string, number>

@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
   catalogueEntry,
   type EnvelopeKey,
@@ -20,6 +20,7 @@ import { EarshotConfigError } from '../client/errors.js'
 import type { CallbackOutbox } from '../outbox/callback-outbox.js'
 import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
 import { defaultLogger, type ReceiverLogger } from './logger.js'
+import type { PushAnswer, PushRequest } from './push-exchange.js'
 
 /** A push as handed to onRecording: the event, and for the transcript form its sentences parsed. */
 export type ReceivedPush = PushEvent & {
@@ -32,9 +33,10 @@ interface CommonOptions {
   outbox: CallbackOutbox
   /**
    * Stores the recording. The push is answered 2000 only after it resolves; when it throws the answer
-   * is 5000 and nothing is recorded, so the platform pushes again. Called once per eventId (a second
-   * call can only happen when receivers sharing one PostgreSQL get the same event at the same moment),
-   * so it should store idempotently, e.g. keyed by (audioId, eventType).
+   * is 5000 and nothing is recorded, so the platform pushes again. Called once per eventId, except
+   * after a crash between it and the outbox's record of the push (the platform pushes again) or when
+   * receivers sharing one PostgreSQL get the same event at once: store idempotently, e.g. keyed by
+   * (audioId, eventType).
    */
   onRecording(event: ReceivedPush): Promise<void>
   logger?: ReceiverLogger | undefined
@@ -59,29 +61,6 @@ export type PushReceiverOptions = CommonOptions &
       }
   )
 
-/** A push request as any transport sees it. */
-export interface PushRequest {
-  body: string | Uint8Array
-  headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>
-}
-
-/** DESIGN.md §2: `{code, msg}`; HTTP status = code / 10. */
-export interface PushAnswerBody {
-  code: number
-  msg: string
-}
-
-export interface PushAnswer {
-  status: number
-  body: PushAnswerBody
-  /**
-   * Call once the answer has been sent: the receipt callback of a 2000 starts only then (contract §6
-   * forbids calling back on the answer path). Without the call it starts after the outbox's
-   * answer grace.
-   */
-  afterResponse(): void
-}
-
 export interface PushReceiver {
   /** Transport-free: one push in, the answer out. Never throws. */
   handle(request: PushRequest): Promise<PushAnswer>
@@ -92,7 +71,6 @@ export interface PushReceiver {
   readonly bodyLimitBytes: number
 }
 
-export const DEFAULT_PUSH_PATH = '/earshot/push'
 const DEFAULT_BODY_LIMIT = 1024 * 1024
 const noop = () => {}
 

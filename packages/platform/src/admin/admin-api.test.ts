@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import { admin, createPartner, partnerFor, type TestPartner } from '../test-support/calls.js'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { admin, createPartner, partnerFor, type TestPartner } from '@earshot/test-kit/calls'
 
-/** The operators' API (DESIGN.md §7): its guard, enterprises, keys, push URLs, ingest and import. */
+/**
+ * The operators' API (DESIGN.md §7): its guard, enterprises, keys, push URLs and ingest. The JSON
+ * Lines import is tested in json-lines-import.test.ts.
+ */
 
 interface Refusal {
   code: number
@@ -49,20 +52,8 @@ const transcript = {
   wordsCount: 1,
 }
 
-function line(audioId: string | undefined, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    ...(audioId && { audioId }),
-    deviceUid: 'dev-import',
-    title: `imported ${audioId ?? 'anonymous'}`,
-    recordedAt: '2026-05-01T09:00:00+02:00',
-    denoiseUrl: 'https://cdn.example/i.mp3',
-    recordDuration: 3,
-    ...extra,
-  })
-}
-
 for (const backend of testBackends) {
-  describe(`admin API (${backend})`, () => {
+  describe(`admin API (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
 
@@ -82,25 +73,6 @@ for (const backend of testBackends) {
         contentType: response.headers.get('content-type'),
         text: await response.text(),
       }
-    }
-
-    function importLines(enterpriseId: number, text: string) {
-      return rawAdmin(
-        'POST',
-        `/enterprises/${enterpriseId}/recordings/import`,
-        { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/x-ndjson' },
-        text,
-      )
-    }
-
-    /** Imports the lines for a new enterprise, expecting the whole import refused with 400 and 4001. */
-    async function refusedImport(name: string, lines: string[]) {
-      const target = await createPartner(platform, name)
-      const reply = await importLines(target.enterpriseId, lines.join('\n'))
-      assert.equal(reply.status, 400)
-      const body = JSON.parse(reply.text) as Refusal
-      assert.equal(body.code, 4001)
-      return { target, body }
     }
 
     function attachTranscript(enterpriseId: number, audioId: string, body: unknown) {
@@ -442,73 +414,6 @@ for (const backend of testBackends) {
         4001,
         /sentences/,
       )
-    })
-
-    test('JSON Lines import: a good file streams progress and ends with {"imported":N}', async () => {
-      const target = await createPartner(platform, 'Importer')
-      const text = [line('imp-1'), '', line(undefined, { transcript }), `${line('imp-3')}\r`, ''].join('\n')
-      const reply = await importLines(target.enterpriseId, text)
-      assert.equal(reply.status, 200)
-      assert.match(reply.contentType ?? '', /^application\/x-ndjson/)
-      assert.ok(reply.text.endsWith('\n'))
-      const lines = reply.text
-        .trim()
-        .split('\n')
-        .map((each) => JSON.parse(each))
-      assert.deepEqual(lines, [{ progress: 0, total: 3 }, { progress: 3, total: 3 }, { imported: 3 }])
-      assert.equal(await countRecordings(target.enterpriseId), 3)
-      const listed = await target.call('/openapi/v1/audios', { deviceUid: 'dev-import' })
-      assert.equal(listed.plaintext?.total, 3)
-    })
-
-    test('JSON Lines import: a bad line 2 is reported with its number and nothing is imported', async () => {
-      const { recordDuration: _omit, ...noDuration } = JSON.parse(line('bad-2'))
-      const { target, body } = await refusedImport('Bad Lines', [line('bad-1'), JSON.stringify(noDuration)])
-      assert.match(body.msg, /line 2: denoiseUrl/)
-      assert.doesNotMatch(body.msg, /line 1/)
-      assert.equal(await countRecordings(target.enterpriseId), 0)
-
-      const notJson = await importLines(target.enterpriseId, `${line('bad-3')}\n{oops\n`)
-      assert.equal(notJson.status, 400)
-      assert.match(JSON.parse(notJson.text).msg, /line 2: is not valid JSON/)
-      const empty = await importLines(target.enterpriseId, '\n\n')
-      assert.equal(empty.status, 400)
-      assert.equal(JSON.parse(empty.text).code, 4001)
-      assert.equal(await countRecordings(target.enterpriseId), 0)
-      assert.equal(
-        (await platform.context.db.query('SELECT 1 FROM recordings WHERE audio_id = $1', ['bad-1'])).length,
-        0,
-      )
-    })
-
-    test('JSON Lines import: a line repeating an earlier audioId is refused', async () => {
-      const { target, body } = await refusedImport('Repeater', [line('rep-1'), line('rep-2'), line('rep-1')])
-      assert.match(body.msg, /line 3: audioId: repeats the audioId of line 1/)
-      assert.equal(await countRecordings(target.enterpriseId), 0)
-    })
-
-    test('JSON Lines import: an audioId already in the database is refused with its line number', async () => {
-      const { target, body } = await refusedImport('Late Importer', [
-        line('late-1'),
-        line('adm-1'),
-        line('late-3'),
-      ])
-      assert.match(body.msg, /line 2: audioId "adm-1" already exists/)
-      assert.equal(await countRecordings(target.enterpriseId), 0)
-      assert.equal(
-        (await platform.context.db.query('SELECT 1 FROM recordings WHERE audio_id = $1', ['late-1'])).length,
-        0,
-      )
-    })
-
-    test('JSON Lines import: an unknown enterprise is 4040, a JSON body is 4150', async () => {
-      const unknown = await importLines(999_999, line('u-1'))
-      assert.equal(unknown.status, 404)
-      assert.equal(JSON.parse(unknown.text).code, 4040)
-      const asJson = await admin(platform, 'POST', `/enterprises/${partner.enterpriseId}/recordings/import`, {
-        audioId: 'j-1',
-      })
-      expectRefusal(asJson, 415, 4150)
     })
   })
 }

@@ -1,6 +1,7 @@
-import { createHash, randomUUID, timingSafeEqual } from 'node:crypto'
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import {
   createEnterprise,
@@ -11,8 +12,7 @@ import {
   setPushUrl,
 } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
-import { installErrorHandling } from '../http/error-handler.js'
-import { type Lifecycle, loggerOptions } from '../http/server-options.js'
+import { createServer, type Lifecycle } from '../http/server-options.js'
 import { checkPushUrl } from '../push/address-policy.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
@@ -30,20 +30,16 @@ export async function buildAdminApi(
   lifecycle: Lifecycle,
   adminToken: string,
 ): Promise<FastifyInstance> {
-  const app = Fastify({
-    logger: loggerOptions(context.config.logLevel),
+  // An import may upload EARSHOT_ADMIN_BODY_LIMIT slowly, so requests here get the admin timeout.
+  const app = createServer(context, {
     bodyLimit: 1024 * 1024,
-    genReqId: () => randomUUID(),
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
+    requestTimeoutSeconds: context.config.adminRequestTimeoutSeconds,
   })
-  installErrorHandling(app)
   context.metrics.instrumentHttp(app, 'admin')
-  // JSON Lines import bodies are read raw; their size has its own, larger limit.
-  app.addContentTypeParser(
-    ['application/x-ndjson', 'application/jsonl'],
-    { parseAs: 'string', bodyLimit: context.config.adminBodyLimitBytes },
-    (_request, body, done) => done(null, body),
+  // JSON Lines import bodies are handed over as the request stream, read line by line under their
+  // own, larger limit (json-lines-import.ts).
+  app.addContentTypeParser(['application/x-ndjson', 'application/jsonl'], (_request, payload, done) =>
+    done(null, payload),
   )
 
   const expected = digest(adminToken)
@@ -53,9 +49,11 @@ export async function buildAdminApi(
     if (lifecycle.shuttingDown) throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
     const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
     if (!given || !timingSafeEqual(digest(given), expected)) {
+      // Closing the connection stops a client without the token from holding it for the admin timeout.
       throw new ApiError(
         ResponseCode.UNAUTHORIZED,
         'the admin API needs "Authorization: Bearer <EARSHOT_ADMIN_TOKEN>"',
+        { connection: 'close' },
       )
     }
   })
@@ -138,13 +136,13 @@ export async function buildAdminApi(
 
   app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/import`, async (request, reply) => {
     const enterpriseId = await existingEnterprise(request)
-    if (typeof request.body !== 'string') {
+    if (!(request.body instanceof Readable)) {
       throw new ApiError(
         ResponseCode.UNSUPPORTED_MEDIA_TYPE,
         'send the JSON Lines file as Content-Type application/x-ndjson',
       )
     }
-    return importJsonLines(db, enterpriseId, request.body, newAudioId, reply)
+    return importJsonLines({ db, enterpriseId, bodyLimitBytes: config.adminBodyLimitBytes }, request, reply)
   })
 
   deliveryRoutes(app, context, ADMIN_PREFIX)

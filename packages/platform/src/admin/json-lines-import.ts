@@ -1,34 +1,84 @@
-import { PassThrough } from 'node:stream'
+import { PassThrough, type Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { InvalidParameterError, ProtocolError, ResponseCode } from '@earshot/protocol'
-import type { FastifyReply } from 'fastify'
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { toFailure } from '../http/error-handler.js'
-import { toNewRecording } from '../recordings/recording-input.js'
-import { INSERT_BATCH, insertRecordings, type NewRecording } from '../recordings/recording-store.js'
-import type { Database } from '../storage/database.js'
+import { RecordingInput } from '../recordings/recording-input.js'
+import {
+  attachTranscript,
+  insertRecordings,
+  type NewRecording,
+  type TranscriptPart,
+} from '../recordings/recording-store.js'
+import type { Database, Queryable } from '../storage/database.js'
+import { type BodyLine, bodyTooLarge, decodeUtf8Line, limitedBody, splitLines } from './body-lines.js'
+import { ImportAudioIds } from './import-audio-ids.js'
+import { ImportSpool, type SpooledRecording } from './import-spool.js'
+import { judgeAgainstStored } from './import-store.js'
 
-const MAX_REPORTED_ERRORS = 10
+const MAX_REPORTED_PROBLEMS = 10
+/** Recordings per transaction of the commit pass (and per lookup of the validation pass)... */
+const CHUNK_RECORDINGS = 500
+/** ...or fewer, when their lines are long: what one chunk may hold in memory. */
+const CHUNK_BYTES = 8 * 1024 * 1024
+/**
+ * Longer lines are refused before they are parsed. The largest valid recording is about 120 KiB as
+ * JSON (recording-input.ts): 4 MiB leaves room for any reasonable way of writing it (every character
+ * a `\u` escape takes 6 bytes, sentences spaced out).
+ */
+export const MAX_LINE_BYTES = 4 * 1024 * 1024
 
-/** One progress line of the import response; the last line is {imported} or {error}. */
+export interface ImportSummary {
+  /** New recordings, and transcripts attached to stored recordings. */
+  imported: number
+  /** Lines whose recording was already stored with the same content. */
+  skipped: number
+}
+
+/** One progress line of the import response; the last line is the summary or {error}. */
 export type ImportProgressLine =
   | { progress: number; total: number }
-  | { imported: number }
+  | ImportSummary
   | { error: { code: number; msg: string } }
 
+export interface ImportTarget {
+  db: Database
+  enterpriseId: number
+  bodyLimitBytes: number
+}
+
 /**
- * Validates every line first — a bad line is reported with its line number and nothing is imported —
- * then inserts all of them in one transaction, streaming NDJSON progress. `{imported}` is written
- * only after the commit: it is the acknowledgement. A client that goes away rolls the import back.
+ * Imports a JSON Lines body (DESIGN.md §7, revised 2026-11-23) in two passes, never holding the
+ * body in memory. The validation pass reads the request stream line by line, checks every line
+ * (strict UTF-8, JSON, schema, audioIds unique in the file, and against what is stored) and spools
+ * the valid recordings to a temporary file; a bad line is reported with its line number and nothing
+ * is written. The commit pass then stores them in chunks of their own transactions, yielding to
+ * the event loop between chunks so that the platform keeps serving, and streams NDJSON progress.
+ * The summary line is written after the last commit: it is the acknowledgement. A line stored
+ * before with the same content is skipped, so an interrupted import (client gone, process killed,
+ * a chunk failing) is completed by importing the same file again.
  */
 export async function importJsonLines(
-  db: Database,
-  enterpriseId: number,
-  text: string,
-  newAudioId: () => string,
+  { db, enterpriseId, bodyLimitBytes }: ImportTarget,
+  request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
-  const { recordings, lineOf } = parseJsonLines(text, newAudioId)
-  await refuseExisting(db, recordings, lineOf)
+  const spool = await ImportSpool.create()
+  let total: number
+  try {
+    if (Number(request.headers['content-length']) > bodyLimitBytes) throw bodyTooLarge(bodyLimitBytes)
+    const body = (request.body as Readable).iterator({ destroyOnReturn: false })
+    total = await validate(
+      db,
+      enterpriseId,
+      splitLines(limitedBody(body, bodyLimitBytes), MAX_LINE_BYTES),
+      spool,
+    )
+  } catch (error) {
+    await spool.close()
+    if (!request.raw.complete) closeAfterReply(request, reply)
+    throw error
+  }
 
   const stream = new PassThrough()
   const write = (line: ImportProgressLine) => stream.write(`${JSON.stringify(line)}\n`)
@@ -36,86 +86,176 @@ export async function importJsonLines(
   reply.raw.on('close', () => {
     if (!reply.raw.writableFinished) clientGone = true
   })
-  reply.type('application/x-ndjson').send(stream)
+  // One-off and long: not kept alive afterwards, so that a shutdown letting it finish need not then
+  // wait for its idle connection to time out.
+  reply.header('connection', 'close').type('application/x-ndjson').send(stream)
 
-  const total = recordings.length
-  write({ progress: 0, total })
-  db.transaction(async (tx) => {
-    for (let done = 0; done < total; done += INSERT_BATCH) {
-      if (clientGone) throw new Error('the client went away; the import was rolled back')
-      await insertRecordings(tx, enterpriseId, recordings.slice(done, done + INSERT_BATCH))
-      write({ progress: Math.min(done + INSERT_BATCH, total), total })
+  let done = 0
+  const commitAll = async (): Promise<ImportSummary> => {
+    const summary: ImportSummary = { imported: 0, skipped: 0 }
+    write({ progress: 0, total })
+    for await (const chunk of chunks(spool.entries())) {
+      const counted = await db.transaction((tx) => commitChunk(tx, enterpriseId, chunk))
+      summary.imported += counted.imported
+      summary.skipped += counted.skipped
+      done += chunk.length
+      write({ progress: done, total })
       // PGlite resolves queries without yielding to the event loop; without this turn nothing
-      // (progress lines, other requests) would get out until the whole import is done.
+      // (progress lines, other requests, the push dispatcher) would get through until the end.
       await nextTurn()
+      if (clientGone) throw new Error('the client went away')
     }
-  })
-    .then(() => stream.end(`${JSON.stringify({ imported: total } satisfies ImportProgressLine)}\n`))
+    return summary
+  }
+  commitAll()
+    .finally(() =>
+      spool
+        .close()
+        .catch((error: unknown) => reply.log.warn({ err: error }, 'the import spool did not close')),
+    )
+    .then((summary) => stream.end(`${JSON.stringify(summary satisfies ImportProgressLine)}\n`))
     .catch((error: unknown) => {
-      const failure = toFailure(error) ?? {
-        code: ResponseCode.INTERNAL_ERROR,
-        msg: 'the import failed and was rolled back',
-      }
-      if (!(error instanceof ProtocolError)) reply.log.error({ err: error }, 'import failed')
+      const failure = toFailure(error)
+      if (clientGone) reply.log.warn({ done, total }, 'the client went away; the import stopped')
+      else if (!failure) reply.log.error({ err: error }, 'import failed')
+      const { code, msg } = failure ?? { code: ResponseCode.INTERNAL_ERROR, msg: 'internal error' }
+      const stopped =
+        `${done} of ${total} lines were committed before the import stopped; ` +
+        'import the same file again to complete it'
       stream.end(
-        `${JSON.stringify({ error: { code: failure.code, msg: failure.msg } } satisfies ImportProgressLine)}\n`,
+        `${JSON.stringify({ error: { code, msg: `${msg}; ${stopped}` } } satisfies ImportProgressLine)}\n`,
       )
     })
   return reply
 }
 
-/** Parses and validates every line; throws one InvalidParameterError listing the first bad lines. */
-export function parseJsonLines(
-  text: string,
-  newAudioId: () => string,
-): { recordings: NewRecording[]; lineOf: Map<string, number> } {
-  const recordings: NewRecording[] = []
-  const problems: string[] = []
-  const lineOfAudioId = new Map<string, number>()
-  const lines = text.split('\n')
-  for (let index = 0; index < lines.length && problems.length < MAX_REPORTED_ERRORS; index++) {
-    const line = (lines[index] as string).replace(/\r$/, '')
-    if (line.trim() === '') continue
-    const lineNumber = index + 1
-    try {
-      let value: unknown
+/**
+ * The validation pass: spools every valid recording and returns how many there are, or throws one
+ * InvalidParameterError listing the first bad lines (then the spool is incomplete).
+ */
+async function validate(
+  db: Database,
+  enterpriseId: number,
+  lines: AsyncIterable<BodyLine>,
+  spool: ImportSpool,
+): Promise<number> {
+  const problems: { line: number; message: string }[] = []
+  const audioIds = new ImportAudioIds(enterpriseId)
+  let total = 0
+
+  async function* parsed(): AsyncGenerator<SpooledRecording> {
+    for await (const { number, bytes } of lines) {
+      if (problems.length >= MAX_REPORTED_PROBLEMS) return
       try {
-        value = JSON.parse(line)
-      } catch {
-        throw new InvalidParameterError('', 'is not valid JSON')
+        const recording = parseLine(bytes, number, audioIds)
+        if (recording) yield { line: number, recording, size: bytes?.length ?? 0 }
+      } catch (error) {
+        if (!(error instanceof InvalidParameterError)) throw error
+        problems.push({ line: number, message: error.message })
       }
-      const recording = toNewRecording(value, newAudioId)
-      const seen = lineOfAudioId.get(recording.audioId)
-      if (seen !== undefined)
-        throw new InvalidParameterError('audioId', `repeats the audioId of line ${seen}`)
-      lineOfAudioId.set(recording.audioId, lineNumber)
-      recordings.push(recording)
-    } catch (error) {
-      if (!(error instanceof InvalidParameterError)) throw error
-      problems.push(`line ${lineNumber}: ${error.message}`)
     }
   }
-  if (problems.length > 0) {
-    throw new InvalidParameterError('', `nothing was imported; ${problems.join('; ')}`)
+
+  async function* checked(): AsyncGenerator<SpooledRecording> {
+    for await (const chunk of chunks(parsed())) {
+      const verdicts = await judgeAgainstStored(db, enterpriseId, recordingsOf(chunk))
+      chunk.forEach(({ line }, index) => {
+        const verdict = verdicts[index]
+        if (verdict?.kind === 'conflict') problems.push({ line, message: verdict.reason })
+      })
+      total += chunk.length
+      if (problems.length === 0) yield* chunk
+    }
   }
-  if (recordings.length === 0) throw new InvalidParameterError('', 'the file holds no recordings')
-  return { recordings, lineOf: lineOfAudioId }
+
+  await spool.fill(checked())
+  if (problems.length > 0) {
+    const first = problems.sort((a, b) => a.line - b.line).slice(0, MAX_REPORTED_PROBLEMS)
+    const listed = first.map(({ line, message }) => `line ${line}: ${message}`).join('; ')
+    throw new InvalidParameterError('', `nothing was imported; ${listed}`)
+  }
+  if (total === 0) throw new InvalidParameterError('', 'the file holds no recordings')
+  return total
 }
 
-async function refuseExisting(
-  db: Database,
-  recordings: NewRecording[],
-  lineOf: Map<string, number>,
-): Promise<void> {
-  const ids = recordings.map((recording) => recording.audioId)
-  const existing = await db.query<{ audio_id: string }>(
-    'SELECT audio_id FROM recordings WHERE audio_id = ANY($1::text[]) LIMIT $2',
-    [ids, MAX_REPORTED_ERRORS],
-  )
-  if (existing.length > 0) {
-    const problems = existing.map(
-      ({ audio_id }) => `line ${lineOf.get(audio_id)}: audioId ${JSON.stringify(audio_id)} already exists`,
-    )
-    throw new InvalidParameterError('', `nothing was imported; ${problems.join('; ')}`)
+/** A line's recording with its audioId; undefined for a blank line. */
+function parseLine(
+  bytes: Buffer | undefined,
+  lineNumber: number,
+  audioIds: ImportAudioIds,
+): NewRecording | undefined {
+  if (bytes === undefined) throw new InvalidParameterError('', `is longer than ${MAX_LINE_BYTES} bytes`)
+  const text = decodeUtf8Line(bytes)
+  if (text.trim() === '') return undefined
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw new InvalidParameterError('', 'is not valid JSON')
   }
+  const input = RecordingInput.parse(value)
+  return { ...input, audioId: audioIds.assign(input, lineNumber) }
+}
+
+/** One chunk of the commit pass, judged again: another writer may have stored some of it meanwhile. */
+async function commitChunk(
+  tx: Queryable,
+  enterpriseId: number,
+  chunk: readonly SpooledRecording[],
+): Promise<ImportSummary> {
+  const verdicts = await judgeAgainstStored(tx, enterpriseId, recordingsOf(chunk))
+  const fresh: NewRecording[] = []
+  const transcripts: { audioId: string; transcript: TranscriptPart }[] = []
+  chunk.forEach(({ line, recording }, index) => {
+    const verdict = verdicts[index]
+    if (verdict?.kind === 'new') fresh.push(recording)
+    else if (verdict?.kind === 'adds-transcript' && recording.transcript) {
+      transcripts.push({ audioId: recording.audioId, transcript: recording.transcript })
+    } else if (verdict?.kind === 'conflict') {
+      throw new InvalidParameterError('', `line ${line}: ${verdict.reason} (stored after the validation)`)
+    }
+  })
+  // insertRecordings and attachTranscript schedule the pushes in this same transaction.
+  await insertRecordings(tx, enterpriseId, fresh)
+  for (const { audioId, transcript } of transcripts) {
+    await attachTranscript(tx, enterpriseId, audioId, transcript)
+  }
+  const imported = fresh.length + transcripts.length
+  return { imported, skipped: chunk.length - imported }
+}
+
+/** Groups spooled recordings into chunks of at most CHUNK_RECORDINGS and (unless one) CHUNK_BYTES. */
+async function* chunks(
+  entries: AsyncIterable<SpooledRecording>,
+): AsyncGenerator<SpooledRecording[], void, undefined> {
+  let chunk: SpooledRecording[] = []
+  let size = 0
+  for await (const entry of entries) {
+    if (chunk.length > 0 && size + entry.size > CHUNK_BYTES) {
+      yield chunk
+      chunk = []
+      size = 0
+    }
+    chunk.push(entry)
+    size += entry.size
+    if (chunk.length === CHUNK_RECORDINGS) {
+      yield chunk
+      chunk = []
+      size = 0
+    }
+  }
+  if (chunk.length > 0) yield chunk
+}
+
+function recordingsOf(chunk: readonly SpooledRecording[]): NewRecording[] {
+  return chunk.map((entry) => entry.recording)
+}
+
+/**
+ * A refusal sent before the whole body arrived: the rest is not read, so the connection closes once
+ * the answer is out (a client still sending gets the answer, then the connection ends).
+ */
+function closeAfterReply(request: FastifyRequest, reply: FastifyReply): void {
+  reply.header('connection', 'close')
+  reply.raw.once('finish', () => request.raw.destroy())
 }

@@ -19,7 +19,7 @@ import {
   startTestPlatform,
   type TestPlatform,
   testBackends,
-} from '../test-support/backends.js'
+} from '@earshot/test-kit/backends'
 import {
   admin,
   createPartner,
@@ -29,7 +29,7 @@ import {
   postRaw,
   type Reply,
   type TestPartner,
-} from '../test-support/calls.js'
+} from '@earshot/test-kit/calls'
 
 /** POST /openapi/v1/token and the bearer checks of /audios and /callback (DESIGN.md §1–3). */
 
@@ -42,11 +42,12 @@ const nextEventId = () => `auth-test-${++eventCounter}`
 
 /** Every response: {code, msg, requestId}, x-request-id = requestId, HTTP status = code / 10. */
 
-/** Seals arbitrary text (which seal() refuses when it is not a JSON object). */
-function sealText(key: EnvelopeKey, keyVersion: number, text: string): Envelope {
+/** Seals arbitrary text or bytes (which seal() refuses when they are not a JSON object). */
+function sealText(key: EnvelopeKey, keyVersion: number, text: string | Buffer): Envelope {
   const nonce = randomBytes(12)
   const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: 16 })
-  const ciphertext = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()])
+  const plaintext = typeof text === 'string' ? Buffer.from(text, 'utf8') : text
+  const ciphertext = Buffer.concat([cipher.update(plaintext), cipher.final()])
   return {
     specVersion: '1',
     alg: 'A256GCM',
@@ -77,6 +78,27 @@ async function requestToken(platform: TestPlatform, body: unknown): Promise<Repl
 }
 
 /** A POST with no Content-Type at all (fetch adds text/plain to a string body). */
+/** A POST of raw bytes, which need not be valid UTF-8. */
+async function postBytes(platform: TestPlatform, path: string, body: Buffer, token?: string): Promise<Reply> {
+  const response = await fetch(`${platform.partnerUrl}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    body: new Uint8Array(body),
+  })
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Reply['body'],
+  }
+}
+
+/** The body as JSON text with one number written exactly as given (1e300, 9223372036854775808). */
+function withNumber(body: object, field: string, number: string): string {
+  const text = JSON.stringify({ ...body, [field]: 0 })
+  assert.equal(text.split(`"${field}":0`).length, 2)
+  return text.replace(`"${field}":0`, `"${field}":${number}`)
+}
+
 async function postWithoutContentType(platform: TestPlatform, path: string, body: string): Promise<Reply> {
   const response = await fetch(`${platform.partnerUrl}${path}`, {
     method: 'POST',
@@ -115,7 +137,7 @@ async function durableStore(
 }
 
 for (const backend of testBackends) {
-  describe(`token and bearer checks (${backend})`, () => {
+  describe(`token and bearer checks (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
     let token: string
@@ -199,6 +221,98 @@ for (const backend of testBackends) {
         expectCode(reply, 4001)
         assert.match(reply.body.msg as string, /enterpriseId/)
       }
+    })
+
+    test('4001: an enterpriseId in the token plaintext beyond 2^53 − 1 is refused naming it', async () => {
+      for (const number of ['9007199254740992', '9223372036854775808', '1e300']) {
+        const envelope = sealText(partner.key, partner.keyVersion, `{"enterpriseId":${number}}`)
+        const reply = await requestToken(platform, { ...envelope, enterpriseId: partner.enterpriseId })
+        expectCode(reply, 4001)
+        assert.match(reply.body.msg as string, /^enterpriseId: must be <= 9007199254740991$/)
+      }
+      // The largest safe integer is within the rule; it only fails to match the one beside the envelope.
+      const largest = sealText(partner.key, partner.keyVersion, '{"enterpriseId":9007199254740991}')
+      expectCode(await requestToken(platform, { ...largest, enterpriseId: partner.enterpriseId }), 4012)
+    })
+
+    test('4000: an enterpriseId beside the envelope beyond 2^53 − 1 is a malformed token request', async () => {
+      for (const number of ['9007199254740992', '9223372036854775808', '1e300']) {
+        const reply = await postRaw(platform, TOKEN, withNumber(tokenBody(partner), 'enterpriseId', number))
+        expectCode(reply, 4000)
+        assert.match(reply.body.msg as string, /^enterpriseId must be an integer from 1 to 9007199254740991/)
+      }
+      // The largest safe integer is well-formed: an unknown enterprise.
+      const largest = withNumber(tokenBody(partner), 'enterpriseId', '9007199254740991')
+      expectCode(await postRaw(platform, TOKEN, largest), 4012)
+    })
+
+    test('4012: a keyVersion of 2^31 or more is unknown, like 2^31 − 1, on every endpoint', async () => {
+      const wrongKey = await requestToken(platform, tokenBody({ ...partner, key: loadKey(generateSecret()) }))
+      expectCode(wrongKey, 4012)
+      for (const number of ['2147483647', '2147483648', '4294967296', '9223372036854775808', '1e300']) {
+        const refused = await postRaw(platform, TOKEN, withNumber(tokenBody(partner), 'keyVersion', number))
+        expectCode(refused, 4012)
+        assert.equal(refused.body.msg, wrongKey.body.msg, number)
+        const audios = withNumber(envelopeOf(partner), 'keyVersion', number)
+        expectCode(await postRaw(platform, AUDIOS, audios, bearerJson(token)), 4012)
+        const callback = withNumber(envelopeOf(partner, { audioId: 'x' }), 'keyVersion', number)
+        expectCode(await postRaw(platform, CALLBACK, callback, bearerJson(token)), 4012)
+      }
+      // Malformed first: a bad nonce is 4000 whatever the keyVersion.
+      const badNonce = { ...tokenBody(partner), nonce: randomBytes(8).toString('base64') }
+      expectCode(await postRaw(platform, TOKEN, withNumber(badNonce, 'keyVersion', '2147483648')), 4000)
+      // The partner's own keyVersion still works.
+      expectCode(await postJson(platform, AUDIOS, envelopeOf(partner), token), 2000)
+    })
+
+    test('4000: invalid UTF-8 in the plaintext, on every endpoint', async () => {
+      // {"audioId":"<0xff>"} and an overlong "/" in a key: authentic, but not UTF-8.
+      const invalid = [
+        Buffer.concat([Buffer.from('{"audioId":"'), Buffer.from([0xff]), Buffer.from('"}')]),
+        Buffer.concat([Buffer.from('{"'), Buffer.from([0xc0, 0xaf]), Buffer.from('":1}')]),
+      ]
+      for (const bytes of invalid) {
+        const sealed = sealText(partner.key, partner.keyVersion, bytes)
+        const tokenReply = await requestToken(platform, { ...sealed, enterpriseId: partner.enterpriseId })
+        expectCode(tokenReply, 4000)
+        assert.match(tokenReply.body.msg as string, /not valid UTF-8/)
+        for (const path of [AUDIOS, CALLBACK]) {
+          const reply = await postJson(
+            platform,
+            path,
+            sealText(partner.key, partner.keyVersion, bytes),
+            token,
+          )
+          expectCode(reply, 4000)
+          assert.match(reply.body.msg as string, /not valid UTF-8/)
+        }
+      }
+    })
+
+    test('4000: invalid UTF-8 bytes in the body, e.g. in the eventId, on every endpoint', async () => {
+      const withEventId = (body: object, bytes: number[]) => {
+        const [head, tail] = JSON.stringify({ ...body, eventId: '@' }).split('"@"') as [string, string]
+        return Buffer.concat([Buffer.from(`${head}"evt-`), Buffer.from(bytes), Buffer.from(`"${tail}`)])
+      }
+      for (const bytes of [[0xff], [0xc3], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+        const tokenReply = await postBytes(platform, TOKEN, withEventId(tokenBody(partner), bytes))
+        expectCode(tokenReply, 4000)
+        assert.match(tokenReply.body.msg as string, /not valid UTF-8/)
+        expectCode(await postBytes(platform, AUDIOS, withEventId(envelopeOf(partner), bytes), token), 4000)
+        const callback = withEventId(envelopeOf(partner, { audioId: 'x' }), bytes)
+        expectCode(await postBytes(platform, CALLBACK, callback, token), 4000)
+      }
+      // Valid multi-byte UTF-8 is read as before, and the eventId echoed as sent.
+      const eventId = 'évènement-会议-🎙'
+      const reply = await postBytes(
+        platform,
+        AUDIOS,
+        Buffer.from(JSON.stringify({ ...envelopeOf(partner), eventId }), 'utf8'),
+        token,
+      )
+      expectCode(reply, 2000)
+      assert.equal((reply.body.data as Envelope).eventId, eventId)
+      expectCode(await postBytes(platform, TOKEN, Buffer.from(JSON.stringify(tokenBody(partner)))), 2000)
     })
 
     test('4010: a missing, malformed or forged bearer token', async () => {
@@ -353,7 +467,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`token expiry with a controlled clock (${backend})`, () => {
+  describe(`token expiry with a controlled clock (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     let now = Date.parse('2026-06-01T00:00:00Z')
 
@@ -380,7 +494,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`rate limit (${backend})`, () => {
+  describe(`rate limit (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
 
     before(async () => {
@@ -407,7 +521,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`key rotation without grace (${backend})`, () => {
+  describe(`key rotation without grace (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
 
     before(async () => {
@@ -439,7 +553,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`tokens outlive an instance (${backend})`, () => {
+  describe(`tokens outlive an instance (${backend})`, { timeout: 120_000 }, () => {
     let store: Awaited<ReturnType<typeof durableStore>>
     const running: TestPlatform[] = []
 

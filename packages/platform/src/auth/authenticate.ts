@@ -8,7 +8,8 @@ import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } f
 const bearer = /^Bearer ([\x21-\x7e]+)$/
 
 /**
- * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000),
+ * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000;
+ * 4012 for a keyVersion above 2^31 − 1, which no key has, before any lookup),
  * enterpriseId beside the envelope matching the token (4012), enterprise enabled (4030) and token not
  * revoked (4010), rate limit (4290), decryption (4012/4000), replay (4090).
  */

@@ -1,6 +1,8 @@
 import {
+  DecryptionFailedError,
   type Envelope,
   type EnvelopeKey,
+  generateSecret,
   isJsonObject,
   type JsonObject,
   loadKey,
@@ -33,9 +35,15 @@ export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId:
   return { envelope: parseEnvelope(body), enterpriseId: body.enterpriseId }
 }
 
+/** Stands in for the secret of an unknown enterprise or keyVersion; nobody holds it. */
+const decoySecret = generateSecret()
+
 /**
  * Opens the envelope under the secret found for it, then records its nonce: a nonce accepted before
- * under the same (enterprise, keyVersion) within the replay window is refused with 4090.
+ * under the same (enterprise, keyVersion) within the replay window is refused with 4090. Without a
+ * secret, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise or
+ * keyVersion takes as long to refuse as a wrong key does and timing tells them apart no better than
+ * the answer, which is the same 4012.
  */
 export async function openAndGuard(
   context: PlatformContext,
@@ -43,8 +51,14 @@ export async function openAndGuard(
   enterpriseId: number,
   secret: string | null | undefined,
 ): Promise<OpenedRequest> {
-  const key = secret ? loadKey(secret) : undefined
-  const { plaintext } = open(envelope, (version) => (version === envelope.keyVersion ? key : undefined))
+  if (!secret) {
+    try {
+      open(envelope, loadKey(decoySecret))
+    } catch {}
+    throw new DecryptionFailedError()
+  }
+  const key = loadKey(secret)
+  const { plaintext } = open(envelope, key)
   const expiresAt = context.clock() + context.config.replayWindowSeconds * 1000
   if (!(await acceptNonce(context.db, enterpriseId, envelope.keyVersion, envelope.nonce, expiresAt))) {
     throw new ApiError(
@@ -56,7 +70,7 @@ export async function openAndGuard(
     enterpriseId,
     keyVersion: envelope.keyVersion,
     eventId: envelope.eventId,
-    key: key as EnvelopeKey,
+    key,
     plaintext,
   }
 }

@@ -1,4 +1,4 @@
-import { ResponseCode, TokenPlaintext } from '@earshot/protocol'
+import { MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
@@ -12,7 +12,7 @@ export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateL
     if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
       throw new ApiError(
         ResponseCode.INVALID_REQUEST,
-        'enterpriseId must be a positive integer, sent in plaintext beside the envelope fields',
+        `enterpriseId must be an integer from 1 to ${MAX_ENTERPRISE_ID}, sent in plaintext beside the envelope fields`,
       )
     }
     const id = enterpriseId as number

@@ -34,7 +34,9 @@ export interface RotatedKey extends EnterpriseCredentials {
   previousKeyRetiresAt: string
 }
 
-// The admin API's delivery shapes, as the store renders them (types only: nothing of the server loads).
+// The admin API's delivery and import shapes, as the server renders them (types only: nothing of the
+// server loads).
+import type { ImportProgressLine as ImportLine } from '../admin/json-lines-import.js'
 import type { DeliveryView as Delivery } from '../push/delivery-store.js'
 
 export type {
@@ -53,10 +55,10 @@ export interface DeliveryQuery {
 }
 
 /** One line of the import response stream. */
-export type ImportLine =
-  | { progress: number; total: number }
-  | { imported: number }
-  | { error: { code: number; msg: string } }
+export type { ImportProgressLine as ImportLine } from '../admin/json-lines-import.js'
+
+/** A request body: whole, or a stream of bytes sent as it is read. */
+export type RequestBody = string | Uint8Array | AsyncIterable<Uint8Array>
 
 /** The platform refused the call: a catalogue code, its message, and the HTTP status it came with. */
 export class AdminApiError extends Error {
@@ -151,11 +153,12 @@ export class AdminClient {
   }
 
   /**
-   * Sends a JSON Lines file and yields the lines of the streamed answer as they arrive. The last line
-   * is {imported} (the acknowledgement, written after the commit) or {error} (rolled back). A refusal
-   * before the import starts (e.g. a bad line) throws AdminApiError.
+   * Sends a JSON Lines file (a stream is sent as it is read) and yields the lines of the streamed
+   * answer as they arrive. The last line is {imported, skipped} (the acknowledgement, written after
+   * the last commit) or {error} (the import stopped; the recordings committed before stay). A
+   * refusal before the import starts (e.g. a bad line) throws AdminApiError.
    */
-  async *importRecordings(enterpriseId: number, jsonLines: Uint8Array | string): AsyncGenerator<ImportLine> {
+  async *importRecordings(enterpriseId: number, jsonLines: RequestBody): AsyncGenerator<ImportLine> {
     const response = await this.send('POST', `/enterprises/${enterpriseId}/recordings/import`, {
       'content-type': 'application/x-ndjson',
       body: jsonLines,
@@ -216,14 +219,16 @@ export class AdminClient {
   private async send(
     method: string,
     path: string,
-    { body, ...headers }: { 'content-type'?: string; body?: string | Uint8Array },
+    { body, ...headers }: { 'content-type'?: string; body?: RequestBody },
   ): Promise<Response> {
     const url = `${this.baseUrl}${PREFIX}${path}`
+    const streamed = body !== undefined && typeof body !== 'string' && !(body instanceof Uint8Array)
     try {
       return await fetch(url, {
         method,
         headers: { authorization: `Bearer ${this.adminToken}`, ...headers },
         ...(body !== undefined && { body }),
+        ...(streamed && { duplex: 'half' }),
       })
     } catch (error) {
       throw unreachable(this.baseUrl, error)

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, ingest } from '@earshot/test-kit/calls'
+import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { deliveryMachine } from '../push/delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from '../push/delivery-store.js'
-import { startTestPlatform, type TestPlatform } from '../test-support/backends.js'
-import { admin, ingest } from '../test-support/calls.js'
-import { type CliRun, runCli } from '../test-support/run-cli.js'
 
 /** `earshot deliveries list|show|replay` (DESIGN.md §7), the built CLI against a running platform. */
 
@@ -28,7 +29,7 @@ function deliveryIdsOf(result: CliRun): number[] {
   return JSON.parse(result.stdout).map((each: { deliveryId: number }) => each.deliveryId)
 }
 
-describe('earshot deliveries against a running platform', () => {
+describe('earshot deliveries against a running platform', { timeout: 180_000 }, () => {
   let platform: TestPlatform
   let env: Record<string, string>
   const earshot = (...args: string[]) => runCli(cli, args, env)
@@ -50,12 +51,20 @@ describe('earshot deliveries against a running platform', () => {
     return { enterpriseId: body.enterpriseId, ids: rows.map((row) => row.id), audioIds }
   }
 
+  /** Moves a pending delivery to a state along the transitions the dispatcher would take. */
   async function setState(deliveryId: number, state: DeliveryState): Promise<void> {
-    const dueAt = state === 'acked' ? "now() + interval '10 minutes'" : state === 'pending' ? 'now()' : 'NULL'
-    await platform.context.db.query(
-      `UPDATE deliveries SET state = $2, due_at = ${dueAt} WHERE delivery_id = $1`,
-      [deliveryId, state],
-    )
+    for (const step of deliveryMachine.path('pending', state) ?? []) {
+      const dueAt =
+        step === 'acked'
+          ? "now() + interval '10 minutes'"
+          : deliveryMachine.final.includes(step)
+            ? 'NULL'
+            : 'now()'
+      await platform.context.db.query(
+        `UPDATE deliveries SET state = $2, due_at = ${dueAt} WHERE delivery_id = $1`,
+        [deliveryId, step],
+      )
+    }
   }
 
   async function stateOf(deliveryId: number): Promise<string | undefined> {
@@ -68,7 +77,7 @@ describe('earshot deliveries against a running platform', () => {
 
   async function failedAttempt(deliveryId: number): Promise<void> {
     await platform.context.db.query(
-      `INSERT INTO delivery_attempts (delivery_id, attempt_no, started_at, duration_ms, outcome, http_status,
+      `INSERT INTO delivery_attempts (delivery_id, claim_no, started_at, duration_ms, outcome, http_status,
                                       response_code, error, next_attempt_at, claimed_by)
        VALUES ($1, 1, '2026-03-01T01:00:00Z', 12, 'failed', 503, NULL, 'service unavailable', NULL, 'test')`,
       [deliveryId],

@@ -5,9 +5,9 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { loadKey } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { configEnvironment } from '../config/config.js'
-import { startTestPlatform, type TestPlatform } from '../test-support/backends.js'
-import { closedPort, runCli, spawnCli } from '../test-support/run-cli.js'
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 const firstQuery = fileURLToPath(new URL('../../../../examples/first-query.mjs', import.meta.url))
@@ -23,7 +23,7 @@ function recording(i: number): Record<string, unknown> {
 }
 
 // The two suites run side by side: starting a fresh on-disk database for `serve` takes seconds.
-describe('earshot', { concurrency: true }, () => {
+describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
   describe('earshot CLI against a running platform', { concurrency: false }, () => {
     let platform: TestPlatform
     let dir: string
@@ -147,23 +147,42 @@ describe('earshot', { concurrency: true }, () => {
       assert.match(neither.stderr, /--clear/)
     })
 
-    test('recordings import --json imports every line and acknowledges {"imported": N}', async () => {
+    test('recordings import --json acknowledges {"imported": N, "skipped": 0}; run again, it skips them all', async () => {
       const id = await createEnterprise('Importer')
       const file = join(dir, 'good.jsonl')
-      const total = 1200 // more than one 1000-row batch, so several progress lines
+      const total = 1200 // more than one chunk, so several progress lines
       await writeFile(
         file,
         `${Array.from({ length: total }, (_, i) => JSON.stringify(recording(i))).join('\n')}\n`,
       )
       const result = await earshot('recordings', 'import', file, '--enterprise', String(id), '--json')
       assert.equal(result.code, 0, result.stderr)
-      assert.equal(result.stdout, `{"imported": ${total}}\n`)
+      assert.equal(result.stdout, `{"imported": ${total}, "skipped": 0}\n`)
       assert.equal(await count(id), total)
 
+      // The lines have no audioId: the ones derived from their content find them again.
       const readable = await earshot('recordings', 'import', file, '--enterprise', String(id))
       assert.equal(readable.code, 0, readable.stderr)
-      assert.equal(readable.stdout, `Imported ${total} recordings into enterprise ${id}.\n`)
-      assert.equal(await count(id), 2 * total)
+      assert.equal(
+        readable.stdout,
+        `Imported 0 recordings into enterprise ${id}; skipped ${total} already imported.\n`,
+      )
+      assert.equal(await count(id), total)
+    })
+
+    test('recordings import of the whole file after a part of it imports the rest', async () => {
+      const id = await createEnterprise('Resumed')
+      const lines = Array.from({ length: 10 }, (_, i) => JSON.stringify(recording(i)))
+      const part = join(dir, 'part.jsonl')
+      const whole = join(dir, 'whole.jsonl')
+      await writeFile(part, lines.slice(0, 4).join('\n'))
+      await writeFile(whole, lines.join('\n'))
+      const first = await earshot('recordings', 'import', part, '--enterprise', String(id), '--json')
+      assert.equal(first.stdout, '{"imported": 4, "skipped": 0}\n', first.stderr)
+      const rest = await earshot('recordings', 'import', whole, '--enterprise', String(id), '--json')
+      assert.equal(rest.code, 0, rest.stderr)
+      assert.equal(rest.stdout, '{"imported": 6, "skipped": 4}\n')
+      assert.equal(await count(id), 10)
     })
 
     test('recordings import with a bad line 3 names it, exits 1 and imports nothing', async () => {

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import { AdminApiError } from './admin-client.js'
@@ -12,19 +12,23 @@ export function recordingsCommand(): Command {
     .command('import')
     .description(
       'import a JSON Lines file, one recording per line; every line is validated first and a bad line ' +
-        'imports nothing',
+        'imports nothing; lines already imported are skipped, so running it again completes an ' +
+        'interrupted import',
     )
     .argument('<file>', 'the JSON Lines file (.jsonl)')
     .requiredOption('--enterprise <id>', 'the enterprise the recordings belong to', enterpriseIdArgument)
-    .option('--json', 'print {"imported": N} as JSON')
+    .option('--json', 'print {"imported": N, "skipped": M} as JSON')
     .action(async (file: string, options: { enterprise: number; json?: boolean }, command: Command) => {
       const json = Boolean(options.json)
       await runClient(command, { json, jsonErrorOnStdout: false }, async (client) => {
-        const body = await readFile(file).catch((error: NodeJS.ErrnoException) => {
+        // Opened first so that a missing file is reported without calling the platform; then sent
+        // as it is read, never held in memory.
+        const handle = await open(file).catch((error: NodeJS.ErrnoException) => {
           throw new CommandFailure(
             `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`,
           )
         })
+        const body = handle.createReadStream()
         const bar =
           process.stderr.isTTY && !json
             ? new cliProgress.SingleBar(
@@ -45,19 +49,24 @@ export function recordingsCommand(): Command {
               started = true
             } else if ('imported' in line) {
               stopBar()
-              if (json) return printJson({ imported: line.imported })
-              return printLines(`Imported ${line.imported} recordings into enterprise ${options.enterprise}.`)
+              const { imported, skipped } = line
+              if (json) return printJson({ imported, skipped })
+              return printLines(
+                `Imported ${imported} recordings into enterprise ${options.enterprise}; ` +
+                  `skipped ${skipped} already imported.`,
+              )
             } else if ('error' in line) {
-              // Rolled back after it started; reported like a refusal.
+              // Stopped after it started; reported like a refusal (the message says what is stored).
               throw new AdminApiError(line.error.code, line.error.msg, undefined, 200)
             }
           }
         } finally {
           stopBar()
+          body.destroy()
         }
         throw new CommandFailure(
-          'the connection closed before the platform acknowledged the import, so it may not have been ' +
-            'committed; check with the platform before importing again',
+          'the connection closed before the platform acknowledged the import, so part of it may not ' +
+            'have been committed; import the same file again to complete it',
         )
       })
     })

@@ -101,3 +101,38 @@ test('push settings follow DESIGN.md §6–§7 and can be compressed for tests',
       /EARSHOT_PUSH_ALLOW_PRIVATE must be 1 or 0/.test(error.message),
   )
 })
+
+test('connection limits: request and keep-alive timeouts, the admin timeout, a cap per listener', () => {
+  const defaults = loadConfig({})
+  assert.equal(defaults.requestTimeoutSeconds, 30)
+  assert.equal(defaults.adminRequestTimeoutSeconds, 3600)
+  assert.equal(defaults.keepAliveTimeoutSeconds, 72)
+  assert.equal(defaults.maxConnections, 512)
+
+  const set = loadConfig({
+    EARSHOT_REQUEST_TIMEOUT: '0.5',
+    EARSHOT_ADMIN_REQUEST_TIMEOUT: '7200',
+    EARSHOT_KEEP_ALIVE_TIMEOUT: '5',
+    EARSHOT_MAX_CONNECTIONS: '4096',
+  })
+  assert.equal(set.requestTimeoutSeconds, 0.5)
+  assert.equal(set.adminRequestTimeoutSeconds, 7200)
+  assert.equal(set.keepAliveTimeoutSeconds, 5)
+  assert.equal(set.maxConnections, 4096)
+
+  assert.throws(
+    () =>
+      loadConfig({
+        EARSHOT_REQUEST_TIMEOUT: '0',
+        EARSHOT_ADMIN_REQUEST_TIMEOUT: 'forever',
+        EARSHOT_KEEP_ALIVE_TIMEOUT: '-1',
+        EARSHOT_MAX_CONNECTIONS: '0',
+      }),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      /EARSHOT_REQUEST_TIMEOUT must be seconds from 0.01 to 3600; got "0"/.test(error.message) &&
+      /EARSHOT_ADMIN_REQUEST_TIMEOUT must be seconds from 0.01 to 86400/.test(error.message) &&
+      /EARSHOT_KEEP_ALIVE_TIMEOUT must be seconds/.test(error.message) &&
+      /EARSHOT_MAX_CONNECTIONS must be a number of connections from 1 to 1000000/.test(error.message),
+  )
+})

@@ -16,6 +16,14 @@ export interface PlatformConfig {
   tokenTtlSeconds: number
   bodyLimitBytes: number
   adminBodyLimitBytes: number
+  /** Seconds a request may take to arrive whole (headers and body); on the admin listener, its headers. */
+  requestTimeoutSeconds: number
+  /** Seconds an admin request may take to arrive whole: a JSON Lines import up to the admin body limit. */
+  adminRequestTimeoutSeconds: number
+  /** Seconds an idle keep-alive connection stays open. */
+  keepAliveTimeoutSeconds: number
+  /** Connections each listener holds at once; one more is closed as soon as it is accepted. */
+  maxConnections: number
   replayWindowSeconds: number
   keyGraceSeconds: number
   /** Requests per enterprise per minute on each instance; 0 turns the limit off. */
@@ -39,6 +47,8 @@ export interface PlatformConfig {
   pushConcurrency: number
   /** Push attempts in flight at once to one push URL, per instance. */
   pushConcurrencyPerUrl: number
+  /** Seconds a confirmed delivery and its attempts are kept before they are pruned. */
+  deliveryRetentionSeconds: number
 }
 
 export class ConfigError extends Error {
@@ -143,6 +153,37 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     rule: 'a number of bytes from 1024 to 2 GiB',
     fallback: 512 * 1024 * 1024,
   },
+  requestTimeoutSeconds: {
+    key: 'requestTimeoutSeconds',
+    env: 'EARSHOT_REQUEST_TIMEOUT',
+    parse: decimalSeconds(0.01, 3600),
+    rule: 'seconds from 0.01 to 3600',
+    fallback: 30,
+  },
+  adminRequestTimeoutSeconds: {
+    key: 'adminRequestTimeoutSeconds',
+    env: 'EARSHOT_ADMIN_REQUEST_TIMEOUT',
+    parse: decimalSeconds(0.01, 86_400),
+    rule: 'seconds from 0.01 to 86400',
+    // 512 MiB (the default admin body limit) at 150 KB/s.
+    fallback: 3600,
+  },
+  keepAliveTimeoutSeconds: {
+    key: 'keepAliveTimeoutSeconds',
+    env: 'EARSHOT_KEEP_ALIVE_TIMEOUT',
+    parse: decimalSeconds(0.01, 3600),
+    rule: 'seconds from 0.01 to 3600',
+    // Above the 60 s idle timeout of common load balancers, so that they close first and never send a
+    // request on a connection the platform is closing.
+    fallback: 72,
+  },
+  maxConnections: {
+    key: 'maxConnections',
+    env: 'EARSHOT_MAX_CONNECTIONS',
+    parse: integer(1, 1_000_000),
+    rule: 'a number of connections from 1 to 1000000',
+    fallback: 512,
+  },
   replayWindowSeconds: {
     key: 'replayWindowSeconds',
     env: 'EARSHOT_REPLAY_WINDOW',
@@ -228,6 +269,12 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: integer(1, 10_000),
     rule: 'a number of attempts from 1 to 10000',
     fallback: 16,
+  },
+  deliveryRetentionSeconds: {
+    key: 'deliveryRetentionSeconds',
+    env: 'EARSHOT_DELIVERY_RETENTION',
+    ...seconds(0),
+    fallback: 30 * 86_400,
   },
 }
 

@@ -34,7 +34,13 @@ export function toFailure(error: unknown): Failure | undefined {
 /** Installs the catalogue error handler and a not-found handler answering in the same shape. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    const failure = toFailure(error)
+    let failure = toFailure(error)
+    if (!failure && request.raw.readableAborted) {
+      // The connection closed mid-body (the client left, or the request timeout cut it): nothing failed
+      // here, so one line, no stack; the answer goes nowhere.
+      request.log.info('client aborted the request before its body was complete')
+      failure = { code: ResponseCode.INVALID_REQUEST, msg: 'the request body was cut off' }
+    }
     if (!failure) request.log.error({ err: error }, 'unexpected error')
     const { code, msg, headers } = failure ?? { code: ResponseCode.INTERNAL_ERROR, msg: 'internal error' }
     if (code >= 5000 && failure) request.log.warn({ code, msg }, 'refused as unavailable')

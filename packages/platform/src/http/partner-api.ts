@@ -1,29 +1,24 @@
-import { randomUUID } from 'node:crypto'
 import { ResponseCode } from '@earshot/protocol'
 import rateLimitPlugin from '@fastify/rate-limit'
-import Fastify, { type FastifyInstance } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { RateLimitCheck } from '../auth/envelope-request.js'
 import { tokenRoute } from '../auth/token-route.js'
 import type { PlatformContext } from '../context.js'
 import { recordingRoutes } from '../recordings/partner-routes.js'
 import { ApiError } from './api-error.js'
-import { installErrorHandling } from './error-handler.js'
-import { requireJsonContentType } from './json-body.js'
-import { type Lifecycle, loggerOptions } from './server-options.js'
+import { parseJsonStrictly, requireJsonContentType } from './json-body.js'
+import { createServer, type Lifecycle } from './server-options.js'
 
 /** The partner-facing API: token, audios and callback under /openapi/v1, plus health probes. */
 export async function buildPartnerApi(
   context: PlatformContext,
   lifecycle: Lifecycle,
 ): Promise<FastifyInstance> {
-  const app = Fastify({
-    logger: loggerOptions(context.config.logLevel),
+  const app = createServer(context, {
     bodyLimit: context.config.bodyLimitBytes,
-    genReqId: () => randomUUID(),
-    return503OnClosing: false,
-    forceCloseConnections: 'idle',
+    requestTimeoutSeconds: context.config.requestTimeoutSeconds,
   })
-  installErrorHandling(app)
+  parseJsonStrictly(app)
   context.metrics.instrumentHttp(app, 'partner')
   await app.register(rateLimitPlugin, { global: false })
 

@@ -1,19 +1,142 @@
-import type { FastifyServerOptions } from 'fastify'
-import type { PlatformConfig } from '../config/config.js'
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import { catalogueEntry, ResponseCode } from '@earshot/protocol'
+import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import type { LogDestination, PlatformContext } from '../context.js'
+import { ApiError } from './api-error.js'
+import { installErrorHandling } from './error-handler.js'
+import { requireUncompressedUtf8 } from './json-body.js'
 
 /** Shared by both listeners: set when shutdown starts so new requests are refused with 5030. */
 export interface Lifecycle {
   shuttingDown: boolean
 }
 
+export interface ListenerLimits {
+  bodyLimit: number
+  /** Seconds a whole request may take to arrive; its headers get no more than EARSHOT_REQUEST_TIMEOUT. */
+  requestTimeoutSeconds: number
+}
+
+/**
+ * A Fastify server as both listeners need it. Slow or idle clients are cut off: a request must arrive
+ * within its timeout, an idle keep-alive connection closes, and connections beyond
+ * EARSHOT_MAX_CONNECTIONS are closed as soon as they are accepted. Refusals answer in the catalogue's
+ * shape, those of requests that are not HTTP too, and a compressed body or a charset other than UTF-8
+ * is refused (4150) before it is read.
+ */
+export function createServer(context: PlatformContext, limits: ListenerLimits): FastifyInstance {
+  const { config } = context
+  const requestTimeout = Math.round(limits.requestTimeoutSeconds * 1000)
+  const headersTimeout = Math.min(Math.round(config.requestTimeoutSeconds * 1000), requestTimeout)
+  const app = Fastify({
+    logger: loggerOptions(config.logLevel, context.logDestination),
+    bodyLimit: limits.bodyLimit,
+    genReqId: () => randomUUID(),
+    return503OnClosing: false,
+    forceCloseConnections: 'idle',
+    requestTimeout,
+    keepAliveTimeout: Math.round(config.keepAliveTimeoutSeconds * 1000),
+    // Node checks these timeouts every 30 s by default: every quarter of the shorter one instead, so
+    // a request is cut at most 25% past its limit.
+    http: {
+      requestTimeout,
+      headersTimeout,
+      connectionsCheckingInterval: Math.max(1, Math.round(headersTimeout / 4)),
+      // Node would answer a request without Host with an empty 400; requireHost answers it instead.
+      requireHostHeader: false,
+    },
+    clientErrorHandler,
+  })
+  app.server.maxConnections = config.maxConnections
+  installErrorHandling(app)
+  app.addHook('preParsing', async (request) => {
+    requireHost(request)
+    requireUncompressedUtf8(request)
+  })
+  return app
+}
+
+/** RFC 9112 §3.2: an HTTP/1.1 request without a Host header is refused (4000). */
+function requireHost(request: FastifyRequest): void {
+  if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+    throw new ApiError(ResponseCode.INVALID_REQUEST, 'an HTTP/1.1 request needs a Host header')
+  }
+}
+
+/**
+ * Answers what Node cannot parse as an HTTP request (a malformed request line or header, a bad
+ * Content-Length, a broken chunk), which no route sees: 4000, or 4130 for headers over Node's 16 KiB,
+ * in the catalogue's shape, then the connection is closed. As Node does, nothing is written when an
+ * answer to an earlier request on the connection has begun. A request cut off by its timeout keeps
+ * Fastify's 408. Logged at trace, as Fastify does (the raw packet is redacted).
+ */
+function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  this.log.trace({ err: error }, 'client error')
+  const answering = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
+  if (socket.writable && !answering?.headersSent) {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      const body = '{"error":"Request Timeout","message":"Client Timeout","statusCode":408}'
+      socket.write(
+        `HTTP/1.1 408 Request Timeout\r\nContent-Length: ${body.length}\r\nContent-Type: application/json\r\n\r\n${body}`,
+      )
+    } else {
+      const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
+      const code = tooLarge ? ResponseCode.PAYLOAD_TOO_LARGE : ResponseCode.INVALID_REQUEST
+      const requestId = randomUUID()
+      const body = JSON.stringify({
+        code,
+        msg: tooLarge ? 'the request headers are too large' : 'the request is not valid HTTP/1.1',
+        requestId,
+      })
+      const status = catalogueEntry(code).httpStatus
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+      )
+    }
+  }
+  socket.destroy(error)
+}
+
 /**
  * JSON logs (pino) on stderr — stdout is the CLI's — without secrets: request bodies are never
- * logged, and the headers that carry credentials are redacted should a serializer ever include them.
+ * logged, nor query strings (an admin token sent in one would be written out with the URL), nor the
+ * raw bytes of a malformed request (Fastify logs them at trace, Authorization header included), and
+ * the headers that carry credentials are redacted should a serializer ever include them.
  */
-export function loggerOptions(level: PlatformConfig['logLevel']): FastifyServerOptions['logger'] {
+function loggerOptions(
+  level: PlatformContext['config']['logLevel'],
+  stream: LogDestination,
+): FastifyServerOptions['logger'] {
   return {
     level,
-    stream: process.stderr,
-    redact: { paths: ['req.headers.authorization', 'req.headers.cookie'], censor: '[redacted]' },
+    stream,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'err.rawPacket'],
+      censor: '[redacted]',
+    },
+    serializers: {
+      req: (request: {
+        method: string
+        url: string
+        host?: string
+        ip?: string
+        socket?: { remotePort?: number }
+      }) => ({
+        method: request.method,
+        url: withoutQuery(request.url),
+        host: request.host,
+        remoteAddress: request.ip,
+        remotePort: request.socket?.remotePort,
+      }),
+    },
   }
+}
+
+function withoutQuery(url: string): string {
+  const question = url.indexOf('?')
+  return question < 0 ? url : `${url.slice(0, question)}?[redacted]`
 }

@@ -1,10 +1,11 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
-import { countDeliveriesByState, countDueDeliveries, DELIVERY_STATES } from '../push/delivery-store.js'
+import { COUNTED_STATES, countDueDeliveries, countOpenDeliveries } from '../push/delivery-store.js'
 import type { AttemptResult } from '../push/push-sender.js'
 import type { Queryable } from '../storage/database.js'
 
 export interface PushMetrics {
+  /** Labelled with a PushAttemptResult. */
   attempts: Counter<'result'>
   latency: Histogram<'result'>
   inFlight: Gauge
@@ -17,13 +18,17 @@ export interface PlatformMetrics {
   instrumentHttp(app: FastifyInstance, listener: 'partner' | 'admin'): void
 }
 
-export const ATTEMPT_RESULTS: readonly AttemptResult[] = [
+/** How a push attempt ended, as counted: the sender's result, or `error` when the push could not be made. */
+export type PushAttemptResult = AttemptResult | 'error'
+
+export const ATTEMPT_RESULTS: readonly PushAttemptResult[] = [
   'acked',
   'rejected',
   'timeout',
   'network_error',
   'address_refused',
   'aborted',
+  'error',
 ]
 
 export function createMetrics(db: Queryable): PlatformMetrics {
@@ -32,12 +37,12 @@ export function createMetrics(db: Queryable): PlatformMetrics {
 
   new Gauge({
     name: 'earshot_deliveries',
-    help: 'Push deliveries by state (whole database)',
+    help: 'Push deliveries still moving or waiting for an operator, by state (whole database; confirmed ones are not counted)',
     labelNames: ['state'],
     registers: [registry],
     async collect() {
-      const counts = await countDeliveriesByState(db)
-      for (const state of DELIVERY_STATES) this.set({ state }, counts[state])
+      const counts = await countOpenDeliveries(db)
+      for (const state of COUNTED_STATES) this.set({ state }, counts[state])
     },
   })
   new Gauge({

@@ -1,60 +1,107 @@
 import dns from 'node:dns'
-import { BlockList, isIP, type LookupFunction } from 'node:net'
+import { isIP, type LookupFunction } from 'node:net'
 import { InvalidParameterError } from '@earshot/protocol'
+import ipaddr from 'ipaddr.js'
 
 /** The `code` of the error `guardedLookup` calls back with when it refuses an address. */
 export const ADDRESS_REFUSED_CODE = 'EARSHOT_ADDRESS_REFUSED'
 
 const MAX_URL_LENGTH = 2048
-const PRIVATE_HINT = '(set EARSHOT_PUSH_ALLOW_PRIVATE=1 to allow it)'
+const PRIVATE_HINT = ' (set EARSHOT_PUSH_ALLOW_PRIVATE=1 to allow it)'
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.goog', 'metadata'])
 
-type Rule = { reason: string; always: boolean; list: BlockList }
+// Cloud metadata services at addresses that are otherwise link-local (AWS, GCP, Azure; ECS task
+// metadata), carrier-grade NAT (Alibaba) or unique-local (AWS over IPv6): refused even with
+// allowPrivate.
+const METADATA_ADDRESSES = new Set(
+  ['169.254.169.254', '169.254.170.2', '100.100.100.200', 'fd00:ec2::254'].map((a) =>
+    ipaddr.parse(a).toNormalizedString(),
+  ),
+)
 
-function rule(reason: string, always: boolean, ranges: string[]): Rule {
-  const list = new BlockList()
-  for (const range of ranges) {
-    const [address = '', prefix] = range.split('/')
-    const type = isIP(address) === 6 ? 'ipv6' : 'ipv4'
-    if (prefix === undefined) list.addAddress(address, type)
-    else list.addSubnet(address, Number(prefix), type)
-  }
-  return { reason, always, list }
+/** The ipaddr.js ranges a push may reach only with allowPrivate; of the rest only `unicast` is public. */
+const PRIVATE_RANGES = new Set(['loopback', 'private', 'uniqueLocal', 'carrierGradeNat'])
+
+/** IPv6 ranges whose last 32 bits are the IPv4 address actually reached, judged in its place. */
+const EMBEDDING_RANGES = new Set(['ipv4Mapped', 'rfc6145', 'rfc6052'])
+
+// IANA's global unicast space: IPv6 outside it that ipaddr.js calls `unicast` (such as the deprecated
+// IPv4-compatible ::a.b.c.d, or ::/8 and 4000::/2 generally) is unallocated, not a public address.
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3')
+// The well-known NAT64 prefix; the rest of rfc6052, the local-use 64:ff9b:1::/48, puts the IPv4
+// address at a position only its operator knows.
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96')
+
+const DESCRIPTIONS: Record<string, string> = {
+  metadata: 'a cloud metadata address',
+  linkLocal: 'a link-local address',
+  loopback: 'a loopback address',
+  private: 'a private address',
+  uniqueLocal: 'a unique-local address',
+  carrierGradeNat: 'a carrier-grade NAT address',
+  unspecified: 'an unspecified address',
+  broadcast: 'a broadcast address',
+  multicast: 'a multicast address',
+  reserved: 'a reserved address',
+  benchmarking: 'a benchmarking address',
+  rfc6052: 'a local-use NAT64 address',
+  '6to4': 'a 6to4 address',
+  teredo: 'a Teredo address',
+  unallocated: 'an unallocated IPv6 address',
 }
 
-// The first rule that matches decides, so the metadata addresses come before the link-local, CGNAT
-// and unique-local ranges that contain them. IPv4 rules also match IPv4-mapped IPv6 addresses.
-const RULES: Rule[] = [
-  rule('a cloud metadata address', true, [
-    '169.254.169.254',
-    '169.254.170.2',
-    '100.100.100.200',
-    'fd00:ec2::254',
-  ]),
-  rule('a link-local address', true, ['169.254.0.0/16', 'fe80::/10']),
-  rule(`a loopback address ${PRIVATE_HINT}`, false, ['127.0.0.0/8', '::1']),
-  rule('an unspecified address', true, ['0.0.0.0/8', '::']),
-  // IPv4-compatible IPv6 (deprecated; ::1 and :: are decided above).
-  rule('a reserved address', true, ['240.0.0.0/4', '::/96']),
-  rule('a multicast address', true, ['224.0.0.0/4', 'ff00::/8']),
-  rule(`a private address ${PRIVATE_HINT}`, false, [
-    '10.0.0.0/8',
-    '172.16.0.0/12',
-    '192.168.0.0/16',
-    '100.64.0.0/10',
-    '198.18.0.0/15',
-    'fc00::/7',
-  ]),
-]
+/** What the push address policy makes of one IP address. */
+export interface AddressClass {
+  /**
+   * The ipaddr.js range (`unicast`, `private`, `linkLocal`, `6to4`, …) of the address, or of the IPv4
+   * address it embeds; `metadata` for a cloud metadata address; `unallocated` for IPv6 outside
+   * 2000::/3 that ipaddr.js calls unicast; `invalid` for what is not an IP address.
+   */
+  range: string
+  /** `public`: may be pushed to; `private`: only with allowPrivate; `refused`: never. */
+  verdict: 'public' | 'private' | 'refused'
+  /** For IPv4-mapped, rfc6145 and well-known NAT64 IPv6 addresses: the IPv4 address judged instead. */
+  embedded?: string
+}
+
+/** An address node takes (a zone index is ignored), or undefined; ipaddr.js alone reads more. */
+function parse(address: string): ipaddr.IPv4 | ipaddr.IPv6 | undefined {
+  const bare = address.replace(/%.*$/, '')
+  const version = isIP(bare)
+  if (version === 4) return ipaddr.IPv4.parse(bare)
+  // ipaddr.js reads the IPv4-compatible ::a.b.c.d (as the C library writes ::/96) as the IPv4-mapped
+  // ::ffff:a.b.c.d, so IPv6 goes through the WHATWG URL serializer first, which writes it in hex.
+  const url = `http://[${bare}]/`
+  if (version === 6 && URL.canParse(url)) return ipaddr.IPv6.parse(new URL(url).hostname.slice(1, -1))
+  return undefined
+}
+
+/** Classifies an IP address (a zone index is ignored) for the push address policy. */
+export function classifyAddress(address: string): AddressClass {
+  const ip = parse(address)
+  if (!ip) return { range: 'invalid', verdict: 'refused' }
+  let range: string = ip.range()
+  if (ip instanceof ipaddr.IPv6) {
+    if (EMBEDDING_RANGES.has(range) && (range !== 'rfc6052' || ip.match(NAT64_WELL_KNOWN))) {
+      const [high = 0, low = 0] = ip.parts.slice(-2)
+      const embedded = `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`
+      return { ...classifyAddress(embedded), embedded }
+    }
+    if (range === 'unicast' && !ip.match(GLOBAL_UNICAST_V6)) range = 'unallocated'
+  }
+  if (METADATA_ADDRESSES.has(ip.toNormalizedString())) range = 'metadata'
+  if (range === 'unicast') return { range, verdict: 'public' }
+  return { range, verdict: PRIVATE_RANGES.has(range) ? 'private' : 'refused' }
+}
 
 /** Why a push may not connect to this IP address, or undefined when it may. */
 export function addressRefusal(address: string, allowPrivate: boolean): string | undefined {
-  const version = isIP(address)
-  if (version === 0) return 'not an IP address'
-  const type = version === 6 ? 'ipv6' : 'ipv4'
-  const match = RULES.find((r) => r.list.check(address, type))
-  if (match && (match.always || !allowPrivate)) return match.reason
-  return undefined
+  const { range, verdict, embedded } = classifyAddress(address)
+  if (verdict === 'public' || (verdict === 'private' && allowPrivate)) return undefined
+  if (range === 'invalid') return 'not an IP address'
+  const description = DESCRIPTIONS[range] ?? `a special-purpose address (${range})`
+  const hint = verdict === 'private' ? PRIVATE_HINT : ''
+  return `${embedded ? `an IPv6 address embedding ${embedded}, ` : ''}${description}${hint}`
 }
 
 /** The URL's host without IPv6 brackets, lower case and without a trailing dot. */

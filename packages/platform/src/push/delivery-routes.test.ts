@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import { expectCode, ingest, type Reply } from '../test-support/calls.js'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
+import { deliveryMachine } from './delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from './delivery-store.js'
 
 /** The operators' delivery API (DESIGN.md §6, §7): list with filters, show, replay one or a range. */
@@ -28,7 +29,7 @@ function recording(i: number, withTranscript = false): Record<string, unknown> {
 }
 
 for (const backend of testBackends) {
-  describe(`delivery routes (${backend})`, () => {
+  describe(`delivery routes (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     let recordingCounter = 0
 
@@ -88,16 +89,30 @@ for (const backend of testBackends) {
       return rows.map((row) => row.id)
     }
 
-    /** Puts a delivery in a state directly, as the dispatcher or a callback would have. */
+    /** Puts a delivery in a state directly, along the transitions the dispatcher or a callback would take. */
     async function setState(deliveryId: number, state: DeliveryState): Promise<void> {
-      const dueAt =
-        state === 'acked'
-          ? "now() + interval '10 minutes'"
-          : ['pending', 'in_flight'].includes(state)
-            ? 'now()'
-            : 'NULL'
-      await platform.context.db.query(
-        `UPDATE deliveries SET state = $2, due_at = ${dueAt}, failures = 15, acks = 4,
+      const { db } = platform.context
+      const [row] = await db.query<{ state: DeliveryState }>(
+        'SELECT state FROM deliveries WHERE delivery_id = $1',
+        [deliveryId],
+      )
+      const from = row?.state ?? 'pending'
+      const path = deliveryMachine.path(from, state)
+      assert.ok(path, `no transitions lead from ${from} to ${state}`)
+      for (const step of path) {
+        const dueAt =
+          step === 'acked'
+            ? "now() + interval '10 minutes'"
+            : deliveryMachine.final.includes(step)
+              ? 'NULL'
+              : 'now()'
+        await db.query(`UPDATE deliveries SET state = $2, due_at = ${dueAt} WHERE delivery_id = $1`, [
+          deliveryId,
+          step,
+        ])
+      }
+      await db.query(
+        `UPDATE deliveries SET failures = 15, acks = 4,
                 acked_at = CASE WHEN $2 IN ('acked', 'confirmed', 'unconfirmed') THEN now() END
           WHERE delivery_id = $1`,
         [deliveryId, state],
@@ -231,7 +246,7 @@ for (const backend of testBackends) {
       const { ids } = await enterpriseWithDeliveries(1)
       const deliveryId = ids[0] as number
       await platform.context.db.query(
-        `INSERT INTO delivery_attempts (delivery_id, attempt_no, started_at, duration_ms, outcome, http_status,
+        `INSERT INTO delivery_attempts (delivery_id, claim_no, started_at, duration_ms, outcome, http_status,
                                         response_code, error, next_attempt_at, claimed_by)
          VALUES ($1, 2, '2026-03-01T02:00:00Z', 40, 'acked', 200, 2000, NULL, NULL, 'test'),
                 ($1, 1, '2026-03-01T01:00:00Z', 1234, 'failed', 503, NULL, 'HTTP 503', '2026-03-01T01:00:15Z', 'test')`,

@@ -2,15 +2,15 @@ import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { describe, test } from 'node:test'
-import { startTestPlatform, testBackends } from '../test-support/backends.js'
-import { admin, createPartner, ingest } from '../test-support/calls.js'
-import { callbackSender, eventually, startTestReceiver } from '../test-support/push-receiver.js'
+import { startTestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { callbackSender, eventually, startTestReceiver } from '@earshot/test-kit/push-receiver'
 import { listDeliveries } from './delivery-store.js'
 
 const bin = new URL('../../bin/earshot.js', import.meta.url).pathname
 
 if (testBackends.includes('postgres')) {
-  describe('postgres: earshot worker', () => {
+  describe('postgres: earshot worker', { timeout: 120_000 }, () => {
     test('pushes for a platform that does not dispatch, and stops cleanly on SIGTERM', async () => {
       const platform = await startTestPlatform('postgres', { pushDispatch: false })
       const partner = await createPartner(platform)

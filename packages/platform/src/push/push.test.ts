@@ -1,17 +1,23 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, PushEventType } from '@earshot/protocol'
-import type { PlatformConfig } from '../config/config.js'
-import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import { admin, createPartner, ingest, type TestPartner } from '../test-support/calls.js'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import {
   callbackSender,
   eventually,
   type ReceiverBehaviour,
   startTestReceiver,
   type TestReceiver,
-} from '../test-support/push-receiver.js'
-import { type DeliveryState, type DeliveryView, getDelivery, listDeliveries } from './delivery-store.js'
+} from '@earshot/test-kit/push-receiver'
+import type { PlatformConfig } from '../config/config.js'
+import {
+  type DeliveryState,
+  type DeliveryView,
+  getDelivery,
+  listDeliveries,
+  pruneConfirmedDeliveries,
+} from './delivery-store.js'
 
 /** DESIGN.md §6 timings, compressed: 3 retries, a short confirm window and timeout. */
 const compressed: Partial<PlatformConfig> = {
@@ -30,7 +36,7 @@ const recording = () => ({
 })
 
 for (const backend of testBackends) {
-  describe(`${backend}: push delivery (DESIGN.md §6)`, () => {
+  describe(`${backend}: push delivery (DESIGN.md §6)`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     const receivers: TestReceiver[] = []
     before(async () => {
@@ -233,13 +239,13 @@ for (const backend of testBackends) {
       assert.equal((await getDelivery(platform.context.db, delivery.deliveryId))?.state, 'confirmed')
     })
 
-    test('a callback that arrives before the ack is recorded still confirms', async () => {
-      let delivery: DeliveryView | undefined
+    test('a callback that overtakes the ack confirms the delivery when the ack is recorded', async () => {
+      let whileInFlight: DeliveryView | undefined
       const { partner } = await partnerWithReceiver((_partner, callback) => ({
         // The partner calls back first and answers the push only afterwards.
         async answer(push) {
           await callback(push.event.audioId)
-          delivery = (await deliveriesOf(push.event.audioId))[0]
+          whileInFlight = (await deliveriesOf(push.event.audioId))[0]
           return { status: 200, body: { code: 2000 } }
         },
       }))
@@ -252,28 +258,72 @@ for (const backend of testBackends) {
         10_000,
         'confirmed with its attempt recorded',
       )
-      assert.equal(delivery?.state, 'confirmed', 'confirmed while the push was still in flight')
-      assert.equal(confirmed?.state, 'confirmed', 'the ack recorded later did not undo it')
+      assert.equal(whileInFlight?.state, 'in_flight', 'not confirmed before its ack')
       assert.equal(confirmed?.attempts[0]?.outcome, 'acked')
-      // Stays confirmed: no re-push after the confirm window.
-      await new Promise((resolve) => setTimeout(resolve, 600))
-      assert.equal((await deliveriesOf(audioId))[0]?.attempts.length, 1)
+      assert.equal(confirmed?.confirmedAt, confirmed?.ackedAt, 'confirmed by recording the ack')
+      assert.equal(confirmed?.nextAttemptAt, null, 'final: no re-push is due')
     })
 
-    test('no push URL, no delivery; metrics count deliveries and attempts', async () => {
+    test('a callback confirms only acknowledged events: a refused one is pushed again, acked, then confirmed', async () => {
+      const { partner, receiver } = await partnerWithReceiver((_partner, callback) => ({
+        // The first push the partner sees is refused; it acks every later one, then calls back.
+        answer: (_push, n) =>
+          n === 0 ? { status: 503, body: { code: 5030 } } : { status: 200, body: { code: 2000 } },
+        afterAnswer: (push, answer) => {
+          if ((answer.body as { code: number }).code === 2000) void callback(push.event.audioId)
+        },
+      }))
+      const audioId = await ingest(platform, partner.enterpriseId, {
+        ...recording(),
+        transcript: {
+          transcriptId: 11,
+          transcriptText: 'both parts',
+          sentences: [{ text: 'both parts', beginTime: 0, endTime: 500 }],
+          durationMs: 500,
+          wordsCount: 2,
+        },
+      })
+      const deliveries = await eventually(() => inState(audioId, 'confirmed', 2), 15_000, 'both confirmed')
+      const refused = receiver.received[0]?.event.eventId
+      const acked = new Set(receiver.received.slice(1).map((push) => push.event.eventId))
+      assert.deepEqual(acked, new Set(deliveries.map((d) => d.eventId)), 'both events acked by the receiver')
+      for (const delivery of deliveries) {
+        assert.ok(delivery.ackedAt && delivery.confirmedAt, `${delivery.eventType} acked and confirmed`)
+        assert.ok(delivery.confirmedAt >= delivery.ackedAt, 'confirmed no earlier than acked')
+        assert.equal(delivery.attempts.at(-1)?.outcome, 'acked')
+      }
+      assert.deepEqual(
+        deliveries.find((d) => d.eventId === refused)?.attempts.map((a) => a.outcome),
+        ['failed', 'acked'],
+        'the refused event was pushed again as scheduled',
+      )
+    })
+
+    test('no push URL, no delivery; metrics count deliveries still moving and attempts', async () => {
       const partner = await createPartner(platform)
       const audioId = await ingest(platform, partner.enterpriseId, recording())
       assert.deepEqual(await deliveriesOf(audioId), [])
+
+      const pushed = await partnerWithReceiver((_partner, callback) => ({
+        afterAnswer: (push) => void callback(push.event.audioId),
+      }))
+      const pushedId = await ingest(platform, pushed.partner.enterpriseId, recording())
+      await eventually(() => inState(pushedId, 'confirmed'), 10_000, 'confirmed')
 
       const response = await fetch(`${platform.adminUrl}/metrics`, {
         headers: { authorization: `Bearer ${platform.adminToken}` },
       })
       assert.equal(response.status, 200)
       const text = await response.text()
-      assert.match(text, /^earshot_deliveries\{state="confirmed"\} [1-9]\d*$/m)
-      assert.match(text, /^earshot_deliveries\{state="failed"\} 0$/m)
+      for (const state of ['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'])
+        assert.match(text, new RegExp(`^earshot_deliveries\\{state="${state}"\\} \\d+$`, 'm'))
+      assert.doesNotMatch(
+        text,
+        /^earshot_deliveries\{state="confirmed"\}/m,
+        'history is not counted per scrape',
+      )
       assert.match(text, /^earshot_push_attempts_total\{result="acked"\} [1-9]\d*$/m)
-      assert.match(text, /^earshot_push_attempts_total\{result="timeout"\} [1-9]\d*$/m)
+      assert.match(text, /^earshot_push_attempts_total\{result="timeout"\} \d+$/m)
       assert.match(text, /^earshot_push_duration_seconds_bucket\{le="\+Inf",result="acked"\} [1-9]\d*$/m)
       assert.match(text, /^earshot_push_queue_depth \d+$/m)
       assert.match(
@@ -283,10 +333,65 @@ for (const backend of testBackends) {
       const anonymous = await fetch(`${platform.adminUrl}/metrics`)
       assert.equal(anonymous.status, 401)
     })
+
+    test('retention: confirmed deliveries and their attempts are pruned; failed ones are kept for replay', async () => {
+      const confirmed = await partnerWithReceiver((_partner, callback) => ({
+        afterAnswer: (push) => void callback(push.event.audioId),
+      }))
+      const confirmedId = await ingest(platform, confirmed.partner.enterpriseId, recording())
+      const [done] = await eventually(() => inState(confirmedId, 'confirmed'), 10_000, 'confirmed')
+      const refused = await partnerWithReceiver(() => ({
+        answer: () => ({ status: 500, body: { code: 5000 } }),
+      }))
+      const failedId = await ingest(platform, refused.partner.enterpriseId, recording())
+      await eventually(() => inState(failedId, 'failed'), 15_000, 'failed')
+
+      const db = platform.context.db
+      assert.equal(await pruneConfirmedDeliveries(db, 3600), 0, 'nothing confirmed an hour ago')
+      assert.ok((await pruneConfirmedDeliveries(db, 0)) >= 1)
+      assert.deepEqual(await deliveriesOf(confirmedId), [])
+      const [attempts] = await db.query<{ count: number }>(
+        'SELECT count(*) AS count FROM delivery_attempts WHERE delivery_id = $1',
+        [done?.deliveryId],
+      )
+      assert.equal(attempts?.count, 0)
+      assert.ok(await inState(failedId, 'failed'), 'the failed delivery is still there')
+    })
+
+    test('a stored secret that fails to load: failed attempts with its error, nothing unhandled, others pushed', async () => {
+      const unhandled: unknown[] = []
+      const onUnhandled = (reason: unknown) => unhandled.push(reason)
+      process.on('unhandledRejection', onUnhandled)
+      try {
+        const { partner, receiver } = await partnerWithReceiver(() => ({}))
+        await platform.context.db.query(
+          `UPDATE enterprise_keys SET secret = 'bad' WHERE enterprise_id = $1`,
+          [partner.enterpriseId],
+        )
+        const audioId = await ingest(platform, partner.enterpriseId, recording())
+        const [failed] = await eventually(() => inState(audioId, 'failed'), 15_000, 'failed')
+        assert.equal(failed?.attempts.length, 4, 'the first attempt and one per schedule step')
+        for (const attempt of failed?.attempts ?? []) {
+          assert.equal(attempt.outcome, 'failed')
+          assert.equal(attempt.httpStatus, null)
+          assert.match(attempt.error ?? '', /^a secret must be 44 characters of standard Base64/)
+        }
+        assert.equal(receiver.received.length, 0)
+
+        const other = await partnerWithReceiver((_partner, callback) => ({
+          afterAnswer: (push) => void callback(push.event.audioId),
+        }))
+        const otherAudioId = await ingest(platform, other.partner.enterpriseId, recording())
+        await eventually(() => inState(otherAudioId, 'confirmed'), 10_000, 'another enterprise still pushed')
+        assert.deepEqual(unhandled, [])
+      } finally {
+        process.off('unhandledRejection', onUnhandled)
+      }
+    })
   })
 }
 
-describe('push URL safety when private addresses are not allowed', () => {
+describe('push URL safety when private addresses are not allowed', { timeout: 60_000 }, () => {
   let platform: TestPlatform
   before(async () => {
     platform = await startTestPlatform('pglite', { pushAllowPrivate: false })

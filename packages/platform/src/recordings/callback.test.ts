@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { seal } from '@earshot/protocol'
-import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import { createPartner, expectCode, ingest, postJson, type TestPartner } from '../test-support/calls.js'
+import type { Claim } from '@earshot/support/queue'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
+import { type ClaimedDelivery, deliveryQueue, getDelivery, listDeliveries } from '../push/delivery-store.js'
 
 /** POST /openapi/v1/callback, and tenant isolation of the callback and the query (DESIGN.md §4–5). */
 
@@ -23,7 +25,7 @@ function recording(audioId: string, deviceUid: string, recordedAt: string) {
 let counter = 0
 
 for (const backend of testBackends) {
-  describe(`POST /openapi/v1/callback (${backend})`, () => {
+  describe(`POST /openapi/v1/callback (${backend})`, { timeout: 60_000 }, () => {
     let platform: TestPlatform
     let a: TestPartner
     let b: TestPartner
@@ -166,6 +168,145 @@ for (const backend of testBackends) {
       expectCode(await postJson(platform, CALLBACK, claimed, tokenA), 4012)
       assert.equal((await receipts('cb-b2')).length, 0)
       assert.equal((await receipts('cb-a2')).length, 0)
+    })
+  })
+}
+
+/**
+ * Which deliveries a callback confirms (DESIGN.md §5, revised): those the partner acknowledged. The
+ * dispatcher is off; each test claims and settles its delivery through the delivery queue itself.
+ */
+for (const backend of testBackends) {
+  describe(`receipt callback and the deliveries of its recording (${backend})`, { timeout: 60_000 }, () => {
+    let platform: TestPlatform
+    let partner: TestPartner
+    let counter = 0
+    const ack = { outcome: 'acked', durationMs: 5, columns: { http_status: 200, response_code: 2000 } }
+    const window = { state: 'acked', delaySeconds: 600 } as const
+
+    before(async () => {
+      platform = await startTestPlatform(backend, { pushDispatch: false })
+      partner = await createPartner(platform, 'Receipts')
+      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
+        pushUrl: 'http://127.0.0.1:9/push',
+      })
+      assert.equal(set.status, 200)
+    })
+    after(async () => {
+      await platform?.stop()
+    })
+
+    /** A new recording with its one pending delivery. */
+    async function pendingDelivery(): Promise<{ audioId: string; deliveryId: number }> {
+      const audioId = await ingest(
+        platform,
+        partner.enterpriseId,
+        recording(`rr-${backend}-${++counter}`, 'dev', '2026-04-01T08:00:00Z'),
+      )
+      const [delivery] = await listDeliveries(platform.context.db, { audioId, limit: 10 })
+      assert.equal(delivery?.state, 'pending')
+      return { audioId, deliveryId: delivery.deliveryId }
+    }
+
+    /** Claims this delivery (as a dispatcher would), handing back any other that was due. */
+    async function claim(deliveryId: number): Promise<Claim<number, ClaimedDelivery>> {
+      const { db } = platform.context
+      const claims = await deliveryQueue.claim(db, { claimant: 'test', limit: 1000, leaseSeconds: 60 })
+      await deliveryQueue.release(
+        db,
+        claims.filter((c) => c.id !== deliveryId),
+      )
+      const mine = claims.find((c) => c.id === deliveryId)
+      assert.ok(mine, `delivery ${deliveryId} claimed`)
+      return mine
+    }
+
+    const callback = async (audioId: string) => expectCode(await partner.call(CALLBACK, { audioId }), 2000)
+    const delivery = async (deliveryId: number) => {
+      const found = await getDelivery(platform.context.db, deliveryId)
+      assert.ok(found)
+      return found
+    }
+
+    test('a delivery never pushed stays pending: the callback does not confirm it', async () => {
+      const { audioId, deliveryId } = await pendingDelivery()
+      await callback(audioId)
+      const after = await delivery(deliveryId)
+      assert.equal(after.state, 'pending')
+      assert.equal(after.confirmedAt, null)
+      assert.ok(after.nextAttemptAt, 'still due to be pushed')
+    })
+
+    test('a delivery whose push failed stays as it is: pending for its retry, or failed', async () => {
+      const { audioId, deliveryId } = await pendingDelivery()
+      const first = await claim(deliveryId)
+      const failure = { startedAt: Date.now(), durationMs: 3, error: 'HTTP 503' }
+      assert.ok(
+        await deliveryQueue.fail(platform.context.db, first, { state: 'pending', delaySeconds: 0 }, failure),
+      )
+      await callback(audioId)
+      assert.equal((await delivery(deliveryId)).state, 'pending')
+      const second = await claim(deliveryId)
+      assert.ok(await deliveryQueue.fail(platform.context.db, second, { state: 'failed' }, failure))
+      await callback(audioId)
+      assert.equal((await delivery(deliveryId)).state, 'failed')
+    })
+
+    test('a callback that overtakes the ack of the push in flight: confirmed when the ack is recorded', async () => {
+      const { audioId, deliveryId } = await pendingDelivery()
+      const pushed = await claim(deliveryId)
+      await callback(audioId)
+      assert.equal((await delivery(deliveryId)).state, 'in_flight', 'not confirmed before an ack')
+      assert.ok(
+        await deliveryQueue.complete(platform.context.db, pushed, window, { ...ack, startedAt: Date.now() }),
+      )
+      const confirmed = await delivery(deliveryId)
+      assert.equal(confirmed.state, 'confirmed')
+      assert.ok(confirmed.confirmedAt)
+      assert.equal(confirmed.nextAttemptAt, null)
+    })
+
+    test('a receipt from before the push began does not confirm its ack', async () => {
+      const { audioId, deliveryId } = await pendingDelivery()
+      await callback(audioId)
+      const pushed = await claim(deliveryId)
+      assert.ok(
+        await deliveryQueue.complete(platform.context.db, pushed, window, { ...ack, startedAt: Date.now() }),
+      )
+      assert.equal((await delivery(deliveryId)).state, 'acked', 'waits for a callback after this push')
+      await callback(audioId)
+      assert.equal((await delivery(deliveryId)).state, 'confirmed')
+    })
+
+    test('an acknowledged delivery being re-pushed is confirmed; the re-push then moves nothing', async () => {
+      const { db } = platform.context
+      const { audioId, deliveryId } = await pendingDelivery()
+      const pushed = await claim(deliveryId)
+      assert.ok(await deliveryQueue.complete(db, pushed, window, { ...ack, startedAt: Date.now() }))
+      // The confirm window ends without a callback: a re-push.
+      await db.query(`UPDATE deliveries SET due_at = now() - interval '1 second' WHERE delivery_id = $1`, [
+        deliveryId,
+      ])
+      await deliveryQueue.sweep(db, 1000)
+      const repush = await claim(deliveryId)
+      assert.equal(repush.fence.claimNo, 2)
+      await callback(audioId)
+      assert.equal((await delivery(deliveryId)).state, 'confirmed')
+      assert.equal(
+        await deliveryQueue.complete(db, repush, window, { ...ack, startedAt: Date.now() }),
+        false,
+        'the re-push result is stale',
+      )
+      const after = await delivery(deliveryId)
+      assert.equal(after.state, 'confirmed')
+      assert.deepEqual(
+        after.attempts.map((a) => [a.attemptNo, a.outcome]),
+        [
+          [1, 'acked'],
+          [2, 'acked'],
+        ],
+        'both attempts recorded',
+      )
     })
   })
 }

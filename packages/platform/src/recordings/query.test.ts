@@ -1,15 +1,9 @@
 import assert from 'node:assert/strict'
+import { createCipheriv, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type JsonObject, open, seal } from '@earshot/protocol'
-import { startTestPlatform, type TestPlatform, testBackends } from '../test-support/backends.js'
-import {
-  admin,
-  createPartner,
-  expectCode,
-  ingest,
-  postJson,
-  type TestPartner,
-} from '../test-support/calls.js'
+import { type Envelope, type EnvelopeKey, type JsonObject, open, seal } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
 
 /** POST /openapi/v1/audios: filters, paging, order, field sets and the sealed response (DESIGN.md §4). */
 
@@ -126,6 +120,22 @@ function expectedOrder(seeds: Seed[]): string[] {
     .map((seed) => seed.audioId)
 }
 
+/** Seals a plaintext written as JSON text, so that its numbers reach the platform exactly as written. */
+function sealText(key: EnvelopeKey, keyVersion: number, text: string): Envelope {
+  const nonce = randomBytes(12)
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: 16 })
+  const ciphertext = Buffer.concat([cipher.update(text, 'utf8'), cipher.final()])
+  return {
+    specVersion: '1',
+    alg: 'A256GCM',
+    keyVersion,
+    eventId: `query-text-${nonce.toString('hex')}`,
+    nonce: nonce.toString('base64'),
+    ciphertext: ciphertext.toString('base64'),
+    tag: cipher.getAuthTag().toString('base64'),
+  }
+}
+
 interface Item {
   audioId: string
   data: Record<string, unknown>
@@ -139,7 +149,7 @@ interface List {
 }
 
 for (const backend of testBackends) {
-  describe(`POST /openapi/v1/audios (${backend})`, () => {
+  describe(`POST /openapi/v1/audios (${backend})`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
     let token: string
@@ -179,7 +189,7 @@ for (const backend of testBackends) {
       )
       const lines = (await response.text()).trim().split('\n')
       assert.equal(response.status, 200)
-      assert.deepEqual(JSON.parse(lines.at(-1) as string), { imported: bulkSeeds.length })
+      assert.deepEqual(JSON.parse(lines.at(-1) as string), { imported: bulkSeeds.length, skipped: 0 })
       // Another enterprise's recording, with a device UID and an instant the first one also has.
       const other = await createPartner(platform, 'Other Co')
       await ingest(platform, other.enterpriseId, {
@@ -359,6 +369,99 @@ for (const backend of testBackends) {
         (await query({ startTime: '2026-03-01T18:00:00+08:00', endTime: '2026-03-01T10:00:00Z' })).total,
         0,
       )
+    })
+
+    /** A filter sent as raw JSON text (1e300 stays 1e300), refused with 4001 naming the field. */
+    async function refusedText(text: string, field: string): Promise<string> {
+      const envelope = sealText(partner.key, partner.keyVersion, text)
+      const reply = await postJson(platform, '/openapi/v1/audios', envelope, token)
+      expectCode(reply, 4001)
+      assert.equal(reply.body.data, undefined)
+      assert.ok(
+        reply.body.msg?.startsWith(`${field}: `),
+        `msg ${JSON.stringify(reply.body.msg)} names ${field}`,
+      )
+      return reply.body.msg as string
+    }
+
+    test('page and size are integers up to 2^31 − 1: beyond, 4001 naming the field, never echoed', async () => {
+      const last = await query({ page: 2 ** 31 - 1, size: 100 })
+      assert.equal(last.page, 2 ** 31 - 1)
+      assert.equal(last.total, TOTAL)
+      assert.deepEqual(last.items, [])
+      for (const number of ['2147483648', '1e300', '9223372036854775808', '1e400']) {
+        const page = await refusedText(`{"page":${number}}`, 'page')
+        if (number !== '1e400') assert.match(page, /^page: must be <= 2147483647$/)
+        await refusedText(`{"size":${number}}`, 'size')
+        await refusedText(`{"page":2,"size":${number}}`, 'size')
+      }
+    })
+
+    test('a time with more than 6 fractional digits is refused with 4001 naming the field, not rounded', async () => {
+      // PostgreSQL would round .0000005 to q07's instant (.000001) and .9999995 to 10:00:00.
+      for (const [field, text] of [
+        ['endTime', '2026-03-01T10:00:00.0000005Z'],
+        ['startTime', '2026-03-01T09:59:59.9999995Z'],
+        ['startTime', '2026-03-01T18:00:00.000000001+08:00'],
+      ] as const) {
+        const msg = await refused({ [field]: text }, field)
+        assert.match(msg, /at most 6 fractional digits/)
+      }
+      // With 6 digits a bound falls exactly on q07 (10:00:00.000001Z).
+      assert.deepEqual(ids(await query({ startTime: '2026-03-01T10:00:00.000001Z' })), ['q04', 'q07'])
+      const before = await query({ endTime: '2026-03-01T10:00:00.000001Z', size: 100 })
+      assert.equal(before.total, TOTAL - 2)
+      assert.deepEqual(ids(before).slice(0, 4), ['q03', 'q02', 'q01', 'q06'])
+    })
+
+    test('startTime 1 µs after endTime is refused with 4001; 0.8 µs after cannot even be written', async () => {
+      const after = await refused(
+        { startTime: '2026-03-01T10:00:00.000001Z', endTime: '2026-03-01T10:00:00Z' },
+        'startTime',
+      )
+      assert.match(after, /^startTime: must not be after endTime$/)
+      const finer = await refused(
+        { startTime: '2026-03-01T10:00:00.0000008Z', endTime: '2026-03-01T10:00:00Z' },
+        'startTime',
+      )
+      assert.match(finer, /at most 6 fractional digits/)
+    })
+
+    test('recordedAt with more than 6 fractional digits is refused with 4001; 6 are kept exactly', async () => {
+      const precise = await createPartner(platform, 'Precise Co')
+      const base = {
+        deviceUid: 'dev-p',
+        title: 'precise',
+        denoiseUrl: 'https://cdn.example/p.mp3',
+        recordDuration: 1,
+      }
+      for (const recordedAt of ['2026-03-01T10:00:00.9999995Z', '2026-03-01T18:00:00.1234567+08:00']) {
+        const refusal = await admin<{ code: number; msg: string }>(
+          platform,
+          'POST',
+          `/enterprises/${precise.enterpriseId}/recordings`,
+          { ...base, recordedAt },
+        )
+        assert.equal(refusal.status, 400)
+        assert.equal(refusal.body.code, 4001)
+        assert.match(refusal.body.msg, /^recordedAt: .*at most 6 fractional digits/)
+      }
+      await ingest(platform, precise.enterpriseId, {
+        ...base,
+        audioId: 'q-precise',
+        recordedAt: '2026-03-01T10:00:00.999999Z',
+      })
+      const preciseToken = await precise.token()
+      const count = async (filter: JsonObject) => {
+        const reply = await precise.call('/openapi/v1/audios', filter, preciseToken)
+        expectCode(reply, 2000)
+        return (reply.plaintext as unknown as List).total
+      }
+      assert.equal(await count({}), 1)
+      assert.equal(await count({ startTime: '2026-03-01T10:00:00.999999Z' }), 1)
+      assert.equal(await count({ startTime: '2026-03-01T10:00:01Z' }), 0)
+      assert.equal(await count({ endTime: '2026-03-01T10:00:00.999999Z' }), 0)
+      assert.equal(await count({ endTime: '2026-03-01T18:00:01+08:00' }), 1)
     })
 
     test('an unknown field is refused with 4001 naming it', async () => {

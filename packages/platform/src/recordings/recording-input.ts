@@ -4,10 +4,33 @@ import {
   ISO_INSTANT_RULE,
   messageParser,
   NO_NUL_PATTERN,
+  serializeTranscriptSentences,
   TranscriptSentenceSchema,
 } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import type { NewRecording } from './recording-store.js'
+
+/*
+ * Ingested sizes are bounded so that a query page of MAX_PAGE_SIZE (100) recordings, sealed, stays
+ * under 16 MiB (README "Limits"). Each recording's §4 data is bounded by its fields: deviceUid,
+ * title and denoiseUrl by their lengths (at most 6 bytes of JSON per character, `\u0001`), the
+ * transcript part by its own size as JSON, measured as the query returns it (MAX_TRANSCRIPT_BYTES).
+ * The worst case, 100 recordings at every limit, is checked by recording-input.test.ts:
+ *
+ *   data     ≤ 22 (keys) + 770 (deviceUid) + 6,002 (title) + 114,688 (transcript) = 121,482 bytes
+ *   item     ≤ data + 279 ({"audioId": 128 characters escaped, "data"})          = 121,761 bytes
+ *   page     ≤ 100 items + 84 (specVersion, page, size, total)                 = 12,176,184 bytes
+ *   sealed   = Base64, 4/3                                                      = 16,234,912 bytes
+ *   response ≤ sealed + ~1 KiB (envelope fields, an eventId of 128 characters escaped, code, msg,
+ *              requestId) < 16 MiB = 16,777,216 bytes
+ */
+export const MAX_DEVICE_UID_LENGTH = 128
+export const MAX_TITLE_LENGTH = 1000
+export const MAX_DENOISE_URL_LENGTH = 4096
+/** UTF-8 bytes of the transcript part as JSON, as the query returns it (see transcriptDataBytes). */
+export const MAX_TRANSCRIPT_BYTES = 112 * 1024
+/** Sentences of one transcript; fewer fit in MAX_TRANSCRIPT_BYTES anyway unless they are tiny. */
+export const MAX_SENTENCES = 2000
 
 const Count = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER })
 const Text = (minLength: number, maxLength: number) =>
@@ -16,8 +39,9 @@ const Text = (minLength: number, maxLength: number) =>
 export const TranscriptPartSchema = Type.Object(
   {
     transcriptId: Count,
-    transcriptText: Text(0, 1_000_000),
-    sentences: Type.Array(TranscriptSentenceSchema, { maxItems: 100_000 }),
+    // A character is at least one byte: a longer text can never fit, refused before it is measured.
+    transcriptText: Text(0, MAX_TRANSCRIPT_BYTES),
+    sentences: Type.Array(TranscriptSentenceSchema, { maxItems: MAX_SENTENCES }),
     durationMs: Count,
     wordsCount: Count,
   },
@@ -28,10 +52,10 @@ export const TranscriptPartSchema = Type.Object(
 export const RecordingInputSchema = Type.Object(
   {
     audioId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' })),
-    deviceUid: Text(1, 128),
-    title: Text(0, 1000),
+    deviceUid: Text(1, MAX_DEVICE_UID_LENGTH),
+    title: Text(0, MAX_TITLE_LENGTH),
     recordedAt: Type.String({ description: ISO_INSTANT_RULE }),
-    denoiseUrl: Type.Optional(Text(1, 4096)),
+    denoiseUrl: Type.Optional(Text(1, MAX_DENOISE_URL_LENGTH)),
     recordDuration: Type.Optional(Count),
     transcript: Type.Optional(TranscriptPartSchema),
   },
@@ -50,9 +74,38 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
       'a recording needs an audio part (denoiseUrl, recordDuration), a transcript, or both',
     )
   }
+  if (input.transcript) checkTranscriptSize(input.transcript)
 })
 
-export const TranscriptPart = messageParser(TranscriptPartSchema)
+export const TranscriptPart = messageParser(TranscriptPartSchema, checkTranscriptSize)
+
+/**
+ * The UTF-8 bytes of a transcript part as JSON in the recording's data (DESIGN.md §4, set A):
+ * `{"transcriptId", "transcriptText", "transcriptSentences" (the sentences serialized into a string),
+ * "durationMs", "wordsCount"}`, exactly as the query and the push send it.
+ */
+export function transcriptDataBytes(transcript: Static<typeof TranscriptPartSchema>): number {
+  return Buffer.byteLength(
+    JSON.stringify({
+      transcriptId: transcript.transcriptId,
+      transcriptText: transcript.transcriptText,
+      transcriptSentences: serializeTranscriptSentences(transcript.sentences),
+      durationMs: transcript.durationMs,
+      wordsCount: transcript.wordsCount,
+    }),
+  )
+}
+
+function checkTranscriptSize(transcript: Static<typeof TranscriptPartSchema>): void {
+  const bytes = transcriptDataBytes(transcript)
+  if (bytes > MAX_TRANSCRIPT_BYTES) {
+    throw new InvalidParameterError(
+      'transcript',
+      `takes ${bytes} bytes as JSON in the recording's data (transcriptText and the sentences as ` +
+        `transcriptSentences); at most ${MAX_TRANSCRIPT_BYTES} (112 KiB)`,
+    )
+  }
+}
 
 /** Validates an input and gives it an audioId when it has none. */
 export function toNewRecording(value: unknown, newAudioId: () => string): NewRecording {
@@ -62,5 +115,10 @@ export function toNewRecording(value: unknown, newAudioId: () => string): NewRec
 
 /** Platform-assigned audioIds: `aud_` and 16 URL-safe characters from 96 random bits. */
 export function audioIdGenerator(randomBytes: (size: number) => Buffer): () => string {
-  return () => `aud_${randomBytes(12).toString('base64url')}`
+  return () => platformAudioId(randomBytes(12))
+}
+
+/** A platform-assigned audioId from the first 96 bits of the given bytes (random, or a digest). */
+export function platformAudioId(bits: Buffer): string {
+  return `aud_${bits.subarray(0, 12).toString('base64url')}`
 }

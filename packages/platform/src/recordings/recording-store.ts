@@ -1,15 +1,16 @@
 import {
-  type AudioRecordingData,
   InvalidParameterError,
   PushEventType,
   type RecordingData,
   type ResolvedRecordingFilter,
   serializeTranscriptSentences,
-  type TranscriptRecordingData,
   type TranscriptSentence,
 } from '@earshot/protocol'
+import { sqlList } from '@earshot/support/queue'
+import { RECEIPT_STATES } from '../push/delivery-states.js'
 import { type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
+import { type RecordingRow, recordingData } from './recording-data.js'
 
 export interface TranscriptPart {
   transcriptId: number
@@ -132,19 +133,6 @@ export async function attachTranscript(
   return true
 }
 
-export interface RecordingRow {
-  audio_id: string
-  device_uid: string
-  title: string
-  denoise_url: string | null
-  record_duration: number | null
-  transcript_id: number | null
-  transcript_text: string | null
-  transcript_sentences: string | null
-  duration_ms: number | null
-  words_count: number | null
-}
-
 /**
  * One page of an enterprise's recordings matching the filter (DESIGN.md §4): newest first by
  * recordedAt then audioId, startTime ≤ recordedAt < endTime, and the exact total of all matches.
@@ -174,51 +162,44 @@ export async function queryRecordings(
   const offset = (filter.page - 1) * filter.size
   if (offset >= total) return { total, items: [] }
 
+  // The page's keys first: every column the filter and the order use is in recordings_by_time or
+  // recordings_by_device, so the OFFSET walks index entries only (an index-only scan), never the rows it
+  // skips; then only the page's rows are fetched, by primary key.
   const rows = await db.query<RecordingRow>(
-    `SELECT audio_id, device_uid, title, denoise_url, record_duration, transcript_id, transcript_text,
-            transcript_sentences, duration_ms, words_count
-       FROM recordings WHERE ${conditions}
-      ORDER BY recorded_at DESC, audio_id DESC
-      LIMIT $${params.length + 1} OFFSET $${params.length + 2}`,
+    `SELECT r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
+            r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count
+       FROM (SELECT audio_id, recorded_at FROM recordings WHERE ${conditions}
+              ORDER BY recorded_at DESC, audio_id DESC
+              LIMIT $${params.length + 1} OFFSET $${params.length + 2}) AS page
+       JOIN recordings r USING (audio_id)
+      ORDER BY page.recorded_at DESC, page.audio_id DESC`,
     [...params, filter.size, offset],
   )
   return { total, items: rows.map((row) => ({ audioId: row.audio_id, data: recordingData(row) })) }
 }
 
-/** Set A once the transcript exists, otherwise set B (DESIGN.md §4). */
-export function recordingData(row: RecordingRow): RecordingData {
-  if (row.transcript_id !== null) {
-    return {
-      deviceUid: row.device_uid,
-      title: row.title,
-      transcriptId: row.transcript_id,
-      transcriptText: row.transcript_text ?? '',
-      transcriptSentences: row.transcript_sentences ?? '[]',
-      durationMs: row.duration_ms ?? 0,
-      wordsCount: row.words_count ?? 0,
-    } satisfies TranscriptRecordingData
-  }
-  return {
-    deviceUid: row.device_uid,
-    title: row.title,
-    denoiseUrl: row.denoise_url ?? '',
-    recordDuration: row.record_duration ?? 0,
-  } satisfies AudioRecordingData
-}
-
 /**
- * Records the partner's receipt of a recording (DESIGN.md §5) and confirms every delivery of it, in
- * whatever state (a callback may overtake the recording of its push's ack). Idempotent; false when
- * the audioId is not a recording of this enterprise — another enterprise's id looks the same as none.
+ * Records the partner's receipt of a recording (DESIGN.md §5): confirms the deliveries of it the partner
+ * has acknowledged (an ack recorded, in a state a receipt confirms from), and stamps the receipt's time
+ * on the others still open, so that one whose push is in flight is confirmed when its ack is recorded
+ * (deliveryQueue's settle). Deliveries never acknowledged are left to be pushed as scheduled.
+ * Idempotent; false when the audioId is not a recording of this enterprise — another enterprise's id
+ * looks the same as none.
  */
 export async function confirmReceipt(db: Queryable, enterpriseId: number, audioId: string): Promise<boolean> {
+  // The deliveries' own rows carry both facts: a concurrent ack being recorded takes the same row lock,
+  // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
   const rows = await db.query(
     `WITH owned AS (SELECT audio_id FROM recordings WHERE audio_id = $2 AND enterprise_id = $1),
           added AS (INSERT INTO receipts (audio_id, enterprise_id) SELECT audio_id, $1 FROM owned
                     ON CONFLICT (audio_id) DO NOTHING),
-          confirmed AS (UPDATE deliveries SET state = 'confirmed', due_at = NULL, claimed_by = NULL,
-                               confirmed_at = now()
-                         WHERE audio_id IN (SELECT audio_id FROM owned) AND state <> 'confirmed')
+          touched AS (UPDATE deliveries d
+                         SET received_at = now(),
+                             state = CASE WHEN d.acks > 0 THEN 'confirmed' ELSE d.state END,
+                             due_at = CASE WHEN d.acks > 0 THEN NULL ELSE d.due_at END,
+                             claimed_by = CASE WHEN d.acks > 0 THEN NULL ELSE d.claimed_by END,
+                             confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
+                       WHERE d.audio_id IN (SELECT audio_id FROM owned) AND d.state IN (${sqlList(RECEIPT_STATES)}))
      SELECT 1 FROM owned`,
     [enterpriseId, audioId],
   )

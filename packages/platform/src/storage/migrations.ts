@@ -1,3 +1,5 @@
+import { dueCheckSql, stateCheckSql, transitionGuardSql } from '@earshot/support/queue'
+import { deliveryMachine } from '../push/delivery-states.js'
 import type { Database } from './database.js'
 
 /**
@@ -110,6 +112,43 @@ export const migrations: Migration[] = [
         claimed_by text NOT NULL,
         PRIMARY KEY (delivery_id, attempt_no)
       )`,
+    ],
+  },
+  {
+    version: 3,
+    name: 'deliveries as a fenced queue: claim numbers, groups, receipt times, a transition guard; attempts numbered',
+    statements: [
+      // The claim number fences results and only grows: a hand-back no longer lowers it.
+      'ALTER TABLE deliveries RENAME COLUMN attempt_count TO claim_no',
+      // claimed_at: when the current (or last) claim was taken. received_at: the latest receipt callback
+      // for the recording while the delivery was open; an ack confirms at once if it is >= claimed_at.
+      // group_key: the concurrency group, the enterprise (one push URL).
+      `ALTER TABLE deliveries ADD COLUMN claimed_at timestamptz, ADD COLUMN received_at timestamptz,
+         ADD COLUMN group_key text`,
+      'UPDATE deliveries SET group_key = enterprise_id::text',
+      // The states and transitions of push/delivery-states.ts, cancelled included.
+      `ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check, DROP CONSTRAINT deliveries_check,
+         ADD CONSTRAINT deliveries_state_check CHECK (${stateCheckSql(deliveryMachine)}),
+         ADD CONSTRAINT deliveries_due_check CHECK (${dueCheckSql(deliveryMachine)})`,
+      ...transitionGuardSql(deliveryMachine, 'deliveries'),
+      // Every attempt is kept, numbered by attempt_id; one made under a claim that was no longer
+      // current is `stale` (it moved nothing). `aborted`: cut off by a shutdown past its grace.
+      `ALTER TABLE delivery_attempts DROP CONSTRAINT delivery_attempts_pkey,
+         DROP CONSTRAINT delivery_attempts_outcome_check`,
+      'ALTER TABLE delivery_attempts RENAME COLUMN attempt_no TO claim_no',
+      `ALTER TABLE delivery_attempts ADD COLUMN attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+         ADD COLUMN stale boolean NOT NULL DEFAULT false,
+         ADD CONSTRAINT delivery_attempts_outcome_check CHECK (outcome IN ('acked', 'failed', 'aborted'))`,
+      'CREATE INDEX delivery_attempts_by_delivery ON delivery_attempts (delivery_id, claim_no, attempt_id)',
+    ],
+  },
+  {
+    version: 4,
+    name: 'bounded growth: confirmed deliveries pruned by age; the states metrics count, indexed',
+    statements: [
+      "CREATE INDEX deliveries_confirmed ON deliveries (confirmed_at) WHERE state = 'confirmed'",
+      // Deliveries waiting for an operator: few, and counted on every metrics scrape.
+      "CREATE INDEX deliveries_stuck ON deliveries (state) WHERE state IN ('failed', 'unconfirmed')",
     ],
   },
 ]

@@ -10,7 +10,7 @@ import {
   type ScratchDatabase,
   scratchPostgresDatabase,
   testBackends,
-} from '../test-support/backends.js'
+} from '@earshot/test-kit/backends'
 import { migrate, migrations } from './migrations.js'
 import { openDatabase } from './open-database.js'
 
@@ -19,7 +19,7 @@ async function open(backend: BackendName, scratch: ScratchDatabase | undefined):
 }
 
 for (const backend of testBackends) {
-  describe(`${backend} storage`, () => {
+  describe(`${backend} storage`, { timeout: 120_000 }, () => {
     let scratch: ScratchDatabase | undefined
     let db: Database
     before(async () => {
@@ -88,7 +88,7 @@ for (const backend of testBackends) {
   })
 }
 
-describe('embedded data directory lock', () => {
+describe('embedded data directory lock', { timeout: 120_000 }, () => {
   const directory = mkdtempSync(join(tmpdir(), 'earshot-lock-'))
   const dataDir = join(directory, 'data')
   after(() => rmSync(directory, { recursive: true, force: true }))

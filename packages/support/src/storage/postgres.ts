@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
 import { type Database, INT8_OID, parseInt8, type Queryable } from './database.js'
+import { importOptional } from './optional-module.js'
 
 export interface PostgresOptions {
   connectionString: string
@@ -9,6 +10,7 @@ export interface PostgresOptions {
 }
 
 export async function openPostgres({ connectionString, max = 20 }: PostgresOptions): Promise<Database> {
+  const { default: pg } = await importOptional('pg', () => import('pg'))
   const types = {
     getTypeParser: ((oid: number, format?: string) =>
       oid === INT8_OID
@@ -52,7 +54,7 @@ export async function openPostgres({ connectionString, max = 20 }: PostgresOptio
         client.release()
       }
     },
-    listen: (channel, onNotify) => listenOn(connectionString, channel, onNotify),
+    listen: (channel, onNotify) => listenOn(pg, connectionString, channel, onNotify),
     close: () => pool.end(),
   }
 }
@@ -61,6 +63,7 @@ const RECONNECT_DELAY_MS = 1000
 
 /** LISTEN on a dedicated connection (pooled ones come and go), re-established when it drops. */
 async function listenOn(
+  pg: typeof import('pg').default,
   connectionString: string,
   channel: string,
   onNotify: () => void,

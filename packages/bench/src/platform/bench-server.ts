@@ -1,0 +1,133 @@
+/**
+ * Child process of `platform.bench.ts`: starts the platform on the backend it is given (in-memory PGlite
+ * or a PostgreSQL database), seeds the benchmark data set, and reports its URL, credentials and the
+ * query targets to the parent. PGlite lives in one process only, so the data is seeded here for both
+ * backends alike.
+ */
+import { createEnterprise, insertRecordings, startPlatform } from '@earshot/platform'
+import { testConfig } from '@earshot/test-kit/backends'
+import { serveParent } from '../child.js'
+import { type DatasetPlan, devicesOf, QUERY_RANGE, recordingChunks, recordingsOf } from './seed-data.js'
+
+export interface BenchServerSpec {
+  backend: 'pglite' | 'postgres'
+  databaseUrl?: string
+  plan: DatasetPlan
+}
+
+export interface BenchEnterprise {
+  enterpriseId: number
+  keyVersion: number
+  secret: string
+  recordings: number
+  /** A device with an ordinary number of recordings, and how many fall in QUERY_RANGE. */
+  quietDevice: string
+  quietMatches: number
+  /** A busy device, and how many of its recordings fall in QUERY_RANGE. */
+  busyDevice: string
+  busyMatches: number
+  /** Recordings of the enterprise the callback scenario confirms. */
+  callbackAudioIds: string[]
+}
+
+export interface BenchServerReady {
+  type: 'ready'
+  partnerUrl: string
+  databaseVersion: string
+  seedSeconds: number
+  vacuumSeconds: number
+  rssBytes: number
+  enterprises: BenchEnterprise[]
+}
+
+/** Rows per transaction while seeding (insertRecordings itself sends 1000 rows per statement). */
+const SEED_TRANSACTION_ROWS = 10_000
+const CALLBACK_IDS_PER_ENTERPRISE = 100
+
+const spec = JSON.parse(process.env.BENCH_SERVER_SPEC ?? 'null') as BenchServerSpec | null
+if (!spec) throw new Error('BENCH_SERVER_SPEC is not set: this module is started by platform.bench.js')
+const { plan } = spec
+
+const platform = await startPlatform({
+  config: testConfig({
+    rateLimitPerMinute: 0,
+    logLevel: 'silent',
+    dataDir: 'memory://',
+    databaseUrl: spec.databaseUrl,
+  }),
+})
+const db = platform.context.db
+
+const credentials = []
+for (let e = 0; e < plan.enterprises; e++) {
+  credentials.push(await createEnterprise(db, `Bench Enterprise ${e + 1}`, null))
+}
+
+const seedStarted = performance.now()
+let seeded = 0
+let lastReport = seedStarted
+for (const [e, { enterpriseId }] of credentials.entries()) {
+  for (const chunk of recordingChunks(plan, e, SEED_TRANSACTION_ROWS)) {
+    await db.transaction((tx) => insertRecordings(tx, enterpriseId, chunk))
+    seeded += chunk.length
+    const now = performance.now()
+    if (now - lastReport >= 5000 || seeded === plan.recordings) {
+      lastReport = now
+      const seconds = (now - seedStarted) / 1000
+      process.stderr.write(
+        `  seeding ${spec.backend}: ${seeded.toLocaleString('en-US')} / ${plan.recordings.toLocaleString('en-US')} recordings (${Math.round((100 * seeded) / plan.recordings)}%), ${seconds.toFixed(1)} s, ${Math.round(seeded / seconds).toLocaleString('en-US')} rows/s\n`,
+      )
+    }
+  }
+}
+const seedSeconds = (performance.now() - seedStarted) / 1000
+
+// Fresh statistics for the planner, and a visibility map so counts can use index-only scans, as a table
+// that autovacuum has seen would have.
+const vacuumStarted = performance.now()
+await db.query('VACUUM ANALYZE')
+const vacuumSeconds = (performance.now() - vacuumStarted) / 1000
+
+const count = async (enterpriseId: number, deviceUid: string) => {
+  const [row] = await db.query<{ n: number }>(
+    `SELECT count(*) AS n FROM recordings
+      WHERE enterprise_id = $1 AND device_uid = $2 AND recorded_at >= $3::timestamptz AND recorded_at < $4::timestamptz`,
+    [enterpriseId, deviceUid, QUERY_RANGE.startTime, QUERY_RANGE.endTime],
+  )
+  return row?.n ?? 0
+}
+
+const enterprises: BenchEnterprise[] = []
+for (const [e, { enterpriseId, keyVersion, secret }] of credentials.entries()) {
+  const { busy, other } = devicesOf(plan, e)
+  const quietDevice = other[0] as string
+  const busyDevice = busy[0] as string
+  const ids = await db.query<{ audio_id: string }>(
+    'SELECT audio_id FROM recordings WHERE enterprise_id = $1 ORDER BY audio_id LIMIT $2',
+    [enterpriseId, CALLBACK_IDS_PER_ENTERPRISE],
+  )
+  enterprises.push({
+    enterpriseId,
+    keyVersion,
+    secret,
+    recordings: recordingsOf(plan, e),
+    quietDevice,
+    quietMatches: await count(enterpriseId, quietDevice),
+    busyDevice,
+    busyMatches: await count(enterpriseId, busyDevice),
+    callbackAudioIds: ids.map((row) => row.audio_id),
+  })
+}
+const [version] = await db.query<{ version: string }>('SELECT version()')
+
+serveParent(
+  {
+    partnerUrl: platform.partnerUrl,
+    databaseVersion: version?.version ?? 'unknown',
+    seedSeconds,
+    vacuumSeconds,
+    rssBytes: process.memoryUsage.rss(),
+    enterprises,
+  } satisfies Omit<BenchServerReady, 'type'>,
+  () => platform.close(),
+)

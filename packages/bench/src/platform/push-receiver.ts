@@ -1,0 +1,223 @@
+/**
+ * Child process of `push.bench.ts`: a partner's push endpoint on loopback (node:http). Each push to
+ * `/push/<label>` is opened with the enterprise's key and answered `{"code":2000}` at once; as soon as
+ * the answer is out, the receipt callback goes to the platform (POST /openapi/v1/callback, sealed with
+ * a fresh nonce, with an access token fetched when the enterprise was registered) over keep-alive
+ * connections. A callback the platform does not answer with 2000 is retried after 100 ms.
+ *
+ * Control endpoints for the bench: POST /bench/register {label, enterpriseId, keyVersion, secret}
+ * (fetches the token), GET /bench/progress?label=… (counts so far).
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { type EnvelopeKey, loadKey, open, seal } from '@earshot/protocol'
+import { Agent, request } from 'undici'
+import { serveParent } from '../child.js'
+
+export interface PushReceiverReady {
+  type: 'ready'
+  url: string
+}
+
+export interface ReceiverRegistration {
+  label: string
+  enterpriseId: number
+  keyVersion: number
+  secret: string
+}
+
+export interface ReceiverProgress {
+  /** Pushes opened and acknowledged. */
+  pushes: number
+  /** Distinct eventIds among them. */
+  events: number
+  /** Distinct audioIds whose callback the platform answered with 2000. */
+  confirmed: number
+  /** Pushes that could not be opened (answered 400). */
+  badPushes: number
+  callbackRetries: number
+  /** Callbacks given up after MAX_CALLBACK_TRIES. */
+  callbackFailures: number
+  errorSamples: string[]
+}
+
+const MAX_CALLBACK_TRIES = 50
+const RETRY_DELAY_MS = 100
+const MAX_SAMPLES = 5
+
+const partnerUrl = process.env.BENCH_PUSH_PARTNER_URL
+if (!partnerUrl) throw new Error('BENCH_PUSH_PARTNER_URL is not set: this module is started by push.bench.js')
+const connections = Number(process.env.BENCH_PUSH_CALLBACK_CONNECTIONS || 16)
+const agent = new Agent({ connections, keepAliveTimeout: 60_000 })
+const ACK = Buffer.from('{"code":2000}')
+const ackHeaders = { 'content-type': 'application/json', 'content-length': ACK.length }
+
+interface Enterprise {
+  enterpriseId: number
+  keyVersion: number
+  key: EnvelopeKey
+  token: string
+  progress: ReceiverProgress
+  eventIds: Set<string>
+  confirmedIds: Set<string>
+}
+
+const enterprises = new Map<string, Enterprise>()
+let counter = 0
+
+async function post(path: string, body: unknown, token?: string): Promise<{ status: number; reply: Reply }> {
+  const response = await request(`${partnerUrl}${path}`, {
+    method: 'POST',
+    dispatcher: agent,
+    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    body: JSON.stringify(body),
+  })
+  const text = await response.body.text()
+  let reply: Reply
+  try {
+    reply = JSON.parse(text) as Reply
+  } catch {
+    reply = { msg: text.slice(0, 200) }
+  }
+  return { status: response.statusCode, reply }
+}
+
+interface Reply {
+  code?: number
+  msg?: string
+  data?: { accessToken?: string }
+}
+
+async function fetchToken(registration: { enterpriseId: number; keyVersion: number }, key: EnvelopeKey) {
+  const { status, reply } = await post('/openapi/v1/token', {
+    ...seal(key, registration.keyVersion, `bench-token-${++counter}`, {}),
+    enterpriseId: registration.enterpriseId,
+  })
+  const token = reply.data?.accessToken
+  if (reply.code !== 2000 || !token) throw new Error(`token refused: HTTP ${status} ${JSON.stringify(reply)}`)
+  return token
+}
+
+function sample(enterprise: Enterprise, message: string): void {
+  if (enterprise.progress.errorSamples.length < MAX_SAMPLES) enterprise.progress.errorSamples.push(message)
+}
+
+async function callBack(enterprise: Enterprise, audioId: string): Promise<void> {
+  for (let tries = 1; ; tries++) {
+    let problem: string
+    try {
+      const { status, reply } = await post(
+        '/openapi/v1/callback',
+        seal(enterprise.key, enterprise.keyVersion, `bench-cb-${++counter}`, { audioId }),
+        enterprise.token,
+      )
+      if (reply.code === 2000) {
+        enterprise.confirmedIds.add(audioId)
+        enterprise.progress.confirmed = enterprise.confirmedIds.size
+        return
+      }
+      problem = `callback: HTTP ${status}, code ${reply.code}: ${reply.msg}`
+      if (reply.code === 4010 || reply.code === 4011) {
+        enterprise.token = await fetchToken(enterprise, enterprise.key).catch(() => enterprise.token)
+      }
+    } catch (error) {
+      problem = `callback: ${(error as Error).message}`
+    }
+    sample(enterprise, problem)
+    if (tries >= MAX_CALLBACK_TRIES) {
+      enterprise.progress.callbackFailures++
+      return
+    }
+    enterprise.progress.callbackRetries++
+    await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS))
+  }
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = []
+  for await (const chunk of request) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString('utf8')
+}
+
+function answer(response: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body)
+  response.writeHead(status, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  })
+  response.end(text)
+}
+
+async function handlePush(label: string, request: IncomingMessage, response: ServerResponse) {
+  const body = await readBody(request)
+  const enterprise = enterprises.get(label)
+  if (!enterprise) return answer(response, 404, { code: 4040, msg: `no enterprise registered as ${label}` })
+  let event: { eventId?: unknown; audioId?: unknown }
+  try {
+    event = open(JSON.parse(body), enterprise.key).plaintext
+    if (typeof event.eventId !== 'string' || typeof event.audioId !== 'string') {
+      throw new Error('the push holds no eventId or audioId')
+    }
+  } catch (error) {
+    enterprise.progress.badPushes++
+    sample(enterprise, `push: ${(error as Error).message}`)
+    return answer(response, 400, { code: 4000, msg: (error as Error).message })
+  }
+  enterprise.progress.pushes++
+  enterprise.eventIds.add(event.eventId)
+  enterprise.progress.events = enterprise.eventIds.size
+  const audioId = event.audioId
+  response.writeHead(200, ackHeaders)
+  response.end(ACK, () => void callBack(enterprise, audioId))
+}
+
+async function handleRegister(request: IncomingMessage, response: ServerResponse) {
+  const registration = JSON.parse(await readBody(request)) as ReceiverRegistration
+  const key = loadKey(registration.secret)
+  const token = await fetchToken(registration, key)
+  enterprises.set(registration.label, {
+    enterpriseId: registration.enterpriseId,
+    keyVersion: registration.keyVersion,
+    key,
+    token,
+    progress: {
+      pushes: 0,
+      events: 0,
+      confirmed: 0,
+      badPushes: 0,
+      callbackRetries: 0,
+      callbackFailures: 0,
+      errorSamples: [],
+    },
+    eventIds: new Set(),
+    confirmedIds: new Set(),
+  })
+  answer(response, 200, { registered: registration.label })
+}
+
+const server = createServer({ keepAliveTimeout: 60_000 }, (request, response) => {
+  const url = new URL(request.url ?? '/', 'http://receiver')
+  const handled =
+    request.method === 'POST' && url.pathname.startsWith('/push/')
+      ? handlePush(url.pathname.slice('/push/'.length), request, response)
+      : request.method === 'POST' && url.pathname === '/bench/register'
+        ? handleRegister(request, response)
+        : request.method === 'GET' && url.pathname === '/bench/progress'
+          ? Promise.resolve(
+              answer(response, 200, enterprises.get(url.searchParams.get('label') ?? '')?.progress ?? null),
+            )
+          : Promise.resolve(answer(response, 404, { code: 4040, msg: 'not found' }))
+  handled.catch((error: unknown) => {
+    if (!response.headersSent) answer(response, 500, { code: 5000, msg: (error as Error).message })
+    else response.destroy()
+  })
+})
+
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo
+  serveParent({ url: `http://127.0.0.1:${port}` } satisfies Omit<PushReceiverReady, 'type'>, async () => {
+    server.closeAllConnections()
+    await new Promise<void>((resolve) => server.close(() => resolve()))
+    await agent.close()
+  })
+})

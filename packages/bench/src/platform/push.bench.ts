@@ -1,0 +1,570 @@
+/**
+ * `npm run bench:push`: push delivery end to end, beside a raw SKIP LOCKED claim/complete loop on the
+ * same database in the same run, on both backends.
+ *
+ * For each backend (BENCH_BACKENDS, default `pglite,postgres`; PGlite in a data directory under the
+ * system's temp directory, PostgreSQL in a scratch database on the DATABASE_URL server, dropped at the
+ * end):
+ *
+ * 1. raw loop: BENCH_PUSH_RECORDINGS rows (default 20,000) due now in a table shaped like deliveries,
+ *    drained by a loop with the dispatcher's concurrency (push-raw-loop.ts), in a child process;
+ * 2. backlog drain: the platform (push-platform.ts) and a receiver that acks and calls back at once
+ *    (push-receiver.ts), each in a child process; one JSON Lines import of BENCH_PUSH_RECORDINGS
+ *    recordings (one transaction, so every delivery falls due at its commit), timed to the last
+ *    confirmation;
+ * 3. paced load: the same number of recordings created at BENCH_PUSH_RATE per second (default 1,000) as
+ *    imports of one 50 ms share each, on a schedule that catches up rather than drifts.
+ *
+ * Latencies and attempt counts are computed in SQL from deliveries and delivery_attempts once the
+ * platform has stopped (push-stats.ts). The results go to docs/benchmarks.md between the push markers.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { loadConfig } from '@earshot/platform'
+import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
+import {
+  type Backend,
+  backendsSetting,
+  cleanUpOnInterrupt,
+  format,
+  integerSetting,
+  log,
+  machineLine,
+  measureBackends,
+  ms,
+  publishSection,
+  sectionText,
+  withCleanup,
+  yes,
+} from '../bench-support.js'
+import { type RunningChild, startChild } from '../child.js'
+import type { PushPlatformReady } from './push-platform.js'
+import type { RawLoopReady, RawLoopRun, RawLoopSpec } from './push-raw-loop.js'
+import type { PushReceiverReady, ReceiverProgress, ReceiverRegistration } from './push-receiver.js'
+import type { DeliveryStats, PushStatsReady, PushStatsSpec } from './push-stats.js'
+
+const TARGET_CONFIRMED_PER_SECOND = 1000
+const TARGET_FIRST_ATTEMPT_P99_MS = 100
+const TARGET_RATE = 1000
+const TARGET_RAW_RATIO = 0.5
+const ISSUE_RECORDINGS = 20_000
+/** The paced run sends one import per this many milliseconds. */
+const PACE_INTERVAL_MS = 50
+const MAX_IMPORTS_IN_FLIGHT = 8
+/** A run with no new push or confirmation for this long is given up. */
+const STALL_MS = 30_000
+const ADMIN_TOKEN = 'bench-admin-token-0123456789'
+
+const recordings = integerSetting('BENCH_PUSH_RECORDINGS', ISSUE_RECORDINGS)
+const rate = integerSetting('BENCH_PUSH_RATE', TARGET_RATE)
+const callbackConnections = integerSetting('BENCH_PUSH_CALLBACK_CONNECTIONS', 16)
+const backends = backendsSetting()
+// The platform child reads the same environment: EARSHOT_PUSH_CONCURRENCY and friends apply to both.
+const platformConfig = loadConfig(process.env)
+const rawInFlight = [
+  ...new Set([platformConfig.pushConcurrency, platformConfig.pushConcurrencyPerUrl]),
+] as number[]
+const paceBatch = Math.max(1, Math.round((rate * PACE_INTERVAL_MS) / 1000))
+const paceIntervalMs = (1000 * paceBatch) / rate
+cleanUpOnInterrupt()
+
+interface Storage {
+  dataDir?: string
+  databaseUrl?: string
+}
+
+interface Credentials {
+  enterpriseId: number
+  keyVersion: number
+  secret: string
+}
+
+async function adminPost<T>(platform: PushPlatformReady, path: string, body: unknown): Promise<T> {
+  const response = await fetch(`${platform.adminUrl}/admin/v1${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${platform.adminToken}` },
+    body: JSON.stringify(body),
+  })
+  const reply = await response.json()
+  if (!response.ok) throw new Error(`POST ${path}: HTTP ${response.status} ${JSON.stringify(reply)}`)
+  return reply as T
+}
+
+/** An enterprise pushing to the receiver's /push/<label>, registered with the receiver. */
+async function benchEnterprise(
+  platform: PushPlatformReady,
+  receiverUrl: string,
+  label: string,
+): Promise<Credentials> {
+  const created = await adminPost<Credentials>(platform, '/enterprises', {
+    name: `Push bench ${label}`,
+    pushUrl: `${receiverUrl}/push/${label}`,
+  })
+  const registration: ReceiverRegistration = { label, ...created }
+  const response = await fetch(`${receiverUrl}/bench/register`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(registration),
+  })
+  if (!response.ok) throw new Error(`receiver refused ${label}: ${await response.text()}`)
+  return created
+}
+
+const RECORDED_FROM = Date.UTC(2025, 5, 1)
+
+/** Audio-only recordings (one delivery each: recording.audio_ready), as JSON Lines. */
+function jsonLines(label: string, from: number, count: number): string {
+  const lines: string[] = []
+  for (let i = from; i < from + count; i++) {
+    lines.push(
+      JSON.stringify({
+        deviceUid: `bench-device-${i % 100}`,
+        title: `Push bench ${label} ${i}`,
+        recordedAt: new Date(RECORDED_FROM + i * 1000).toISOString(),
+        denoiseUrl: `https://cdn.example.com/bench/${label}/${i}.wav`,
+        recordDuration: 60_000,
+      }),
+    )
+  }
+  return `${lines.join('\n')}\n`
+}
+
+interface ImportTiming {
+  /** Epoch milliseconds: request sent, and the `{imported}` line (written after the commit) read. */
+  started: number
+  acked: number
+  count: number
+}
+
+async function importRecordings(
+  platform: PushPlatformReady,
+  enterpriseId: number,
+  body: string,
+): Promise<ImportTiming> {
+  const started = Date.now()
+  const response = await fetch(
+    `${platform.adminUrl}/admin/v1/enterprises/${enterpriseId}/recordings/import`,
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson', authorization: `Bearer ${platform.adminToken}` },
+      body,
+    },
+  )
+  const text = await response.text()
+  const acked = Date.now()
+  const last = text.trimEnd().split('\n').at(-1) ?? ''
+  let imported: number | undefined
+  try {
+    imported = (JSON.parse(last) as { imported?: number }).imported
+  } catch {}
+  if (imported === undefined) throw new Error(`import failed: HTTP ${response.status} ${last.slice(0, 300)}`)
+  return { started, acked, count: imported }
+}
+
+async function progressOf(receiverUrl: string, label: string): Promise<ReceiverProgress> {
+  const response = await fetch(`${receiverUrl}/bench/progress?label=${encodeURIComponent(label)}`)
+  return (await response.json()) as ReceiverProgress
+}
+
+/** Polls the receiver until `expected` recordings are confirmed, or nothing moves for STALL_MS. */
+async function awaitConfirmations(
+  receiverUrl: string,
+  label: string,
+  expected: () => number,
+  finished: () => boolean,
+): Promise<{ progress: ReceiverProgress; stalled: boolean }> {
+  let seen = ''
+  let lastChange = performance.now()
+  let lastLog = performance.now()
+  let loggedConfirmed = 0
+  for (;;) {
+    const progress = await progressOf(receiverUrl, label)
+    if (finished() && progress.confirmed >= expected()) return { progress, stalled: false }
+    const now = performance.now()
+    const state = `${progress.pushes}/${progress.confirmed}/${progress.callbackRetries}`
+    if (state !== seen || !finished()) {
+      seen = state
+      lastChange = now
+    } else if (now - lastChange > STALL_MS) {
+      return { progress, stalled: true }
+    }
+    if (now - lastLog >= 5000) {
+      const perSecond = (1000 * (progress.confirmed - loggedConfirmed)) / (now - lastLog)
+      lastLog = now
+      loggedConfirmed = progress.confirmed
+      log(
+        `  ${label}: ${format(progress.pushes)} pushes, ${format(progress.confirmed)} confirmed (${format(perSecond)}/s over the last 5 s)`,
+      )
+    }
+    await sleep(100)
+  }
+}
+
+/** CPU use of the children between two readings, % of one core. */
+async function usageOf(children: RunningChild<unknown>[]): Promise<{ at: number; cpu: number[] }> {
+  const usages = await Promise.all(children.map((child) => child.usage()))
+  return { at: performance.now(), cpu: usages.map((usage) => usage.cpuMicros) }
+}
+function cpuPercent(before: { at: number; cpu: number[] }, after: { at: number; cpu: number[] }): number[] {
+  const seconds = (after.at - before.at) / 1000
+  return after.cpu.map((micros, i) => (100 * (micros - (before.cpu[i] ?? 0))) / 1e6 / seconds)
+}
+
+interface PhaseResult {
+  label: string
+  credentials: Credentials
+  imports: ImportTiming[]
+  importFailures: string[]
+  progress: ReceiverProgress
+  stalled: boolean
+  cpu: number[]
+  lateImports: number
+}
+
+/**
+ * One phase on an enterprise of its own, registered with the receiver: `send` imports the recordings
+ * through `importBody` (an import failed is recorded, not thrown) and resolves with the number of imports
+ * sent late. The receiver's confirmations are awaited once `send` has finished, or while it runs with
+ * `overlap`, until every recording imported is confirmed; CPU use is measured over both.
+ */
+async function runPhase(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+  label: string,
+  overlap: boolean,
+  send: (importBody: (body: string) => Promise<void>) => Promise<number>,
+): Promise<PhaseResult> {
+  const credentials = await benchEnterprise(platform.ready, receiver.ready.url, label)
+  const before = await usageOf([platform, receiver])
+  const imports: ImportTiming[] = []
+  const importFailures: string[] = []
+  const importBody = (body: string) =>
+    importRecordings(platform.ready, credentials.enterpriseId, body).then(
+      (timing) => void imports.push(timing),
+      (error: unknown) => void importFailures.push((error as Error).message),
+    )
+  let sending = true
+  const sent = send(importBody).finally(() => {
+    sending = false
+  })
+  if (!overlap) await sent
+  const { progress, stalled } = await awaitConfirmations(
+    receiver.ready.url,
+    label,
+    () => imports.reduce((sum, timing) => sum + timing.count, 0),
+    () => !sending,
+  )
+  const lateImports = await sent
+  const cpu = cpuPercent(before, await usageOf([platform, receiver]))
+  return { label, credentials, imports, importFailures, progress, stalled, cpu, lateImports }
+}
+
+/** Every recording in one import (one transaction), then its deliveries drained. */
+function drainPhase(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+): Promise<PhaseResult> {
+  const body = jsonLines('drain', 0, recordings)
+  log(`  drain: importing ${format(recordings)} recordings in one transaction`)
+  return runPhase(platform, receiver, 'drain', false, async (importBody) => {
+    await importBody(body)
+    return 0
+  })
+}
+
+/** The recordings imported at `rate` per second, on a schedule that catches up rather than drifts. */
+function pacedPhase(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+): Promise<PhaseResult> {
+  const bodies: string[] = []
+  for (let from = 0; from < recordings; from += paceBatch) {
+    bodies.push(jsonLines('paced', from, Math.min(paceBatch, recordings - from)))
+  }
+  log(
+    `  paced: ${format(recordings)} recordings at ${format(rate)}/s (${paceBatch} every ${format(paceIntervalMs, 1)} ms)`,
+  )
+  return runPhase(platform, receiver, 'paced', true, async (importBody) => {
+    const running = new Set<Promise<void>>()
+    let lateImports = 0
+    const start = performance.now()
+    for (const [k, body] of bodies.entries()) {
+      const wait = start + k * paceIntervalMs - performance.now()
+      if (wait > 0) await sleep(wait)
+      // Behind schedule: send at once (catching up) instead of pushing the whole schedule back.
+      else if (-wait > paceIntervalMs) lateImports++
+      while (running.size >= MAX_IMPORTS_IN_FLIGHT) await Promise.race(running)
+      const sent: Promise<void> = importBody(body).finally(() => running.delete(sent))
+      running.add(sent)
+    }
+    await Promise.all(running)
+    return lateImports
+  })
+}
+
+interface BackendReport {
+  backend: Backend
+  databaseVersion: string
+  serverSettings: string
+  settings: PushPlatformReady['settings']
+  raw: RawLoopRun[]
+  drain: PhaseResult & { stats: DeliveryStats }
+  paced: PhaseResult & { stats: DeliveryStats }
+}
+
+async function measureBackend(backend: Backend): Promise<BackendReport> {
+  let scratch: ScratchDatabase | undefined
+  let tempDir: string | undefined
+  if (backend === 'postgres') scratch = await scratchPostgresDatabase()
+  else tempDir = mkdtempSync(join(tmpdir(), 'earshot-push-bench-'))
+  const storage: Storage = scratch
+    ? { databaseUrl: scratch.url }
+    : { dataDir: join(tempDir as string, 'data') }
+  return withCleanup(
+    async () => {
+      await scratch?.drop()
+      if (tempDir) rmSync(tempDir, { recursive: true, force: true })
+    },
+    async () => {
+      log(
+        `${backend}: raw SKIP LOCKED loop, ${format(recordings)} rows, ${rawInFlight.join(' and ')} in flight`,
+      )
+      const rawSpec: RawLoopSpec = {
+        ...storage,
+        poolSize: platformConfig.databasePoolSize,
+        rows: recordings,
+        inFlight: rawInFlight,
+      }
+      const rawChild = await startChild<RawLoopReady>('./push-raw-loop.js', {
+        BENCH_RAW_LOOP_SPEC: JSON.stringify(rawSpec),
+      })
+      await rawChild.stop()
+      const raw = rawChild.ready.runs
+      for (const run of raw) {
+        log(`  ${run.inFlight} in flight: ${format(run.rowsPerSecond)} rows/s (${format(run.seconds, 2)} s)`)
+      }
+
+      log(`${backend}: starting the platform and the receiver`)
+      const platform = await startChild<PushPlatformReady>('./push-platform.js', {
+        EARSHOT_HOST: '127.0.0.1',
+        EARSHOT_PORT: '0',
+        EARSHOT_ADMIN_HOST: '127.0.0.1',
+        EARSHOT_ADMIN_PORT: '0',
+        EARSHOT_ADMIN_TOKEN: ADMIN_TOKEN,
+        EARSHOT_PUSH_ALLOW_PRIVATE: '1',
+        EARSHOT_PUSH_DISPATCH: '1',
+        EARSHOT_RATE_LIMIT: '0',
+        EARSHOT_LOG_LEVEL: 'warn',
+        EARSHOT_DEMO: '0',
+        ...(storage.databaseUrl
+          ? { DATABASE_URL: storage.databaseUrl }
+          : { DATABASE_URL: '', EARSHOT_DATA_DIR: storage.dataDir as string }),
+      })
+      const phases = await withCleanup(
+        () => platform.stop(),
+        async () => {
+          const receiver = await startChild<PushReceiverReady>('./push-receiver.js', {
+            BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
+            BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
+          })
+          return withCleanup(
+            () => receiver.stop(),
+            async () => {
+              log(`${backend}: backlog drain`)
+              const drain = await drainPhase(platform, receiver)
+              log(`${backend}: paced load`)
+              const paced = await pacedPhase(platform, receiver)
+              return { drain, paced }
+            },
+          )
+        },
+      )
+
+      log(`${backend}: computing latencies from deliveries and delivery_attempts`)
+      const statsSpec: PushStatsSpec = {
+        ...storage,
+        enterprises: [phases.drain, phases.paced].map(({ label, credentials }) => ({
+          label,
+          enterpriseId: credentials.enterpriseId,
+        })),
+      }
+      const statsChild = await startChild<PushStatsReady>('./push-stats.js', {
+        BENCH_PUSH_STATS_SPEC: JSON.stringify(statsSpec),
+      })
+      await statsChild.stop()
+      const { stats } = statsChild.ready
+      return {
+        backend,
+        databaseVersion: platform.ready.databaseVersion,
+        serverSettings: platform.ready.serverSettings,
+        settings: platform.ready.settings,
+        raw,
+        drain: { ...phases.drain, stats: stats.drain as DeliveryStats },
+        paced: { ...phases.paced, stats: stats.paced as DeliveryStats },
+      }
+    },
+  )
+}
+
+/** The drain's window opens at the import's commit (seen as the `{imported}` line, or the first attempt if earlier). */
+function drainFigures(drain: BackendReport['drain']) {
+  const { stats } = drain
+  const committed = Math.min(drain.imports[0]?.acked ?? Number.NaN, stats.firstAttempt)
+  const seconds = (stats.lastConfirmed - committed) / 1000
+  const importSeconds = drain.imports[0]
+    ? (drain.imports[0].acked - drain.imports[0].started) / 1000
+    : Number.NaN
+  return { seconds, confirmedPerSecond: stats.confirmed / seconds, importSeconds }
+}
+
+function pacedFigures(paced: BackendReport['paced']) {
+  const { stats, imports } = paced
+  const created = imports.reduce((sum, timing) => sum + timing.count, 0)
+  const first = Math.min(...imports.map((timing) => timing.started))
+  const last = Math.max(...imports.map((timing) => timing.acked))
+  const importLatencies = imports.map((timing) => timing.acked - timing.started).sort((a, b) => a - b)
+  const importP99 = importLatencies[Math.ceil(importLatencies.length * 0.99) - 1] ?? Number.NaN
+  return {
+    creationPerSecond: created / ((last - first) / 1000),
+    confirmedPerSecond: stats.confirmed / ((stats.lastConfirmed - stats.firstCreated) / 1000),
+    importP99,
+  }
+}
+
+function failuresOf(report: BackendReport): string[] {
+  const failures: string[] = []
+  for (const phase of [report.drain, report.paced]) {
+    const { progress, stats } = phase
+    const expected = phase.imports.reduce((sum, timing) => sum + timing.count, 0)
+    for (const failure of phase.importFailures.slice(0, 3)) failures.push(`${phase.label}: ${failure}`)
+    if (phase.importFailures.length > 3) {
+      failures.push(`${phase.label}: ${phase.importFailures.length} imports failed in all`)
+    }
+    if (phase.stalled) {
+      failures.push(
+        `${phase.label}: gave up after ${STALL_MS / 1000} s without progress (${progress.confirmed} of ${expected} confirmed)`,
+      )
+    }
+    if (stats.deliveries !== expected || stats.confirmed !== expected) {
+      failures.push(
+        `${phase.label}: ${format(stats.deliveries)} deliveries, ${format(stats.confirmed)} confirmed, for ${format(expected)} recordings imported`,
+      )
+    }
+    if (stats.failedAttempts > 0)
+      failures.push(`${phase.label}: ${stats.failedAttempts} failed push attempts`)
+    if (progress.badPushes > 0 || progress.callbackFailures > 0) {
+      failures.push(
+        `${phase.label}: ${progress.badPushes} pushes the receiver could not open, ${progress.callbackFailures} callbacks given up`,
+      )
+    }
+    if (progress.errorSamples.length > 0) {
+      failures.push(
+        `${phase.label}: ${progress.callbackRetries} callback retries; e.g. \`${progress.errorSamples[0]}\``,
+      )
+    }
+  }
+  return failures
+}
+
+const atIssueScale = recordings >= ISSUE_RECORDINGS
+
+function renderBackend(report: BackendReport): string {
+  const { settings, drain, paced } = report
+  const drained = drainFigures(drain)
+  const pacedRun = pacedFigures(paced)
+  const baseline = report.raw.find((run) => run.inFlight === settings.pushConcurrency) ?? report.raw[0]
+  const ratio = drained.confirmedPerSecond / (baseline?.rowsPerSecond ?? Number.NaN)
+  const latencies = (stats: DeliveryStats) =>
+    `${ms(stats.firstP50)} / ${ms(stats.firstP99)} / ${ms(stats.firstMax)} | ${ms(stats.confirmP50)} / ${ms(stats.confirmP99)} / ${ms(stats.confirmMax)}`
+  const attempts = (stats: DeliveryStats) => `${format(stats.attempts)} (${format(stats.repeated)} repeated)`
+  const cpu = (phase: PhaseResult) =>
+    `${format(phase.cpu[0] ?? Number.NaN)} / ${format(phase.cpu[1] ?? Number.NaN)}`
+
+  const rows = [
+    ...report.raw.map(
+      (run) =>
+        `| raw SKIP LOCKED loop, ${run.inFlight} completions in flight${run.inFlight === settings.pushConcurrencyPerUrl && run.inFlight !== settings.pushConcurrency ? ' (the per-URL limit, for reference)' : ''}: no HTTP, no crypto | ${format(run.rows)} | **${format(run.rowsPerSecond)} rows/s** (${format(run.seconds, 2)} s, ${format(run.claims)} claims) | – | – | – | ${format(run.cpuPercent)} (loop process) |`,
+    ),
+    `| backlog drain: one import of ${format(drain.stats.deliveries)} (one transaction, ${format(drained.importSeconds, 2)} s), commit → last confirmation | ${format(drain.stats.deliveries)} | **${format(drained.confirmedPerSecond)} confirmed/s** (${format(drained.seconds, 2)} s; ${format(100 * ratio)}% of the raw loop) | ${latencies(drain.stats)} | ${attempts(drain.stats)} | ${cpu(drain)} |`,
+    `| paced: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
+  ]
+
+  const onPostgres = report.backend === 'postgres'
+  /** A PostgreSQL target: judged there, shown for reference on PGlite; not assessed off the issue's scale. */
+  const target = (text: string, holds: boolean, figures: string, offScale?: string) =>
+    `${text}: ${offScale ? `not assessed (${offScale})` : onPostgres ? yes(holds) : 'a PostgreSQL target, shown for reference'} (${figures})`
+  const offScale = atIssueScale
+    ? undefined
+    : `${format(recordings)} recordings, not ${format(ISSUE_RECORDINGS)}`
+  const targets = [
+    target(
+      `≥ ${format(TARGET_CONFIRMED_PER_SECOND)} deliveries confirmed/s (backlog drain)`,
+      drained.confirmedPerSecond >= TARGET_CONFIRMED_PER_SECOND,
+      `${format(drained.confirmedPerSecond)}/s`,
+      offScale,
+    ),
+    target(
+      `creation → first attempt p99 ≤ ${TARGET_FIRST_ATTEMPT_P99_MS} ms at ${format(TARGET_RATE)} recordings/s (paced run)`,
+      paced.stats.firstP99 <= TARGET_FIRST_ATTEMPT_P99_MS,
+      `p99 ${ms(paced.stats.firstP99)} ms at ${format(pacedRun.creationPerSecond)} recordings/s achieved`,
+      rate === TARGET_RATE ? offScale : `paced at ${format(rate)}/s`,
+    ),
+    target(
+      `drain rate ≥ ${TARGET_RAW_RATIO * 100}% of the raw loop at ${settings.pushConcurrency} in flight`,
+      ratio >= TARGET_RAW_RATIO,
+      `${format(100 * ratio)}%: ${format(drained.confirmedPerSecond)} vs ${format(baseline?.rowsPerSecond ?? Number.NaN)}/s`,
+      offScale,
+    ),
+  ]
+
+  const notes = [
+    `push attempt duration (delivery_attempts.duration_ms: the HTTP exchange as the dispatcher times it) p50 / p99: ${ms(drain.stats.attemptP50)} / ${ms(drain.stats.attemptP99)} ms in the drain, ${ms(paced.stats.attemptP50)} / ${ms(paced.stats.attemptP99)} ms in the paced run`,
+  ]
+  const failures = failuresOf(report)
+  const lines = [
+    report.backend === 'pglite'
+      ? '### PGlite, data directory on disk, inside the platform process'
+      : '### PostgreSQL',
+    '',
+    `${report.databaseVersion.split(',')[0]}${report.serverSettings ? ` (${report.serverSettings})` : ''}. Platform: EARSHOT_PUSH_CONCURRENCY ${settings.pushConcurrency}, EARSHOT_PUSH_CONCURRENCY_PER_URL ${settings.pushConcurrencyPerUrl} (all pushes here go to one URL, so at most ${Math.min(settings.pushConcurrency, settings.pushConcurrencyPerUrl)} are in flight), push timeout ${settings.pushTimeoutSeconds} s, ${onPostgres ? `database pool ${settings.databasePoolSize}` : 'one PGlite instance'}. The raw loop uses the same openDatabase${onPostgres ? ` (pool ${settings.databasePoolSize})` : ''}.`,
+    '',
+    '| run | recordings | throughput | creation → first attempt p50 / p99 / max ms | creation → confirmed p50 / p99 / max ms | push attempts | CPU % platform / receiver |',
+    '|---|---:|---|---:|---:|---:|---:|',
+    ...rows,
+    '',
+    'Targets:',
+    '',
+    ...targets.map((target) => `- ${target}`),
+    '',
+    ...notes.map((note) => `Note: ${note}.`),
+  ]
+  if (failures.length > 0) lines.push('', '**Errors:**', '', ...failures.map((failure) => `- ${failure}`))
+  return lines.join('\n')
+}
+
+const machine = machineLine()
+const { reports, skipped } = await measureBackends(backends, measureBackend)
+
+const scale =
+  !atIssueScale || rate !== TARGET_RATE
+    ? ` **Reduced scale** (the issue's is ${format(ISSUE_RECORDINGS)} recordings, paced at ${format(TARGET_RATE)}/s): figures not comparable with the targets.`
+    : ''
+const section = sectionText(
+  [
+    `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
+    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight). Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
+    ...reports.map(renderBackend),
+  ],
+  skipped,
+)
+
+publishSection('push', section, {
+  heading: '## Push delivery (`npm run bench:push`)',
+})
+const errors = reports.reduce((sum, report) => sum + failuresOf(report).length, 0)
+if (errors > 0) {
+  log(`\n${errors} problem(s) in the runs: see above`)
+  process.exitCode = 1
+}

@@ -1,0 +1,123 @@
+/**
+ * The benchmark's data set: deterministic (a fixed seed, one random stream per enterprise), so every run
+ * of a given scale holds the same recordings.
+ *
+ * - Recordings are shared out evenly over the enterprises; device d belongs to enterprise d mod E.
+ * - In each enterprise, 1% of the devices (at least one) are "busy": together they hold BUSY_SHARE of the
+ *   enterprise's recordings; the rest is spread uniformly over the other devices. At the default scale
+ *   (1,000,000 / 10 / 5,000) that is ~2,000 recordings a year per busy device and ~180 per other device.
+ * - recordedAt is uniform over the year 2025 (UTC).
+ * - 70% have audio and transcript (set A), 20% audio only (set B), 10% transcript only (set A).
+ */
+
+import type { NewRecording } from '@earshot/platform'
+import { samplePhrases, sampleTopics } from '@earshot/platform'
+import type { TranscriptSentence } from '@earshot/protocol'
+
+export interface DatasetPlan {
+  recordings: number
+  enterprises: number
+  devices: number
+  seed: number
+}
+
+export const DEFAULT_SEED = 0x5eed_2025
+export const YEAR_START_MS = Date.UTC(2025, 0, 1)
+export const YEAR_MS = 365 * 86_400_000
+export const BUSY_SHARE = 0.1
+const BUSY_DEVICE_FRACTION = 0.01
+
+/** The time range of the filtered queries: 2025-02-01 to 2025-11-01, three quarters of the year. */
+export const QUERY_RANGE = { startTime: '2025-02-01T00:00:00Z', endTime: '2025-11-01T00:00:00Z' } as const
+
+/** mulberry32: small, fast, and good enough to spread benchmark data. */
+export function prng(seed: number): () => number {
+  let state = seed >>> 0
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0
+    let t = state
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296
+  }
+}
+
+/** How many of the plan's recordings enterprise index e (0-based) holds. */
+export function recordingsOf(plan: DatasetPlan, e: number): number {
+  return Math.floor(plan.recordings / plan.enterprises) + (e < plan.recordings % plan.enterprises ? 1 : 0)
+}
+
+/** The device UIDs of enterprise index e, busy ones first. */
+export function devicesOf(plan: DatasetPlan, e: number): { busy: string[]; other: string[] } {
+  const all: string[] = []
+  for (let d = e; d < plan.devices; d += plan.enterprises) all.push(`EAR-${String(d).padStart(6, '0')}`)
+  const busyCount = Math.max(1, Math.round(all.length * BUSY_DEVICE_FRACTION))
+  return { busy: all.slice(0, busyCount), other: all.slice(busyCount) }
+}
+
+export function checkPlan(plan: DatasetPlan): void {
+  if (plan.enterprises < 1 || plan.recordings < plan.enterprises) {
+    throw new Error('BENCH_RECORDINGS must be at least BENCH_ENTERPRISES, which must be at least 1')
+  }
+  if (plan.devices < 2 * plan.enterprises) {
+    throw new Error('BENCH_DEVICES must be at least twice BENCH_ENTERPRISES (a busy and a quiet device each)')
+  }
+}
+
+/**
+ * The recordings of enterprise index e, generated lazily in chunks of `chunkSize` (the same recordings
+ * whatever the chunk size).
+ */
+export function* recordingChunks(
+  plan: DatasetPlan,
+  e: number,
+  chunkSize: number,
+): Generator<NewRecording[], void, void> {
+  const random = prng((plan.seed ^ Math.imul(e + 1, 0x9e3779b1)) >>> 0)
+  const { busy, other } = devicesOf(plan, e)
+  const count = recordingsOf(plan, e)
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T
+  const idBytes = Buffer.alloc(12)
+  let chunk: NewRecording[] = []
+  for (let j = 0; j < count; j++) {
+    // 8 random bytes, then enterprise and sequence number: random-looking, and unique by construction.
+    idBytes.writeUInt32BE(Math.floor(random() * 4_294_967_296), 0)
+    idBytes.writeUInt32BE(Math.floor(random() * 4_294_967_296), 4)
+    idBytes.writeUInt32BE((e * 0x1000000 + j) >>> 0, 8)
+    const audioId = `aud_${idBytes.toString('base64url')}`
+    const deviceUid = random() < BUSY_SHARE ? pick(busy) : pick(other)
+    const recordedAt = new Date(YEAR_START_MS + Math.floor(random() * YEAR_MS)).toISOString()
+    const durationMs = 10_000 + Math.floor(random() * 1_790_000)
+    const kind = random()
+    const recording: NewRecording = {
+      audioId,
+      deviceUid,
+      title: `${pick(sampleTopics)} #${1 + Math.floor(random() * 999)}`,
+      recordedAt,
+    }
+    if (kind < 0.9) {
+      recording.denoiseUrl = `https://media.example.com/denoised/${audioId}.wav`
+      recording.recordDuration = Math.round(durationMs / 1000)
+    }
+    if (kind < 0.7 || kind >= 0.9) {
+      const sentences: TranscriptSentence[] = [0, 1].map((s) => ({
+        text: pick(samplePhrases),
+        beginTime: s * 4000,
+        endTime: s * 4000 + 3500,
+      }))
+      recording.transcript = {
+        transcriptId: e * 100_000_000 + j + 1,
+        transcriptText: sentences.map((sentence) => sentence.text).join(' '),
+        sentences,
+        durationMs,
+        wordsCount: Math.round(durationMs / 400),
+      }
+    }
+    chunk.push(recording)
+    if (chunk.length === chunkSize) {
+      yield chunk
+      chunk = []
+    }
+  }
+  if (chunk.length > 0) yield chunk
+}

@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { promisify } from 'node:util'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
+import { closedPort } from '@earshot/test-kit/run-cli'
+
+const run = promisify(execFile)
+const repository = new URL('../../../', import.meta.url).pathname
+const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+const pgliteVersion = (
+  JSON.parse(readFileSync(join(repository, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as {
+    version: string
+  }
+).version
+
+/** The README's first ```js block after `heading`, with each placeholder replaced (each must be there). */
+function readmeExample(heading: string, replacements: [string, string][]): string {
+  const section = readme.slice(readme.indexOf(heading))
+  const match = /```js\n([\s\S]*?)```/.exec(section)
+  assert.ok(match?.[1], `the README has a js example under ${heading}`)
+  let code = match[1]
+  for (const [placeholder, value] of replacements) {
+    assert.ok(code.includes(placeholder), `the example under ${heading} holds ${placeholder}`)
+    code = code.replaceAll(placeholder, value)
+  }
+  return code
+}
+
+// What a partner does: npm pack the published packages, install the tarballs into an empty project,
+// and run the README's examples against a running platform.
+describe('the packed partner kit', { timeout: 240_000 }, () => {
+  let project: string
+  let platform: TestPlatform
+  let partner: TestPartner
+  let audioId: string
+
+  before(async () => {
+    project = mkdtempSync(join(tmpdir(), 'earshot-kit-'))
+    await run(
+      'npm',
+      [
+        'pack',
+        '--silent',
+        '--pack-destination',
+        project,
+        ...['protocol', 'support', 'partner'].flatMap((p) => ['-w', `@earshot/${p}`]),
+      ],
+      { cwd: repository },
+    )
+    writeFileSync(
+      join(project, 'package.json'),
+      JSON.stringify({ name: 'partner-app', private: true, type: 'module' }),
+    )
+    // Everything the kit needs is in npm's cache after the repository's own install.
+    await run(
+      'npm',
+      [
+        'install',
+        '--prefer-offline',
+        '--no-audit',
+        '--no-fund',
+        '--silent',
+        ...['protocol', 'support', 'partner'].map((p) => `./earshot-${p}-0.1.0.tgz`),
+        `@electric-sql/pglite@${pgliteVersion}`,
+      ],
+      { cwd: project },
+    )
+    platform = await startTestPlatform('pglite')
+    partner = await createPartner(platform)
+    audioId = await ingest(platform, partner.enterpriseId, {
+      deviceUid: 'DEV-1',
+      title: 'Standup',
+      recordedAt: '2026-11-20T09:00:00Z',
+      denoiseUrl: 'https://cdn.example.com/a.wav',
+      recordDuration: 60,
+    })
+  })
+
+  after(async () => {
+    await platform?.stop()
+    if (project) rmSync(project, { recursive: true, force: true })
+  })
+
+  test('installs only what the kit needs: no Fastify, no PostgreSQL driver, no platform', () => {
+    for (const absent of ['fastify', 'pg', '@earshot/platform', '@earshot/test-kit'])
+      assert.equal(existsSync(join(project, 'node_modules', absent)), false, `${absent} is not installed`)
+    for (const present of ['@earshot/partner', '@earshot/protocol', '@earshot/support'])
+      assert.ok(
+        existsSync(join(project, 'node_modules', present, 'dist', 'index.js')) ||
+          present === '@earshot/support',
+      )
+    assert.equal(
+      existsSync(join(project, 'node_modules', '@earshot', 'partner', 'dist', 'packaging.test.js')),
+      false,
+    )
+  })
+
+  test("the README's client quick start runs", async () => {
+    const code = readmeExample('## Client quick start', [
+      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
+      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
+      ["'aud_0123456789abcdef'", JSON.stringify(audioId)],
+    ])
+    writeFileSync(join(project, 'quick-start.mjs'), code)
+    const { stdout } = await run(process.execPath, ['quick-start.mjs'], {
+      cwd: project,
+      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+    })
+    assert.equal(stdout.trim(), '1', 'one page of one recording since 2026-11-01')
+  })
+
+  test("the README's receiver stores a pushed recording and confirms it", async () => {
+    const port = await closedPort()
+    const code = readmeExample('## Receiving pushes', [
+      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
+      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
+      ['.listen(3000)', `.listen(${port}, () => console.log('listening'))`],
+    ])
+    const myDatabase = 'const myDatabase = { upsert: async (...row) => console.log(JSON.stringify(row)) }\n'
+    writeFileSync(join(project, 'receiver.mjs'), myDatabase + code)
+    const receiver: ChildProcess = spawn(process.execPath, ['receiver.mjs'], {
+      cwd: project,
+      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    })
+    let output = ''
+    receiver.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
+    try {
+      await eventually(async () => output.includes('listening'), 30_000, 'the receiver to listen')
+      const pushUrl = `http://127.0.0.1:${port}/earshot/push`
+      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
+      assert.equal(set.status, 200, JSON.stringify(set.body))
+      const pushed = await ingest(platform, partner.enterpriseId, {
+        deviceUid: 'DEV-1',
+        title: 'Retro',
+        recordedAt: '2026-11-21T09:00:00Z',
+        denoiseUrl: 'https://cdn.example.com/b.wav',
+        recordDuration: 30,
+      })
+      await eventually(
+        async () => {
+          const { body } = await admin<{ deliveries: { state: string }[] }>(
+            platform,
+            'GET',
+            `/deliveries?audioId=${pushed}`,
+          )
+          return body.deliveries[0]?.state === 'confirmed'
+        },
+        60_000,
+        'the delivery to be confirmed',
+      )
+      const stored = output.split('\n').filter((line) => line.startsWith('['))
+      assert.equal(stored.length, 1)
+      assert.deepEqual(JSON.parse(stored[0] as string).slice(0, 2), [pushed, 'recording.audio_ready'])
+    } finally {
+      receiver.kill()
+    }
+  })
+})

@@ -1,0 +1,55 @@
+import { defineQueueMachine } from '@earshot/support/queue'
+
+/** Re-pushes of an acknowledged delivery whose callback does not come, before it is `unconfirmed`. */
+export const MAX_REPUSHES = 3
+
+/**
+ * A delivery's states and every transition between them (DESIGN.md §6, "Transitions"). The dispatcher,
+ * the receipt callback and operators' replays move deliveries only along these; migration 3 installs a
+ * trigger generated from this table that refuses any other UPDATE of `state` (a change here needs a new
+ * migration re-creating it with transitionGuardSql).
+ *
+ * `acked` waits for the callback until its due_at (the confirm window); the queue's sweep then moves it
+ * on (deliveryQueue's timer). "Acknowledged" below means the delivery has an ack recorded (acks > 0).
+ */
+export const deliveryMachine = defineQueueMachine({
+  ready: 'pending',
+  claimed: 'in_flight',
+  waiting: ['acked'],
+  final: ['confirmed', 'failed', 'unconfirmed', 'cancelled'],
+  transitions: [
+    { from: 'pending', to: 'in_flight', on: 'claim' }, // by a dispatcher; the claim number grows by one
+    // The attempt's result, recorded under the current claim:
+    { from: 'in_flight', to: 'confirmed', on: 'ack' }, // and a receipt came at or after the claim
+    { from: 'in_flight', to: 'acked', on: 'ack' }, // otherwise: due after the confirm window
+    { from: 'in_flight', to: 'pending', on: 'failure' }, // retry schedule not exhausted
+    { from: 'in_flight', to: 'failed', on: 'failure' }, // schedule exhausted
+    { from: 'in_flight', to: 'pending', on: 'release' }, // lease over, or handed back at shutdown
+    // The confirm window's end:
+    { from: 'acked', to: 'pending', on: 'window' }, // a re-push, same eventId
+    { from: 'acked', to: 'unconfirmed', on: 'window' }, // after MAX_REPUSHES re-pushes
+    // A receipt callback confirms what the partner acknowledged (DESIGN.md §5); a re-push in flight then
+    // moves nothing. `unconfirmed` is acknowledged too: a late callback still confirms it.
+    { from: 'acked', to: 'confirmed', on: 'receipt' },
+    { from: 'pending', to: 'confirmed', on: 'receipt' }, // acknowledged before, waiting for a re-push
+    { from: 'in_flight', to: 'confirmed', on: 'receipt' }, // acknowledged before, being re-pushed
+    { from: 'unconfirmed', to: 'confirmed', on: 'receipt' },
+    { from: 'failed', to: 'pending', on: 'replay' }, // by an operator
+    { from: 'unconfirmed', to: 'pending', on: 'replay' },
+    // Recording deleted (DESIGN.md §10):
+    ...(['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
+      from,
+      to: 'cancelled' as const,
+      on: 'deletion',
+    })),
+  ],
+})
+
+export type DeliveryState = (typeof deliveryMachine.states)[number]
+export const DELIVERY_STATES: readonly DeliveryState[] = deliveryMachine.states
+
+/** The states an operator may replay from. */
+export const REPLAYABLE_STATES: readonly DeliveryState[] = deliveryMachine.sources('replay')
+
+/** The states a receipt callback confirms an acknowledged delivery from. */
+export const RECEIPT_STATES: readonly DeliveryState[] = deliveryMachine.sources('receipt', 'confirmed')

@@ -1,0 +1,405 @@
+import assert from 'node:assert/strict'
+import { after, before, beforeEach, describe, test } from 'node:test'
+import type { Database } from '../storage/database.js'
+import type { Claim, ClaimRef } from './job-queue.js'
+import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
+import {
+  addJobs,
+  attemptsOf,
+  createJobTables,
+  jobMachine,
+  jobQueue,
+  jobRow,
+  openTestDatabase,
+  type TestDatabase,
+  type TestJob,
+  testBackends,
+} from './test-fixture.js'
+
+const LEASE = 30
+const attempt = { startedAt: Date.parse('2026-11-23T10:00:00Z'), durationMs: 12 }
+
+for (const backend of testBackends) {
+  describe(`job queue on ${backend}: claims, fences, transitions`, { timeout: 60_000 }, () => {
+    let test_: TestDatabase
+    let db: Database
+    before(async () => {
+      test_ = await openTestDatabase(backend)
+      db = test_.db
+      await createJobTables(db)
+    })
+    beforeEach(async () => {
+      await db.query('TRUNCATE jobs, job_attempts')
+    })
+    after(() => test_?.close())
+
+    const claimOne = async (claimant: string, ids?: number[]): Promise<Claim<number, TestJob>> => {
+      const [claim, ...more] = await jobQueue.claim(db, { claimant, limit: 1, leaseSeconds: LEASE, ids })
+      assert.ok(claim, `${claimant} claimed a job`)
+      assert.equal(more.length, 0)
+      return claim
+    }
+
+    test('a claim carries the job, its group and a fence: the claimant and the next claim number', async () => {
+      const [id] = await addJobs(db, ['first'], { group: 'g1' })
+      const claim = await claimOne('a')
+      assert.deepEqual(claim, {
+        id,
+        fence: { claimant: 'a', claimNo: 1 },
+        group: 'g1',
+        job: { payload: 'first', failures: 0 },
+      })
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'in_flight',
+        claim_no: 1,
+        claimed_by: 'a',
+        due: false,
+      })
+      assert.deepEqual(await jobQueue.claim(db, { claimant: 'b', limit: 5, leaseSeconds: LEASE }), [])
+    })
+
+    test('claims take due jobs oldest first, skip excluded groups, and take named jobs before they are due', async () => {
+      const [late] = await addJobs(db, ['late'], { dueInSeconds: 3600 })
+      const [x1, x2] = await addJobs(db, ['x1', 'x2'], { group: 'x' })
+      const [y1] = await addJobs(db, ['y1'], { group: 'y' })
+      const claims = await jobQueue.claim(db, {
+        claimant: 'a',
+        limit: 10,
+        leaseSeconds: LEASE,
+        excludeGroups: ['x'],
+      })
+      assert.deepEqual(
+        claims.map((c) => c.id),
+        [y1],
+      )
+      const rest = await jobQueue.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE })
+      assert.deepEqual(
+        rest.map((c) => c.id),
+        [x1, x2],
+      )
+      assert.equal(await jobRow(db, late as number).then((row) => row?.state), 'pending')
+      const [due] = await addJobs(db, ['due'])
+      const named = await jobQueue.claim(db, {
+        claimant: 'a',
+        limit: 1,
+        leaseSeconds: LEASE,
+        ids: [late as number],
+      })
+      assert.deepEqual(
+        named.map((c) => c.id),
+        [late],
+        'named first',
+      )
+      const next = await jobQueue.claim(db, {
+        claimant: 'a',
+        limit: 5,
+        leaseSeconds: LEASE,
+        ids: [late as number],
+      })
+      assert.deepEqual(
+        next.map((c) => c.id),
+        [due],
+        'then what is due',
+      )
+    })
+
+    test('claim numbers only grow: hand back, lease over and claim again each take the next number', async () => {
+      const [id] = await addJobs(db, ['grows'])
+      const first = await claimOne('a')
+      assert.equal(await jobQueue.release(db, [first]), 1)
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'pending',
+        claim_no: 1,
+        claimed_by: null,
+        due: true,
+      })
+      const second = await claimOne('b')
+      assert.equal(second.fence.claimNo, 2)
+
+      // The lease runs out: the sweep puts the job back, keeping its claim number.
+      await db.query(`UPDATE jobs SET due_at = now() - interval '1 second' WHERE job_id = $1`, [id])
+      const swept = await jobQueue.sweep(db, 100)
+      assert.equal(swept.moved, 1)
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'pending',
+        claim_no: 2,
+        claimed_by: null,
+        due: true,
+      })
+      const third = await claimOne('a')
+      assert.equal(third.fence.claimNo, 3)
+
+      assert.ok(
+        await jobQueue.fail(db, third, { state: 'pending', delaySeconds: 0 }, { ...attempt, error: 'x' }),
+      )
+      assert.equal((await claimOne('c')).fence.claimNo, 4)
+    })
+
+    test('a stale fence completes, fails and releases nothing, but its attempt is recorded', async () => {
+      const [id] = await addJobs(db, ['fenced'])
+      const old = await claimOne('a')
+      await jobQueue.release(db, [old])
+      const current = await claimOne('b')
+
+      const done = { state: 'done' as const }
+      assert.equal(
+        await jobQueue.complete(db, old, done, { ...attempt, columns: { detail: 'late ack' } }),
+        false,
+      )
+      assert.equal(
+        await jobQueue.fail(
+          db,
+          old,
+          { state: 'pending', delaySeconds: 1 },
+          { ...attempt, error: 'late failure' },
+        ),
+        false,
+      )
+      assert.equal(await jobQueue.release(db, [old]), 0)
+      assert.equal(await jobQueue.renew(db, [old], LEASE), 0)
+      // The right number under another claimant's name is no fence either.
+      const impostor: ClaimRef<number> = { id: id as number, fence: { claimant: 'a', claimNo: 2 } }
+      assert.equal(await jobQueue.complete(db, impostor, done, attempt), false)
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'in_flight',
+        claim_no: 2,
+        claimed_by: 'b',
+        due: false,
+      })
+
+      assert.equal(await jobQueue.renew(db, [current], LEASE), 1)
+      assert.equal(
+        await jobQueue.complete(db, current, done, { ...attempt, columns: { detail: 'ack' } }),
+        true,
+      )
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'done',
+        claim_no: 2,
+        claimed_by: null,
+        due: null,
+      })
+      // And once it moved on, the current fence is spent too.
+      assert.equal(await jobQueue.complete(db, current, done, attempt), false)
+
+      const attempts = await attemptsOf(db, id as number)
+      assert.deepEqual(
+        attempts.map(({ attempt_id: _, ...rest }) => rest),
+        [
+          {
+            claim_no: 1,
+            claimed_by: 'a',
+            outcome: 'succeeded',
+            error: null,
+            stale: true,
+            detail: 'late ack',
+          },
+          {
+            claim_no: 1,
+            claimed_by: 'a',
+            outcome: 'failed',
+            error: 'late failure',
+            stale: true,
+            detail: null,
+          },
+          { claim_no: 2, claimed_by: 'a', outcome: 'succeeded', error: null, stale: true, detail: null },
+          { claim_no: 2, claimed_by: 'b', outcome: 'succeeded', error: null, stale: false, detail: 'ack' },
+          { claim_no: 2, claimed_by: 'b', outcome: 'succeeded', error: null, stale: true, detail: null },
+        ],
+      )
+      const ids = attempts.map((a) => a.attempt_id)
+      assert.deepEqual(
+        ids,
+        [...ids].sort((x, y) => x - y),
+        'numbered from a sequence',
+      )
+      assert.equal(new Set(ids).size, ids.length)
+    })
+
+    test('one batch settles current and stale claims of the same job apart', async () => {
+      const [id] = await addJobs(db, ['batch'])
+      const old = await claimOne('a')
+      await jobQueue.release(db, [old])
+      const current = await claimOne('a')
+      const result = await jobQueue.settle(db, [
+        { ...old, next: { state: 'failed' }, attempt: { ...attempt, outcome: 'failed', error: 'old' } },
+        {
+          ...current,
+          next: { state: 'pending', delaySeconds: 60 },
+          attempt: { ...attempt, outcome: 'failed', error: 'new' },
+        },
+      ])
+      assert.deepEqual(result, { moved: 1, stale: 1 })
+      const row = await jobRow(db, id as number)
+      assert.equal(row?.state, 'pending')
+      assert.equal(row?.due, false, 'due after its delay')
+      const [nextAttempt] = await db.query<{ next: boolean }>(
+        `SELECT next_attempt_at > now() AS next FROM job_attempts WHERE job_id = $1 AND NOT stale`,
+        [id],
+      )
+      assert.equal(nextAttempt?.next, true, 'the attempt names when the next one is due')
+      const [failures] = await db.query<{ failures: number }>('SELECT failures FROM jobs WHERE job_id = $1', [
+        id,
+      ])
+      assert.equal(failures?.failures, 1, "the settle hook ran for the current claim's failure only")
+    })
+
+    test('the guard trigger refuses an UPDATE to a state the machine does not allow', async () => {
+      const [id] = await addJobs(db, ['guarded'])
+      await assert.rejects(
+        db.query(`UPDATE jobs SET state = 'done', due_at = NULL WHERE job_id = $1`, [id]),
+        (error: { code?: string; message?: string }) =>
+          error.code === ILLEGAL_TRANSITION_SQLSTATE && /pending → done/.test(error.message ?? ''),
+      )
+      // A statement changing other columns, or setting the same state, is no transition.
+      await db.query(`UPDATE jobs SET state = 'pending', payload = 'renamed' WHERE job_id = $1`, [id])
+      // Allowed: claimed, then failed, then replayed.
+      const claim = await claimOne('a')
+      assert.ok(await jobQueue.fail(db, claim, { state: 'failed' }, { ...attempt, error: 'gave up' }))
+      await db.query(`UPDATE jobs SET state = 'pending', due_at = now() WHERE job_id = $1`, [id])
+      await assert.rejects(
+        db.query(`UPDATE jobs SET state = 'snoozed' WHERE job_id = $1`, [id]),
+        (error: { code?: string }) => error.code === ILLEGAL_TRANSITION_SQLSTATE,
+      )
+      assert.equal((await jobRow(db, id as number))?.state, 'pending')
+    })
+
+    test('settling into a state a claim cannot reach is refused before anything is written', async () => {
+      const [id] = await addJobs(db, ['refused'])
+      const claim = await claimOne('a')
+      await assert.rejects(
+        jobQueue.settle(db, [
+          { ...claim, next: { state: 'in_flight' }, attempt: { ...attempt, outcome: 'x' } },
+        ]),
+        IllegalTransitionError,
+      )
+      await assert.rejects(jobQueue.complete(db, claim, { state: 'snoozed' }, attempt), /needs delaySeconds/)
+      assert.deepEqual(await attemptsOf(db, id as number), [])
+      assert.equal((await jobRow(db, id as number))?.state, 'in_flight')
+    })
+
+    test("a waiting state's timer moves the job on once due; the sweep says when the next job is due", async () => {
+      const [id] = await addJobs(db, ['snoozer'])
+      await addJobs(db, ['later'], { dueInSeconds: 3600 })
+      const claim = await claimOne('a')
+      assert.ok(await jobQueue.complete(db, claim, { state: 'snoozed', delaySeconds: 3600 }, attempt))
+      const waiting = await jobQueue.sweep(db, 100)
+      assert.equal(waiting.moved, 0)
+      assert.ok(waiting.nextDueSeconds !== undefined && waiting.nextDueSeconds > 3500)
+
+      await db.query(`UPDATE jobs SET due_at = now() - interval '1 second' WHERE job_id = $1`, [id])
+      assert.equal((await jobQueue.sweep(db, 100)).moved, 1)
+      assert.deepEqual(await jobRow(db, id as number), {
+        state: 'pending',
+        claim_no: 1,
+        claimed_by: null,
+        due: true,
+      })
+      assert.equal((await jobQueue.sweep(db, 100)).nextDueSeconds, 0)
+    })
+  })
+}
+
+if (testBackends.includes('postgres')) {
+  describe('job queue on postgres: concurrent claimants', { timeout: 60_000 }, () => {
+    let test_: TestDatabase
+    let other: Database
+    before(async () => {
+      test_ = await openTestDatabase('postgres')
+      other = await test_.openAnother()
+      await createJobTables(test_.db)
+    })
+    after(() => test_?.close())
+
+    test('a claim skips the jobs another open claim has locked, instead of waiting or taking them', async () => {
+      const ids = await addJobs(
+        test_.db,
+        Array.from({ length: 10 }, (_, i) => `locked-${i}`),
+      )
+      let release: () => void = () => {}
+      const holding = new Promise<void>((resolve) => {
+        release = resolve
+      })
+      let firstClaims: Claim<number, TestJob>[] = []
+      let claimed: () => void = () => {}
+      const firstHasClaimed = new Promise<void>((resolve) => {
+        claimed = resolve
+      })
+      // Claimant a's transaction stays open (its row locks held) while b claims.
+      const first = test_.db.transaction(async (tx) => {
+        firstClaims = await jobQueue.claim(tx, { claimant: 'a', limit: 4, leaseSeconds: LEASE })
+        claimed()
+        await holding
+      })
+      await firstHasClaimed
+      const second = await jobQueue.claim(other, { claimant: 'b', limit: 10, leaseSeconds: LEASE })
+      release()
+      await first
+      assert.deepEqual(
+        firstClaims.map((c) => c.id),
+        ids.slice(0, 4),
+      )
+      assert.deepEqual(
+        second.map((c) => c.id),
+        ids.slice(4),
+      )
+    })
+
+    test('two claimants claiming at once never get the same job', async () => {
+      await test_.db.query('TRUNCATE jobs, job_attempts')
+      const ids = await addJobs(
+        test_.db,
+        Array.from({ length: 500 }, (_, i) => `race-${i}`),
+      )
+      const drain = async (db: Database, claimant: string) => {
+        const got: number[] = []
+        for (;;) {
+          const claims = await jobQueue.claim(db, { claimant, limit: 7, leaseSeconds: LEASE })
+          if (claims.length === 0) return got
+          got.push(...claims.map((c) => c.id))
+        }
+      }
+      const [a, b, c] = await Promise.all([drain(test_.db, 'a'), drain(other, 'b'), drain(test_.db, 'c')])
+      const all = [...a, ...b, ...c]
+      assert.equal(all.length, ids.length, 'every job claimed once')
+      assert.deepEqual(new Set(all), new Set(ids))
+      assert.ok(a.length > 0 && b.length > 0, 'both pools took part')
+      const [counts] = await test_.db.query<{ max: number }>('SELECT max(claim_no) AS max FROM jobs')
+      assert.equal(counts?.max, 1)
+    })
+  })
+}
+
+describe('queue state machine', { timeout: 10_000 }, () => {
+  test('answers which transitions exist, where an event leads from, and how to walk between states', () => {
+    assert.equal(jobMachine.allows('pending', 'in_flight'), true)
+    assert.equal(jobMachine.allows('pending', 'done'), false)
+    assert.deepEqual(jobMachine.sources('replay'), ['failed'])
+    assert.deepEqual(jobMachine.path('pending', 'done'), ['in_flight', 'done'])
+    assert.deepEqual(jobMachine.path('snoozed', 'failed'), ['pending', 'in_flight', 'failed'])
+    assert.deepEqual(jobMachine.path('done', 'pending'), undefined)
+    assert.deepEqual(jobMachine.path('done', 'done'), [])
+  })
+
+  test('refuses a definition a queue cannot run or SQL cannot hold', () => {
+    const base = { ready: 'pending', claimed: 'in_flight', final: ['done'] } as const
+    const claim = { from: 'pending', to: 'in_flight', on: 'claim' } as const
+    const back = { from: 'in_flight', to: 'pending', on: 'lease over' } as const
+    assert.throws(
+      () => defineQueueMachine({ ...base, transitions: [claim] }),
+      /needs the transition in_flight → pending/,
+    )
+    assert.throws(
+      () => defineQueueMachine({ ...base, final: ["it's"], transitions: [claim, back] }),
+      /not a lower-case identifier/,
+    )
+    assert.throws(
+      () =>
+        defineQueueMachine({
+          ...base,
+          transitions: [claim, back, { from: 'done', to: 'gone' as 'done', on: 'x' }],
+        }),
+      /unknown state/,
+    )
+    assert.ok(defineQueueMachine({ ...base, transitions: [claim, back] }))
+  })
+})

@@ -1,0 +1,157 @@
+/**
+ * A queued job's states and the transitions allowed between them, written once. The queue's statements
+ * follow it, and `transitionGuardSql` turns it into a trigger that refuses any other change of state, so
+ * a statement written elsewhere (an operator's replay, a callback) cannot break it either.
+ */
+export interface Transition<S extends string> {
+  from: S
+  to: S
+  /** What moves the job: a short name queries can select transitions by (e.g. 'replay'), then why. */
+  on: string
+}
+
+export interface QueueMachineDefinition<S extends string> {
+  /** Due for an attempt when its due_at comes: a claim takes it. */
+  ready: S
+  /** Held by a claim whose lease ends at due_at. */
+  claimed: S
+  /** States that wait for due_at, then are moved on by the queue's sweep (QueueSpec.timers). */
+  waiting?: readonly S[]
+  /** States without a due_at: only an explicit statement (replay, callback) moves a job out of one. */
+  final: readonly S[]
+  transitions: readonly Transition<S>[]
+}
+
+export interface QueueMachine<S extends string> extends Required<QueueMachineDefinition<S>> {
+  /** Every state: ready, claimed, waiting, then final. */
+  readonly states: readonly S[]
+  allows(from: S, to: S): boolean
+  /** The states a transition named `on` leaves from (into `to`, when given). */
+  sources(on: string, to?: S): S[]
+  /** The states a shortest walk of allowed transitions passes from `from` to `to` (`to` last); undefined if none. */
+  path(from: S, to: S): S[] | undefined
+}
+
+/** A job was asked to move between two states the machine does not connect. */
+export class IllegalTransitionError extends Error {
+  readonly code = 'ERR_ILLEGAL_TRANSITION'
+  constructor(
+    readonly from: string,
+    readonly to: string,
+  ) {
+    super(`illegal transition: ${from} → ${to}`)
+    this.name = 'IllegalTransitionError'
+  }
+}
+
+/** The SQLSTATE the guard trigger raises (a class of its own, so nothing else raises it). */
+export const ILLEGAL_TRANSITION_SQLSTATE = 'EQ001'
+
+/** True for the database error the guard trigger raises. */
+export function isIllegalTransition(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === ILLEGAL_TRANSITION_SQLSTATE
+}
+
+const NAME = /^[a-z][a-z0-9_]*$/
+
+/** Checks the definition (names are inlined in SQL) and indexes it. */
+export function defineQueueMachine<const S extends string>(
+  definition: QueueMachineDefinition<S>,
+): QueueMachine<S> {
+  const waiting = definition.waiting ?? []
+  const states = [definition.ready, definition.claimed, ...waiting, ...definition.final]
+  for (const state of states) {
+    if (!NAME.test(state)) throw new Error(`state ${JSON.stringify(state)} is not a lower-case identifier`)
+  }
+  if (new Set(states).size !== states.length)
+    throw new Error(`a state is listed twice in ${states.join(', ')}`)
+  const known = new Set<string>(states)
+  const allowed = new Set<string>()
+  for (const { from, to } of definition.transitions) {
+    if (!known.has(from) || !known.has(to))
+      throw new Error(`transition ${from} → ${to} names an unknown state`)
+    if (from === to) throw new Error(`transition ${from} → ${to} changes nothing`)
+    allowed.add(pair(from, to))
+  }
+  for (const [from, to] of [
+    [definition.ready, definition.claimed],
+    [definition.claimed, definition.ready],
+  ] as const) {
+    if (!allowed.has(pair(from, to))) throw new Error(`a queue needs the transition ${from} → ${to}`)
+  }
+  return {
+    ...definition,
+    waiting,
+    states,
+    allows: (from, to) => allowed.has(pair(from, to)),
+    sources: (on, to) => [
+      ...new Set(
+        definition.transitions
+          .filter((t) => t.on === on && (to === undefined || t.to === to))
+          .map((t) => t.from),
+      ),
+    ],
+    path(from, to) {
+      const cameFrom = new Map<S, S>([[from, from]])
+      const frontier = [from]
+      for (let state = frontier.shift(); state !== undefined; state = frontier.shift()) {
+        if (state === to) {
+          const walk: S[] = []
+          for (let at = to; at !== from; at = cameFrom.get(at) as S) walk.unshift(at)
+          return walk
+        }
+        for (const { from: source, to: next } of definition.transitions) {
+          if (source === state && !cameFrom.has(next)) {
+            cameFrom.set(next, state)
+            frontier.push(next)
+          }
+        }
+      }
+      return undefined
+    },
+  }
+}
+
+const pair = (from: string, to: string) => `${from}>${to}`
+
+/** `state IN (...)` over every state, for a CHECK constraint. */
+export function stateCheckSql(machine: QueueMachine<string>): string {
+  return `state IN (${sqlList(machine.states)})`
+}
+
+/** A job has a due_at exactly when it is not in a final state, for a CHECK constraint. */
+export function dueCheckSql(machine: QueueMachine<string>): string {
+  return `(due_at IS NULL) = (state IN (${sqlList(machine.final)}))`
+}
+
+/** `'a', 'b'`: names (checked identifiers) as SQL string literals, for IN lists. */
+export const sqlList = (names: readonly string[]) => names.map((name) => `'${name}'`).join(', ')
+
+/**
+ * The statements creating (or replacing) the trigger on `table` that raises ILLEGAL_TRANSITION_SQLSTATE
+ * on any UPDATE of `state` to a state the machine does not allow from the old one. PL/pgSQL: runs on
+ * PGlite and PostgreSQL. The trigger's WHEN condition holds the check too, so that an allowed
+ * transition costs no call of the function. A later change of the machine needs a new migration
+ * running these again.
+ */
+export function transitionGuardSql(machine: QueueMachine<string>, table: string): string[] {
+  if (!NAME.test(table)) throw new Error(`table ${JSON.stringify(table)} is not a lower-case identifier`)
+  const name = `${table}_transition_guard`
+  const pairs = [...new Set(machine.transitions.map((t) => pair(t.from, t.to)))].sort()
+  const allowed = `OLD.state || '>' || NEW.state = ANY ('{${pairs.join(',')}}'::text[])`
+  return [
+    `CREATE OR REPLACE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $guard$
+BEGIN
+  IF ${allowed} THEN
+    RETURN NEW;
+  END IF;
+  RAISE EXCEPTION 'illegal transition of a row of %: % → %', TG_TABLE_NAME, OLD.state, NEW.state
+    USING ERRCODE = '${ILLEGAL_TRANSITION_SQLSTATE}';
+END
+$guard$`,
+    `DROP TRIGGER IF EXISTS ${name} ON ${table}`,
+    `CREATE TRIGGER ${name} BEFORE UPDATE OF state ON ${table} FOR EACH ROW
+       WHEN (OLD.state IS DISTINCT FROM NEW.state AND NOT coalesce(${allowed}, false))
+       EXECUTE FUNCTION ${name}()`,
+  ]
+}

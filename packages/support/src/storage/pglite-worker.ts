@@ -1,0 +1,149 @@
+/**
+ * The worker thread that runs PGlite for openPglite (pglite.ts): PGlite runs its WebAssembly
+ * synchronously on the thread that calls it, so here it never holds up the event loop of the thread
+ * serving requests. Requests are run in the order they arrive, through PGlite's own locks: a query
+ * waits while a transaction is open, a transaction's queries run inside it.
+ */
+import { parentPort, workerData } from 'node:worker_threads'
+import type { PGlite, Transaction } from '@electric-sql/pglite'
+import { INT8_OID, parseInt8 } from './database.js'
+import { importOptional } from './optional-module.js'
+import { errorData, READY_ID, type Reply, type Request, type WorkerData } from './pglite-messages.js'
+
+if (!parentPort) throw new Error('pglite-worker.js runs in a worker thread started by openPglite')
+const port = parentPort
+
+const send = (reply: Reply) => port.postMessage(reply)
+
+/** Sends the outcome of `work` as the answer to request `id`. */
+function answer(id: number, work: Promise<unknown[] | undefined>): void {
+  work.then(
+    (rows) => {
+      try {
+        send(rows === undefined ? { id } : { id, rows })
+      } catch (error) {
+        send({ id, error: errorData(error) }) // rows that cannot be cloned
+      }
+    },
+    (error: unknown) => send({ id, error: errorData(error) }),
+  )
+}
+
+interface OpenTransaction {
+  /** Resolves to the transaction once PGlite has begun it. */
+  tx: Promise<Transaction>
+  end(commit: boolean): void
+}
+
+/** Thrown inside PGlite's transaction to have it rolled back; never leaves this module. */
+const ROLLBACK = Symbol('rollback')
+
+/** PGlite open in the data directory main gave; undefined (and the error sent) when it cannot be opened. */
+async function openDatabase(): Promise<PGlite | undefined> {
+  try {
+    const { dataDir } = workerData as WorkerData
+    const { PGlite } = await importOptional('@electric-sql/pglite', () => import('@electric-sql/pglite'))
+    return await PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+  } catch (error) {
+    send({ id: READY_ID, error: errorData(error) }) // main terminates this thread
+    return undefined
+  }
+}
+
+const opened = await openDatabase()
+if (opened) serve(opened)
+
+function serve(db: PGlite): void {
+  const transactions = new Map<number, OpenTransaction>()
+  const unlisteners = new Map<number, () => Promise<void>>()
+
+  function begin(id: number): void {
+    let opened!: (tx: Transaction) => void
+    let failed!: (error: unknown) => void
+    const tx = new Promise<Transaction>((resolve, reject) => {
+      opened = resolve
+      failed = reject
+    })
+    tx.catch(() => {}) // a transaction that never began: its queries are answered with the error
+    let end!: (commit: boolean) => void
+    const ended = new Promise<boolean>((resolve) => {
+      end = resolve
+    })
+    transactions.set(id, { tx, end })
+    const done = db
+      .transaction(async (transaction) => {
+        opened(transaction)
+        if (!(await ended)) throw ROLLBACK
+      })
+      .catch((error: unknown) => {
+        failed(error)
+        if (error !== ROLLBACK) throw error
+      })
+      .finally(() => {
+        transactions.delete(id)
+        failed(new Error('the transaction is over'))
+      })
+    answer(
+      id,
+      done.then(() => undefined),
+    )
+  }
+
+  async function rowsOf(run: Promise<{ rows: unknown[] }>): Promise<unknown[]> {
+    return (await run).rows
+  }
+
+  port.on('message', (request: Request) => {
+    switch (request.op) {
+      case 'query':
+        answer(request.id, rowsOf(db.query(request.sql, request.params as unknown[])))
+        break
+      case 'begin':
+        begin(request.id)
+        break
+      case 'tx-query': {
+        const open = transactions.get(request.tx)
+        answer(
+          request.id,
+          open
+            ? open.tx.then((tx) => rowsOf(tx.query(request.sql, request.params as unknown[])))
+            : Promise.reject(new Error('the transaction is over')),
+        )
+        break
+      }
+      case 'end':
+        transactions.get(request.tx)?.end(request.commit)
+        break
+      case 'listen': {
+        const { listener } = request
+        answer(
+          request.id,
+          db
+            .listen(request.channel, () => send({ notify: listener }))
+            .then((unlisten) => {
+              unlisteners.set(listener, unlisten)
+              return undefined
+            }),
+        )
+        break
+      }
+      case 'unlisten': {
+        const unlisten = unlisteners.get(request.listener)
+        unlisteners.delete(request.listener)
+        answer(
+          request.id,
+          (unlisten?.() ?? Promise.resolve()).then(() => undefined),
+        )
+        break
+      }
+      case 'close':
+        answer(
+          request.id,
+          db.close().then(() => undefined),
+        )
+        break
+    }
+  })
+
+  send({ id: READY_ID })
+}

@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto'
+import {
+  loadConfig,
+  type PlatformConfig,
+  type PlatformOptions,
+  type RunningPlatform,
+  startPlatform,
+} from '@earshot/platform'
+import pg from 'pg'
+
+export type BackendName = 'pglite' | 'postgres'
+
+/** PGlite always; PostgreSQL too when DATABASE_URL names a server (.ci/run sets it). */
+export const testBackends: BackendName[] = [
+  'pglite',
+  ...(process.env.DATABASE_URL ? (['postgres'] as const) : []),
+]
+
+export interface ScratchDatabase {
+  url: string
+  drop(): Promise<void>
+}
+
+/** A new, empty database on the DATABASE_URL server, dropped again by drop(). */
+export async function scratchPostgresDatabase(): Promise<ScratchDatabase> {
+  const serverUrl = process.env.DATABASE_URL
+  if (!serverUrl) throw new Error('DATABASE_URL is not set')
+  const name = `earshot_test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } finally {
+    await admin.end()
+  }
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  return {
+    url: url.toString(),
+    async drop() {
+      const client = new pg.Client({ connectionString: serverUrl })
+      await client.connect()
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      } finally {
+        await client.end()
+      }
+    },
+  }
+}
+
+/** Configuration for a test platform: loopback, ephemeral ports, quiet, no environment leaking in. */
+export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformConfig {
+  return {
+    ...loadConfig({}),
+    port: 0,
+    adminPort: 0,
+    dataDir: 'memory://',
+    adminToken: 'test-admin-token-0123456789',
+    logLevel: 'silent',
+    shutdownGraceSeconds: 2,
+    // Test receivers listen on loopback.
+    pushAllowPrivate: true,
+    ...overrides,
+  }
+}
+
+export interface TestPlatform extends RunningPlatform {
+  /** Closes the platform and drops its scratch database. */
+  stop(): Promise<void>
+}
+
+/**
+ * Starts a platform on the named backend: in-memory PGlite, or a scratch PostgreSQL database (shared
+ * with other instances when `databaseUrl` is given).
+ */
+export async function startTestPlatform(
+  backend: BackendName,
+  overrides: Partial<PlatformConfig> = {},
+  options: Omit<PlatformOptions, 'config'> = {},
+): Promise<TestPlatform> {
+  const scratch =
+    backend === 'postgres' && !overrides.databaseUrl ? await scratchPostgresDatabase() : undefined
+  const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
+  const platform = await startPlatform({ config, ...options }).catch(async (error: unknown) => {
+    await scratch?.drop()
+    throw error
+  })
+  return {
+    ...platform,
+    async stop() {
+      await platform.close()
+      await scratch?.drop()
+    },
+  }
+}

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict'
+import type { RunningPlatform } from '@earshot/platform'
+import { type EnvelopeKey, httpStatusOf, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+
+export interface Reply {
+  status: number
+  headers: Headers
+  body: { code: number; msg?: string; requestId?: string; data?: unknown; [key: string]: unknown }
+}
+
+/** A raw POST to the partner API, with whatever body and headers a test wants. */
+export async function postRaw(
+  platform: RunningPlatform,
+  path: string,
+  body: string,
+  headers: Record<string, string> = { 'content-type': 'application/json' },
+): Promise<Reply> {
+  const response = await fetch(`${platform.partnerUrl}${path}`, { method: 'POST', headers, body })
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Reply['body'],
+  }
+}
+
+export function postJson(
+  platform: RunningPlatform,
+  path: string,
+  body: unknown,
+  token?: string,
+): Promise<Reply> {
+  return postRaw(platform, path, JSON.stringify(body), {
+    'content-type': 'application/json',
+    ...(token && { authorization: `Bearer ${token}` }),
+  })
+}
+
+/** An admin API call with the platform's admin token. */
+export async function admin<T = JsonObject>(
+  platform: RunningPlatform,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const response = await fetch(`${platform.adminUrl}/admin/v1${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${platform.adminToken}`,
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+    },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  })
+  return { status: response.status, body: (await response.json()) as T }
+}
+
+/** A partner as the tests see it: credentials, and helpers that seal every request afresh. */
+export interface TestPartner {
+  enterpriseId: number
+  keyVersion: number
+  secret: string
+  key: EnvelopeKey
+  token(): Promise<string>
+  /** Seals the plaintext, sends it with the token, and opens the response data when there is some. */
+  call(path: string, plaintext: JsonObject, token?: string): Promise<Reply & { plaintext?: JsonObject }>
+}
+
+let eventCounter = 0
+
+export async function createPartner(platform: RunningPlatform, name = 'Acme'): Promise<TestPartner> {
+  const { body } = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
+    platform,
+    'POST',
+    '/enterprises',
+    { name },
+  )
+  return partnerFor(platform, body)
+}
+
+export function partnerFor(
+  platform: RunningPlatform,
+  credentials: { enterpriseId: number; keyVersion: number; secret: string },
+): TestPartner {
+  const key = loadKey(credentials.secret)
+  const partner: TestPartner = {
+    ...credentials,
+    key,
+    async token() {
+      const reply = await postJson(platform, '/openapi/v1/token', {
+        ...seal(key, credentials.keyVersion, `evt-token-${++eventCounter}`, {}),
+        enterpriseId: credentials.enterpriseId,
+      })
+      if (reply.body.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply.body)}`)
+      return (reply.body.data as { accessToken: string }).accessToken
+    },
+    async call(path, plaintext, token) {
+      const reply = await postJson(
+        platform,
+        path,
+        seal(key, credentials.keyVersion, `evt-${++eventCounter}`, plaintext),
+        token ?? (await partner.token()),
+      )
+      const data = reply.body.data
+      return data && typeof data === 'object' && 'ciphertext' in data
+        ? { ...reply, plaintext: open(data, key).plaintext }
+        : reply
+    },
+  }
+  return partner
+}
+
+/** Ingests a recording through the admin API and returns its audioId. */
+export async function ingest(
+  platform: RunningPlatform,
+  enterpriseId: number,
+  recording: JsonObject,
+): Promise<string> {
+  const { status, body } = await admin<{ audioId: string }>(
+    platform,
+    'POST',
+    `/enterprises/${enterpriseId}/recordings`,
+    recording,
+  )
+  if (status !== 201) throw new Error(`ingest refused: ${JSON.stringify(body)}`)
+  return body.audioId
+}
+
+/** Asserts a reply carries the catalogue code, its HTTP status, a msg and the request id (DESIGN.md §2). */
+export function expectCode(reply: Reply, code: number): void {
+  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
+  assert.equal(reply.status, httpStatusOf(code))
+  assert.equal(typeof reply.body.msg, 'string')
+  assert.ok((reply.body.msg as string).length > 0)
+  assert.equal(typeof reply.body.requestId, 'string')
+  assert.ok((reply.body.requestId as string).length > 0)
+  assert.equal(reply.headers.get('x-request-id'), reply.body.requestId)
+}
