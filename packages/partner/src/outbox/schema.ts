@@ -63,10 +63,35 @@ const statements = [
   ...callbackQueue.guardSql(),
 ]
 
+/*
+ * The kit's first layout (0.1.0) kept events and callbacks in two tables. Its rows are carried over,
+ * each pending callback due now, so that no callback recorded before the upgrade is lost.
+ */
+const fromFirstLayout = {
+  detect: `SELECT 1 FROM pg_class WHERE oid = to_regclass('earshot_received_events') AND relkind = 'r'`,
+  before: [
+    `CREATE TEMP TABLE earshot_first_layout ON COMMIT DROP AS
+       SELECT e.event_id, e.audio_id, e.event_type, e.received_at, coalesce(c.state, 'pending') AS state,
+              coalesce(c.attempts, 0) AS attempts, c.last_error, c.done_at
+         FROM earshot_received_events e LEFT JOIN earshot_receipt_callbacks c USING (event_id)`,
+    'DROP TABLE earshot_receipt_callbacks',
+    'DROP TABLE earshot_received_events',
+  ],
+  after: `INSERT INTO earshot_receipt_callbacks (event_id, audio_id, event_type, received_at, state, due_at,
+                                                 attempts, last_error, done_at)
+          SELECT event_id, audio_id, event_type, received_at, state,
+                 CASE WHEN state = 'pending' THEN now() END, attempts, last_error,
+                 CASE WHEN state <> 'pending' THEN coalesce(done_at, now()) END
+            FROM earshot_first_layout`,
+}
+
 export async function createOutboxSchema(db: Database): Promise<void> {
   await db.transaction(async (tx) => {
     // Receivers starting together on one PostgreSQL would otherwise race on CREATE ... IF NOT EXISTS.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('earshot_partner_schema'))`)
+    const upgrading = (await tx.query(fromFirstLayout.detect)).length > 0
+    if (upgrading) for (const sql of fromFirstLayout.before) await tx.query(sql)
     for (const sql of statements) await tx.query(sql)
+    if (upgrading) await tx.query(fromFirstLayout.after)
   })
 }

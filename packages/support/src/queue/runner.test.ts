@@ -208,6 +208,29 @@ for (const backend of testBackends) {
       assert.equal(await stateOf(later), 'pending')
     })
 
+    test('wake(ids) naming a job in flight here claims it again once its attempt is recorded', async () => {
+      const [id] = (await addJobs(db, ['twice'])) as [number]
+      let attempts = 0
+      let woken: Runner | undefined
+      await start({
+        pollMs: 600_000,
+        async work() {
+          attempts++
+          if (attempts === 1) woken?.wake([id]) // while its attempt is under way
+          return { ok: attempts > 1 }
+        },
+        // The first attempt puts it back for an hour: only the wake can bring it back sooner.
+        next: (_claim, attempt) =>
+          attempt.kind === 'done' && attempt.result.ok
+            ? { state: 'done' }
+            : { state: 'pending', delaySeconds: 3600 },
+      })
+      woken = runner
+      woken?.wake()
+      await eventually(allIn([id], 'done'), 20_000, 'done on its second attempt')
+      assert.equal(attempts, 2)
+    })
+
     test('a job falling due between the claim and the sweep is claimed shortly, not a poll later', async () => {
       const [id] = (await addJobs(db, ['late'], { dueInSeconds: 3600 })) as [number]
       let fellDue = false

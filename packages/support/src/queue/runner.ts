@@ -73,7 +73,8 @@ export interface Runner<Id extends JobId = JobId, J = unknown> {
   readonly claimant: string
   /**
    * Looks for due jobs now (a NOTIFY on the queue's channel does this across processes); with ids, the
-   * next claim takes those first, even before they are due.
+   * next claim takes those first, even before they are due — one this runner holds, in the first claim
+   * after its attempt is recorded.
    */
   wake(ids?: readonly Id[]): void
   /**
@@ -201,8 +202,9 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
         try {
           // A group with claims already waiting for its slots gets no more until they run.
           const excludeGroups = [...waiting.keys()].filter((key) => key !== '')
-          const ids = wanted
-          wanted = []
+          // A named job this runner still holds is named again once its attempt is recorded.
+          const ids = wanted.filter((id) => !held.has(id))
+          wanted = wanted.filter((id) => held.has(id))
           const claims = await queue.claim(db, { claimant, limit: free, leaseSeconds, excludeGroups, ids })
           for (const claim of claims) take(claim)
           const full = claims.length === free
@@ -281,7 +283,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
         // adopted claim's end costs a look at the queue only when it put its job back (a retry, which
         // the loop must schedule) or the loop waits for a slot.
         const half = busy() <= concurrency / 2
-        if (entry.adopted ? readyAgain || (starved && half) : half) resume()
+        if (wanted.includes(claim.id) || (entry.adopted ? readyAgain || (starved && half) : half)) resume()
       })
   }
 
