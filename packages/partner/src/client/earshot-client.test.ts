@@ -5,6 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, type JsonObject, open } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
 import { EarshotClient, type EarshotClientOptions } from './earshot-client.js'
 import {
   EarshotApiError,
@@ -50,6 +51,8 @@ type ProxyAction =
 interface Proxy {
   url: string
   arrived: Sent[]
+  /** Paths of requests left hanging whose connection the client then closed, in that order. */
+  cutOff: string[]
   close(): Promise<void>
 }
 
@@ -62,6 +65,7 @@ async function startProxy(
   decide: (path: string, n: number) => ProxyAction | undefined,
 ): Promise<Proxy> {
   const arrived: Sent[] = []
+  const cutOff: string[] = []
   const open = new Set<ServerResponse>()
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const chunks: Buffer[] = []
@@ -73,6 +77,9 @@ async function startProxy(
     const action = decide(path, n) ?? { forward: {} }
     if (action === 'hang') {
       open.add(response)
+      response.once('close', () => {
+        if (open.delete(response)) cutOff.push(path)
+      })
       return
     }
     if (action === 'destroy') {
@@ -109,8 +116,11 @@ async function startProxy(
   return {
     url: `http://127.0.0.1:${port}`,
     arrived,
+    cutOff,
     async close() {
-      for (const response of open) response.destroy()
+      const hanging = [...open]
+      open.clear()
+      for (const response of hanging) response.destroy()
       server.closeAllConnections()
       await new Promise<void>((resolve) => server.close(() => resolve()))
     },
@@ -194,6 +204,7 @@ describe('EarshotClient against the platform', () => {
         [{ retries: -1 }, /^retries must be an integer/],
         [{ retries: Number.POSITIVE_INFINITY }, /^retries /],
         [{ clock: 5 as unknown as () => number }, /^clock must be a function/],
+        [{ sleep: 5 as unknown as () => Promise<void> }, /^sleep must be a function/],
       ]
       for (const [override, message] of cases) {
         assert.throws(
@@ -517,8 +528,11 @@ describe('EarshotClient against the platform', () => {
     })
 
     test('4290 waits the Retry-After seconds before retrying', async () => {
-      const proxy = await startProxy(platform.partnerUrl, (path, n) =>
-        path === '/openapi/v1/audios' && n === 0
+      const order: string[] = []
+      const proxy = await startProxy(platform.partnerUrl, (path, n) => {
+        if (path !== '/openapi/v1/audios') return undefined
+        order.push(`query ${n}`)
+        return n === 0
           ? {
               answer: {
                 status: 429,
@@ -526,15 +540,36 @@ describe('EarshotClient against the platform', () => {
                 headers: { 'retry-after': '1' },
               },
             }
-          : undefined,
-      )
+          : undefined
+      })
       try {
-        const client = new EarshotClient(options({ baseUrl: proxy.url }))
+        // The injected wait ends only when the test says so.
+        let waiting!: () => void
+        const waitBegan = new Promise<void>((resolve) => {
+          waiting = resolve
+        })
+        let endWait!: () => void
+        const waitEnds = new Promise<void>((resolve) => {
+          endWait = resolve
+        })
+        const client = new EarshotClient(
+          options({
+            baseUrl: proxy.url,
+            sleep: async (ms) => {
+              order.push(`wait ${ms} ms`)
+              waiting()
+              await waitEnds
+              order.push('waited')
+            },
+          }),
+        )
         await client.token()
-        const started = performance.now()
-        await client.queryAudios({ size: 1 })
-        assert.ok(performance.now() - started >= 1000, 'waited at least Retry-After')
-        assert.equal(proxy.arrived.filter((each) => each.path === '/openapi/v1/audios').length, 2)
+        const query = client.queryAudios({ size: 1 })
+        await waitBegan
+        assert.deepEqual(order, ['query 0', 'wait 1000 ms'], 'no retry while the Retry-After lasts')
+        endWait()
+        assert.equal((await query).items.length, 1)
+        assert.deepEqual(order, ['query 0', 'wait 1000 ms', 'waited', 'query 1'])
       } finally {
         await proxy.close()
       }
@@ -598,19 +633,37 @@ describe('EarshotClient against the platform', () => {
         path === '/openapi/v1/token' ? undefined : 'hang',
       )
       try {
-        const client = new EarshotClient(options({ baseUrl: proxy.url, retries: 1, timeoutMs: 150 }))
+        // Each attempt as the client runs it: sent, then ended by its own signal.
+        const attempts: string[] = []
+        const watched: typeof fetch = (input, init) => {
+          const path = new URL(String(input)).pathname
+          attempts.push(`send ${path}`)
+          init?.signal?.addEventListener('abort', () => attempts.push(`abort ${path}`), { once: true })
+          return fetch(input, init)
+        }
+        const client = new EarshotClient(
+          options({ baseUrl: proxy.url, retries: 1, timeoutMs: 150, fetch: watched }),
+        )
         await client.token()
-        const started = performance.now()
+        attempts.length = 0
         const error = await rejectsWith(client.queryAudios(), EarshotTimeoutError)
-        const elapsed = performance.now() - started
         assert.equal(error.code, 'ERR_EARSHOT_TIMEOUT')
         assert.equal(error.timeoutMs, 150)
-        assert.ok(elapsed >= 300 && elapsed < 3000, `took ${elapsed} ms`)
-        assert.equal(proxy.arrived.filter((each) => each.path === '/openapi/v1/audios').length, 2)
+        // The proxy never answers: each attempt ended by its timeout before the next began, then it gave up.
+        const audios = '/openapi/v1/audios'
+        assert.deepEqual(attempts, [`send ${audios}`, `abort ${audios}`, `send ${audios}`, `abort ${audios}`])
+        assert.equal(proxy.arrived.filter((each) => each.path === audios).length, 2)
         // The per-call timeout overrides the client's.
-        const quick = performance.now()
-        await rejectsWith(client.confirmReceipt('x', { timeoutMs: 50 }), EarshotTimeoutError)
-        assert.ok(performance.now() - quick < 1500)
+        attempts.length = 0
+        const quick = await rejectsWith(client.confirmReceipt('x', { timeoutMs: 50 }), EarshotTimeoutError)
+        assert.equal(quick.timeoutMs, 50)
+        const callback = '/openapi/v1/callback'
+        assert.deepEqual(attempts, [
+          `send ${callback}`,
+          `abort ${callback}`,
+          `send ${callback}`,
+          `abort ${callback}`,
+        ])
       } finally {
         await proxy.close()
       }
@@ -618,36 +671,76 @@ describe('EarshotClient against the platform', () => {
 
     test("the caller's AbortSignal stops the request and every retry", async () => {
       let unavailable = 0
+      let queryArrived!: () => void
+      const hanging = new Promise<void>((resolve) => {
+        queryArrived = resolve
+      })
       const proxy = await startProxy(platform.partnerUrl, (path) => {
-        if (path === '/openapi/v1/audios') return 'hang'
+        if (path === '/openapi/v1/audios') {
+          queryArrived()
+          return 'hang'
+        }
         if (path === '/openapi/v1/callback') {
           unavailable++
-          return { answer: { status: 503, body: { code: 5030, msg: 'unavailable' } } }
+          return {
+            answer: {
+              status: 503,
+              body: { code: 5030, msg: 'unavailable' },
+              headers: { 'retry-after': '1' },
+            },
+          }
         }
         return undefined
       })
       try {
-        const client = new EarshotClient(options({ baseUrl: proxy.url, retries: 10 }))
+        // The wait between retries (the 5030's Retry-After) ends only by its signal.
+        const waits: (AbortSignal | undefined)[] = []
+        let waiting!: () => void
+        const waitBegan = new Promise<void>((resolve) => {
+          waiting = resolve
+        })
+        const sleep = (_ms: number, signal: AbortSignal | undefined) =>
+          new Promise<void>((_resolve, reject) => {
+            waits.push(signal)
+            signal?.addEventListener('abort', () => reject(signal.reason), { once: true })
+            waiting()
+          })
+        const client = new EarshotClient(options({ baseUrl: proxy.url, retries: 10, sleep }))
         await client.token()
 
+        // Aborted while the request hangs at the proxy: the call rejects and the connection is closed.
         const during = new AbortController()
-        setTimeout(() => during.abort(new Error('stop waiting')), 100)
-        await assert.rejects(client.queryAudios({}, { signal: during.signal }), { message: 'stop waiting' })
+        const query = client.queryAudios({}, { signal: during.signal })
+        await hanging
+        during.abort(new Error('stop waiting'))
+        await assert.rejects(query, { message: 'stop waiting' })
+        await eventually(
+          async () => proxy.cutOff.includes('/openapi/v1/audios'),
+          10_000,
+          'the hanging query cut off',
+        )
 
-        // Aborted while waiting between retries: no attempt after the abort.
+        // Aborted while waiting between retries: the wait got the caller's signal, and nothing was sent after.
         const between = new AbortController()
         const pending = client.confirmReceipt('x', { signal: between.signal })
-        while (unavailable === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+        await waitBegan
+        assert.equal(unavailable, 1)
         between.abort()
         await assert.rejects(pending, { name: 'AbortError' })
-        const attempts = unavailable
-        await new Promise((resolve) => setTimeout(resolve, 700))
-        assert.equal(unavailable, attempts)
+        assert.deepEqual(waits, [between.signal], 'one wait, given the signal of the call')
+        assert.equal(unavailable, 1)
 
         // Already aborted: nothing is sent.
         const before = proxy.arrived.length
         await assert.rejects(client.queryAudios({}, { signal: AbortSignal.abort() }), { name: 'AbortError' })
         assert.equal(proxy.arrived.length, before)
+        // A request sent after all that reaches the proxy with nothing of the aborted calls before it.
+        await new EarshotClient(options({ baseUrl: proxy.url })).token()
+        assert.deepEqual(
+          proxy.arrived.slice(before).map((each) => each.path),
+          ['/openapi/v1/token'],
+        )
+        assert.equal(unavailable, 1)
       } finally {
         await proxy.close()
       }

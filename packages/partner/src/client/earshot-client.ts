@@ -46,6 +46,11 @@ export interface EarshotClientOptions {
   fetch?: typeof fetch
   /** Epoch milliseconds; decides when a cached token is renewed. */
   clock?: () => number
+  /**
+   * Waits out the Retry-After of a refused attempt (4290, 5030) before the retry; rejects with
+   * `signal.reason` once the signal aborts. Default a timer; tests inject one they control.
+   */
+  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>
 }
 
 export interface RequestOptions {
@@ -119,6 +124,7 @@ export class EarshotClient {
   readonly #retries: number
   readonly #fetch: typeof fetch
   readonly #clock: () => number
+  readonly #sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>
   #token: CachedToken | undefined
   #tokenRequest: Promise<CachedToken> | undefined
 
@@ -140,6 +146,8 @@ export class EarshotClient {
     this.#retries = retries
     this.#fetch = checkFunction('fetch', options.fetch) ?? ((input, init) => globalThis.fetch(input, init))
     this.#clock = checkFunction('clock', options.clock) ?? Date.now
+    this.#sleep =
+      checkFunction('sleep', options.sleep) ?? ((ms, signal) => sleep(ms, undefined, signal && { signal }))
   }
 
   /** A bearer token: the cached one while it is fresh, else a new one (one request for all callers). */
@@ -258,7 +266,7 @@ export class EarshotClient {
           onFailedAttempt: async (error) => {
             if (error.retriesLeft > 0 && isRetryable(error) && error instanceof EarshotApiError) {
               const seconds = error.retryAfterSeconds ?? 0
-              if (seconds > 0) await sleep(seconds * 1000, undefined, signal && { signal })
+              if (seconds > 0) await this.#sleep(seconds * 1000, signal)
             }
           },
         },

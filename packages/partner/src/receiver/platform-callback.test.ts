@@ -2,12 +2,12 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
 import { EarshotClient } from '../client/earshot-client.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
-import { silentLogger } from './logger.js'
+import { type ReceiverLogger, silentLogger } from './logger.js'
 import { createPushReceiver, type ReceivedPush } from './push-receiver.js'
 
 const listen = async (server: Server) => {
@@ -35,16 +35,21 @@ describe('receipt callback against a real platform that is down for a while', { 
     await platform?.stop()
   })
 
-  test('the callback is retried through 5030s and finally confirmed by the platform', async () => {
+  test('the callback is retried through 5030s and finally confirmed by the platform', async (t) => {
     const partner = await createPartner(platform, 'Retry Co')
     // In front of the platform's partner API: the first three callbacks get 5030, as while it restarts.
     const UNAVAILABLE_FOR = 3
     const callbackRequests: number[] = []
+    /** What happened, in order: callbacks arriving at the gateway and what the outbox logged. */
+    const order: string[] = []
+    /** The delay the outbox chose after each failed attempt (its log's retryInMs). */
+    const retryIn: number[] = []
     gateway = createServer(async (request, response) => {
       const chunks: Buffer[] = []
       for await (const chunk of request) chunks.push(chunk as Buffer)
       if (request.url === '/openapi/v1/callback') {
         callbackRequests.push(performance.now())
+        order.push('callback')
         if (callbackRequests.length <= UNAVAILABLE_FOR) {
           response.writeHead(503, { 'content-type': 'application/json' })
           response.end(JSON.stringify({ code: 5030, msg: 'restarting', requestId: 'gw' }))
@@ -66,10 +71,21 @@ describe('receipt callback against a real platform that is down for a while', { 
 
     // The client does not retry on its own here: every retry is the outbox's, on its schedule.
     const client = new EarshotClient({ ...partner, baseUrl: gatewayUrl, retries: 0 })
+    const logger: ReceiverLogger = {
+      ...silentLogger,
+      warn(message, details) {
+        if (message !== 'receipt callback failed; will retry') return
+        order.push('retry scheduled')
+        retryIn.push(details?.retryInMs as number)
+      },
+      info(message) {
+        if (message === 'receipt confirmed') order.push('confirmed')
+      },
+    }
     outbox = await openCallbackOutbox({
       confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
       retrySchedule: [100, 200],
-      logger: silentLogger,
+      logger,
     })
     const stored: ReceivedPush[] = []
     const receiver = createPushReceiver({
@@ -91,34 +107,48 @@ describe('receipt callback against a real platform that is down for a while', { 
       denoiseUrl: 'https://media.example/retry.mp3',
       recordDuration: 1000,
     })
-    const deadline = performance.now() + 30_000
-    let state: string | undefined
-    while (performance.now() < deadline) {
-      const [row] = await platform.context.db.query<{ state: string }>(
-        'SELECT state FROM deliveries WHERE audio_id = $1',
-        [audioId],
-      )
-      state = row?.state
-      if (state === 'confirmed') break
-      await sleep(50)
-    }
-    assert.equal(state, 'confirmed')
+    const outboxOf = outbox
+    await eventually(
+      async () => {
+        const [row] = await platform.context.db.query<{ state: string }>(
+          'SELECT state FROM deliveries WHERE audio_id = $1',
+          [audioId],
+        )
+        return row?.state === 'confirmed'
+      },
+      30_000,
+      'the delivery confirmed by the callback',
+    )
     assert.equal(stored.length, 1)
     assert.equal(callbackRequests.length, UNAVAILABLE_FOR + 1)
-    let [callback] = await outbox.callbacks({ audioId })
-    while (callback?.state === 'pending' && performance.now() < deadline) {
-      await sleep(20) // the outbox records the outcome just after the platform took the callback
-      ;[callback] = await outbox.callbacks({ audioId })
-    }
-    assert.equal(callback?.state, 'confirmed')
-    assert.equal(callback?.attempts, UNAVAILABLE_FOR + 1)
-    // 100 ms after the first failure, then 200 ms (the last delay repeats), each ±10%.
-    const gaps = callbackRequests.slice(1).map((at, i) => at - (callbackRequests[i] as number))
-    assert.ok(gaps[0] !== undefined && gaps[0] >= 85, `gaps ${gaps}`)
-    assert.ok(
-      gaps.slice(1).every((gap) => gap >= 170),
-      `gaps ${gaps}`,
+    // The outbox records the outcome just after the platform took the callback.
+    const callback = await eventually(
+      async () => {
+        const [row] = await outboxOf.callbacks({ audioId })
+        return row?.state !== 'pending' && row
+      },
+      30_000,
+      'the outbox to record the confirmation',
     )
+    assert.equal(callback.state, 'confirmed')
+    assert.equal(callback.attempts, UNAVAILABLE_FOR + 1)
+    // Each retry went out only after the failure before it was recorded with its delay: 100 ms after the
+    // first failure, then 200 ms (the last delay repeats), each ±10%.
+    assert.deepEqual(order, [
+      ...Array.from({ length: UNAVAILABLE_FOR }, () => ['callback', 'retry scheduled']).flat(),
+      'callback',
+      'confirmed',
+    ])
+    const [first, ...later] = retryIn
+    assert.ok(first !== undefined && first >= 90 && first <= 110, `retryInMs ${retryIn}`)
+    assert.equal(later.length, UNAVAILABLE_FOR - 1)
+    assert.ok(
+      later.every((ms) => ms >= 180 && ms <= 220),
+      `retryInMs ${retryIn}`,
+    )
+    // Measured, not asserted: how far apart the callbacks arrived.
+    const gaps = callbackRequests.slice(1).map((at, i) => Math.round(at - (callbackRequests[i] as number)))
+    t.diagnostic(`callback gaps ${gaps.join(', ')} ms for delays ${retryIn.map(Math.round).join(', ')} ms`)
     const [receipt] = await platform.context.db.query('SELECT 1 FROM receipts WHERE audio_id = $1', [audioId])
     assert.ok(receipt, 'the platform holds the receipt')
   })

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, afterEach, before, describe, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@earshot/protocol'
 import { eventually } from '@earshot/test-kit/push-receiver'
 import Fastify from 'fastify'
@@ -10,6 +9,7 @@ import { EarshotConfigError } from '../client/errors.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { silentLogger } from './logger.js'
+import type { PushAnswer } from './push-exchange.js'
 import { createPushReceiver, type PushReceiver, type ReceivedPush } from './push-receiver.js'
 
 const secret = generateSecret()
@@ -43,8 +43,14 @@ describe('push receiver', { timeout: 120_000 }, () => {
   let outbox: CallbackOutbox
   let receiver: PushReceiver
   let stored: ReceivedPush[]
-  /** performance.now() of each confirm call, by audioId. */
+  /** Counts the events whose order a test compares (a confirm call, an answer sent). */
+  let step = 0
+  /** When each confirm call was made (its step), by audioId. */
   let confirmedAt: Map<string, number>
+  /** Every confirm call in order: the audioId, with " failed" when it was made to fail. */
+  let confirmCalls: string[]
+  /** AudioIds whose next confirm fails. */
+  let failConfirm: Set<string>
   let failNextStore: boolean
 
   before(async () => {
@@ -56,6 +62,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
 
   /** A fresh outbox (emptied tables) and receiver for each test. */
   async function setUp(extra: { keyVersion?: number; keys?: Record<number, string> } = {}) {
+    // (earshot_received_events is a view of the callbacks.) The first time, the outbox has not made the tables yet.
     await shared
       .query('TRUNCATE earshot_receipt_callbacks, earshot_seen_nonces, earshot_receipt_callback_attempts')
       .catch((error: unknown) => {
@@ -64,11 +71,18 @@ describe('push receiver', { timeout: 120_000 }, () => {
       })
     stored = []
     confirmedAt = new Map()
+    confirmCalls = []
+    failConfirm = new Set()
     failNextStore = false
     outbox = await openCallbackOutbox({
       database: shared,
       confirm: async (audioId) => {
-        confirmedAt.set(audioId, performance.now())
+        if (failConfirm.delete(audioId)) {
+          confirmCalls.push(`${audioId} failed`)
+          throw new Error('the platform is restarting')
+        }
+        confirmCalls.push(audioId)
+        confirmedAt.set(audioId, ++step)
       },
       retrySchedule: [20],
       pollIntervalMs: 50,
@@ -94,11 +108,34 @@ describe('push receiver', { timeout: 120_000 }, () => {
     await outbox.close()
   })
 
-  const nothingRecorded = async () => {
+  /**
+   * Makes the outbox claim the callbacks due in its database, and waits until it did: a sentinel
+   * callback (recorded straight into the outbox, past the receiver) fails once, and its retry is
+   * claimed from the database and confirmed. A callback due before it would have been claimed no later.
+   * Returns the sentinel's audioId.
+   */
+  const claimDue = async (): Promise<string> => {
+    const sentinel = pushEvent()
+    failConfirm.add(sentinel.audioId)
+    const { eventId, eventType, audioId } = sentinel
+    assert.equal(await outbox.recordReceived({ eventId, eventType, audioId }), true)
+    outbox.wake(eventId)
+    await eventually(
+      async () => (await outbox.callbacks({ audioId }))[0]?.state === 'confirmed',
+      10_000,
+      'the sentinel callback retried and confirmed',
+    )
+    assert.deepEqual(confirmCalls.slice(-2), [`${audioId} failed`, audioId])
+    return audioId
+  }
+
+  /** The answers went out, the outbox then claimed what was due: nothing of these pushes was called back. */
+  const nothingRecorded = async (...answers: PushAnswer[]) => {
     assert.deepEqual(stored, [])
     assert.deepEqual(await outbox.callbacks(), [])
-    await sleep(100)
-    assert.equal(confirmedAt.size, 0)
+    for (const answer of answers) answer.afterResponse()
+    const sentinel = await claimDue()
+    assert.deepEqual(confirmCalls, [`${sentinel} failed`, sentinel])
   }
 
   test('a valid push is stored, answered 2000, recorded, and confirmed after the answer', async () => {
@@ -113,15 +150,16 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.equal(callback?.audioId, event.audioId)
     assert.equal(callback?.state, 'pending')
 
-    await sleep(200) // polls pass: nothing is sent before the answer went out
-    assert.equal(confirmedAt.size, 0)
+    // The outbox claims what is due (a sentinel's retry shows it did): nothing is sent before the answer went out.
+    const sentinel = await claimDue()
+    assert.deepEqual(confirmCalls, [`${sentinel} failed`, sentinel])
     answer.afterResponse()
     await eventually(
-      async () => (await outbox.callbacks({ state: 'confirmed' })).length === 1,
+      async () => (await outbox.callbacks({ audioId: event.audioId }))[0]?.state === 'confirmed',
       10_000,
       'confirmed',
     )
-    assert.ok(confirmedAt.has(event.audioId))
+    assert.deepEqual(confirmCalls, [`${sentinel} failed`, sentinel, event.audioId])
   })
 
   test('a transcript push hands over its sentences parsed', async () => {
@@ -162,7 +200,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
     })
     assert.equal(answer.status, 401)
     assert.deepEqual(answer.body, { code: 4012, msg: 'the envelope could not be decrypted' })
-    await nothingRecorded()
+    await nothingRecorded(answer)
   })
 
   test('an envelope sealed with another key, or of a keyVersion not configured → 4012', async () => {
@@ -172,7 +210,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
     const otherVersion = await receiver.handle({ body: body(sealed(pushEvent(), secret, 1)), headers: json })
     assert.equal(otherVersion.body.code, 4012)
     assert.equal(otherVersion.body.msg, otherKey.body.msg, 'one message for all: it reveals nothing')
-    await nothingRecorded()
+    await nothingRecorded(otherKey, otherVersion)
   })
 
   test('keys by keyVersion: both the old and the new key open pushes during a rotation', async () => {
@@ -220,7 +258,13 @@ describe('push receiver', { timeout: 120_000 }, () => {
     const event = pushEvent()
     const first = await receiver.handle({ body: body(sealed(event)), headers: json })
     first.afterResponse()
-    await eventually(async () => confirmedAt.has(event.audioId), 10_000, 'first callback')
+    // Confirmed and recorded, as before an operator's replay.
+    await eventually(
+      async () => (await outbox.callbacks({ audioId: event.audioId }))[0]?.state === 'confirmed',
+      10_000,
+      'first callback recorded',
+    )
+    assert.ok(confirmedAt.has(event.audioId))
     const again = await receiver.handle({ body: body(sealed(event)), headers: json })
     assert.equal(again.status, 200)
     assert.equal(again.body.code, 2000)
@@ -253,7 +297,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
     const failed = await receiver.handle({ body: body(sealed(event)), headers: json })
     assert.equal(failed.status, 500)
     assert.equal(failed.body.code, 5000)
-    await nothingRecorded()
+    await nothingRecorded(failed)
     const retried = await receiver.handle({ body: body(sealed(event)), headers: json })
     assert.equal(retried.body.code, 2000)
     assert.equal(stored.length, 1)
@@ -317,7 +361,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
       finishedAt = new Map()
       server = createServer((request, response) => {
         const eventId = request.headers['x-earshot-event-id'] as string
-        response.once('finish', () => finishedAt.set(eventId, performance.now()))
+        response.once('finish', () => finishedAt.set(eventId, ++step))
         receiver.handler(request, response)
       })
       await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -333,7 +377,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
       return { status: response.status, body: (await response.json()) as { code: number; msg: string } }
     }
 
-    test('the callback starts only after the answer was sent (timestamps)', async () => {
+    test('the callback starts only after the answer was sent (order of events)', async () => {
       await setUp()
       await listen()
       const events = Array.from({ length: 20 }, () => pushEvent())
@@ -348,7 +392,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
         assert.ok(finished !== undefined && confirmed !== undefined)
         assert.ok(
           confirmed > finished,
-          `${event.eventId}: callback at ${confirmed}, answer finished at ${finished}`,
+          `${event.eventId}: callback at step ${confirmed}, answer finished at step ${finished}`,
         )
       }
     })
