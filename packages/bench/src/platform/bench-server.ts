@@ -7,7 +7,14 @@
 import { createEnterprise, insertRecordings, startPlatform } from '@earshot/platform'
 import { testConfig } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
-import { type DatasetPlan, devicesOf, QUERY_RANGE, recordingChunks, recordingsOf } from './seed-data.js'
+import {
+  type DatasetPlan,
+  devicesOf,
+  QUERY_RANGE,
+  recordingChunks,
+  recordingsOf,
+  TOTAL_WINDOW,
+} from './seed-data.js'
 
 export interface BenchServerSpec {
   backend: 'pglite' | 'postgres'
@@ -15,19 +22,32 @@ export interface BenchServerSpec {
   plan: DatasetPlan
 }
 
+/** A device, and how many of its recordings fall in QUERY_RANGE. */
+export interface DeviceMatches {
+  deviceUid: string
+  matches: number
+}
+
 export interface BenchEnterprise {
   enterpriseId: number
   keyVersion: number
   secret: string
   recordings: number
-  /** A device with an ordinary number of recordings, and how many fall in QUERY_RANGE. */
-  quietDevice: string
-  quietMatches: number
-  /** A busy device, and how many of its recordings fall in QUERY_RANGE. */
-  busyDevice: string
-  busyMatches: number
+  /** Up to QUERY_DEVICES devices with an ordinary number of recordings (none without recordings). */
+  quiet: DeviceMatches[]
+  /** Up to QUERY_DEVICES busy devices. */
+  busy: DeviceMatches[]
   /** Recordings of the enterprise the callback scenario confirms. */
   callbackAudioIds: string[]
+}
+
+/** The exact totals of the first enterprise, counted row by row after seeding. */
+export interface TotalChecks {
+  /** Its recordings in TOTAL_WINDOW. */
+  window: number
+  /** A busy device (the first), and how many recordings it holds in all. */
+  deviceUid: string
+  device: number
 }
 
 export interface BenchServerReady {
@@ -38,11 +58,14 @@ export interface BenchServerReady {
   vacuumSeconds: number
   rssBytes: number
   enterprises: BenchEnterprise[]
+  totals: TotalChecks
 }
 
 /** Rows per transaction while seeding (insertRecordings itself sends 1000 rows per statement). */
 const SEED_TRANSACTION_ROWS = 10_000
-const CALLBACK_IDS_PER_ENTERPRISE = 100
+/** audioIds the callback scenario confirms in turn, shared out over the enterprises holding recordings. */
+const CALLBACK_IDS = 1000
+const QUERY_DEVICES = 10
 
 const spec = JSON.parse(process.env.BENCH_SERVER_SPEC ?? 'null') as BenchServerSpec | null
 if (!spec) throw new Error('BENCH_SERVER_SPEC is not set: this module is started by platform.bench.js')
@@ -88,36 +111,50 @@ const vacuumStarted = performance.now()
 await db.query('VACUUM ANALYZE')
 const vacuumSeconds = (performance.now() - vacuumStarted) / 1000
 
-const count = async (enterpriseId: number, deviceUid: string) => {
+const count = async (enterpriseId: number, deviceUid: string): Promise<DeviceMatches> => {
   const [row] = await db.query<{ n: number }>(
     `SELECT count(*) AS n FROM recordings
       WHERE enterprise_id = $1 AND device_uid = $2 AND recorded_at >= $3::timestamptz AND recorded_at < $4::timestamptz`,
     [enterpriseId, deviceUid, QUERY_RANGE.startTime, QUERY_RANGE.endTime],
   )
-  return row?.n ?? 0
+  return { deviceUid, matches: row?.n ?? 0 }
 }
 
+const holding = credentials.filter((_, e) => recordingsOf(plan, e) > 0).length
 const enterprises: BenchEnterprise[] = []
 for (const [e, { enterpriseId, keyVersion, secret }] of credentials.entries()) {
   const { busy, other } = devicesOf(plan, e)
-  const quietDevice = other[0] as string
-  const busyDevice = busy[0] as string
   const ids = await db.query<{ audio_id: string }>(
     'SELECT audio_id FROM recordings WHERE enterprise_id = $1 ORDER BY audio_id LIMIT $2',
-    [enterpriseId, CALLBACK_IDS_PER_ENTERPRISE],
+    [enterpriseId, Math.ceil(CALLBACK_IDS / holding)],
   )
+  const quiet: DeviceMatches[] = []
+  for (const deviceUid of other.slice(0, QUERY_DEVICES)) quiet.push(await count(enterpriseId, deviceUid))
+  const busiest: DeviceMatches[] = []
+  for (const deviceUid of busy.slice(0, QUERY_DEVICES)) busiest.push(await count(enterpriseId, deviceUid))
   enterprises.push({
     enterpriseId,
     keyVersion,
     secret,
     recordings: recordingsOf(plan, e),
-    quietDevice,
-    quietMatches: await count(enterpriseId, quietDevice),
-    busyDevice,
-    busyMatches: await count(enterpriseId, busyDevice),
+    quiet,
+    busy: busiest,
     callbackAudioIds: ids.map((row) => row.audio_id),
   })
 }
+
+const first = enterprises[0] as BenchEnterprise
+const deviceUid = first.busy[0]?.deviceUid ?? ''
+const [inWindow] = await db.query<{ n: number }>(
+  `SELECT count(*) AS n FROM recordings
+    WHERE enterprise_id = $1 AND recorded_at >= $2::timestamptz AND recorded_at < $3::timestamptz`,
+  [first.enterpriseId, TOTAL_WINDOW.startTime, TOTAL_WINDOW.endTime],
+)
+const [ofDevice] = await db.query<{ n: number }>(
+  'SELECT count(*) AS n FROM recordings WHERE enterprise_id = $1 AND device_uid = $2',
+  [first.enterpriseId, deviceUid],
+)
+const totals: TotalChecks = { window: inWindow?.n ?? 0, deviceUid, device: ofDevice?.n ?? 0 }
 const [version] = await db.query<{ version: string }>('SELECT version()')
 
 serveParent(
@@ -128,6 +165,7 @@ serveParent(
     vacuumSeconds,
     rssBytes: process.memoryUsage.rss(),
     enterprises,
+    totals,
   } satisfies Omit<BenchServerReady, 'type'>,
   () => platform.close(),
 )

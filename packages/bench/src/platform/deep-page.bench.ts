@@ -42,6 +42,7 @@ const plan: DatasetPlan = {
   enterprises: integerSetting('BENCH_ENTERPRISES', 2, 2),
   devices: integerSetting('BENCH_DEVICES', 1000),
   seed: DEFAULT_SEED,
+  layout: 'spread',
 }
 checkPlan(plan)
 const seconds = integerSetting('BENCH_DURATION', 10)
@@ -237,7 +238,7 @@ async function measurePlatform(
   const lastPage = Math.floor(deepPartner.recordings / DEEP_SIZE)
   const deepFilter = { page: lastPage, size: DEEP_SIZE }
   const deep = () => query(url, deepPartner, deepFilter, { total: deepPartner.recordings, items: DEEP_SIZE })
-  const otherFilter = { deviceUid: otherPartner.quietDevice, page: 1, size: 20 }
+  const otherFilter = { deviceUid: otherPartner.quiet[0]?.deviceUid ?? '', page: 1, size: 20 }
   // The device's total over all time (bench-server counts its QUERY_RANGE only): asked once.
   const first = await postJson(
     `${url}/openapi/v1/audios`,
@@ -294,7 +295,7 @@ const machine = machineLine()
 const { reports, skipped } = await measureBackends(backends, measureBackend)
 const section = sectionText(
   [
-    `Measured ${machine}. ${format(plan.recordings)} recordings across ${format(plan.enterprises)} enterprises (the seed of \`bench:platform\`), so the first holds ${format(Math.ceil(plan.recordings / plan.enterprises))}. For ${seconds} s after a ${WARMUP_SECONDS} s warm-up: ${deepConnections} connections each ask the first enterprise for its last full page in a loop, one request after the other; one \`GET /healthz\` probe at a time on the partner listener (${HEALTHZ_PAUSE_MS} ms between probes); another enterprise's page 1 of an ordinary device, one at a time (${OTHER_PAUSE_MS} ms between queries). The reference phase runs the same probes without the loop. The platform runs in a child process; latencies are end to end as this process sees them.`,
+    `Measured ${machine}. ${format(plan.recordings)} recordings across ${format(plan.enterprises)} enterprises (the data set of \`bench:platform\`, spread over them), so the first holds ${format(Math.ceil(plan.recordings / plan.enterprises))}. For ${seconds} s after a ${WARMUP_SECONDS} s warm-up: ${deepConnections} connections each ask the first enterprise for its last full page in a loop, one request after the other; one \`GET /healthz\` probe at a time on the partner listener (${HEALTHZ_PAUSE_MS} ms between probes); another enterprise's page 1 of an ordinary device, one at a time (${OTHER_PAUSE_MS} ms between queries). The reference phase runs the same probes without the loop. The platform runs in a child process; latencies are end to end as this process sees them.`,
     ...reports.map(render),
   ],
   skipped,

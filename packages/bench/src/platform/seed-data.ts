@@ -2,10 +2,13 @@
  * The benchmark's data set: deterministic (a fixed seed, one random stream per enterprise), so every run
  * of a given scale holds the same recordings.
  *
- * - Recordings are shared out evenly over the enterprises; device d belongs to enterprise d mod E.
- * - In each enterprise, 1% of the devices (at least one) are "busy": together they hold BUSY_SHARE of the
- *   enterprise's recordings; the rest is spread uniformly over the other devices. At the default scale
- *   (1,000,000 / 10 / 5,000) that is ~2,000 recordings a year per busy device and ~180 per other device.
+ * - Layout `spread`: recordings are shared out evenly over the enterprises; device d belongs to
+ *   enterprise d mod E. Layout `first`: every recording and every device belongs to the first
+ *   enterprise; the others hold none.
+ * - In each enterprise holding recordings, 1% of the devices (at least one) are "busy": together they
+ *   hold BUSY_SHARE of the enterprise's recordings; the rest is spread uniformly over the other devices.
+ *   At 1,000,000 recordings over 5,000 devices (either layout) that is ~2,000 recordings a year per busy
+ *   device and ~180 per other device.
  * - recordedAt is uniform over the year 2025 (UTC).
  * - 70% have audio and transcript (set A), 20% audio only (set B), 10% transcript only (set A).
  */
@@ -19,6 +22,7 @@ export interface DatasetPlan {
   enterprises: number
   devices: number
   seed: number
+  layout: 'spread' | 'first'
 }
 
 export const DEFAULT_SEED = 0x5eed_2025
@@ -29,6 +33,14 @@ const BUSY_DEVICE_FRACTION = 0.01
 
 /** The time range of the filtered queries: 2025-02-01 to 2025-11-01, three quarters of the year. */
 export const QUERY_RANGE = { startTime: '2025-02-01T00:00:00Z', endTime: '2025-11-01T00:00:00Z' } as const
+/**
+ * The window of the time-only total: the same months in India's time (+05:30), so that both edges cut
+ * a UTC day and an hour, and part of the total is counted row by row.
+ */
+export const TOTAL_WINDOW = {
+  startTime: '2025-02-01T00:00:00+05:30',
+  endTime: '2025-11-01T00:00:00+05:30',
+} as const
 
 /** mulberry32: small, fast, and good enough to spread benchmark data. */
 export function prng(seed: number): () => number {
@@ -42,25 +54,35 @@ export function prng(seed: number): () => number {
   }
 }
 
+/** How many enterprises hold recordings: the first ones. */
+const holders = (plan: DatasetPlan) => (plan.layout === 'first' ? 1 : plan.enterprises)
+
 /** How many of the plan's recordings enterprise index e (0-based) holds. */
 export function recordingsOf(plan: DatasetPlan, e: number): number {
-  return Math.floor(plan.recordings / plan.enterprises) + (e < plan.recordings % plan.enterprises ? 1 : 0)
+  const n = holders(plan)
+  if (e >= n) return 0
+  return Math.floor(plan.recordings / n) + (e < plan.recordings % n ? 1 : 0)
 }
 
-/** The device UIDs of enterprise index e, busy ones first. */
+/** The device UIDs of enterprise index e, busy ones first (none for an enterprise without recordings). */
 export function devicesOf(plan: DatasetPlan, e: number): { busy: string[]; other: string[] } {
+  const n = holders(plan)
   const all: string[] = []
-  for (let d = e; d < plan.devices; d += plan.enterprises) all.push(`EAR-${String(d).padStart(6, '0')}`)
+  if (e < n) for (let d = e; d < plan.devices; d += n) all.push(`EAR-${String(d).padStart(6, '0')}`)
   const busyCount = Math.max(1, Math.round(all.length * BUSY_DEVICE_FRACTION))
   return { busy: all.slice(0, busyCount), other: all.slice(busyCount) }
 }
 
 export function checkPlan(plan: DatasetPlan): void {
-  if (plan.enterprises < 1 || plan.recordings < plan.enterprises) {
-    throw new Error('BENCH_RECORDINGS must be at least BENCH_ENTERPRISES, which must be at least 1')
+  if (plan.enterprises < 1 || plan.recordings < holders(plan)) {
+    throw new Error(
+      'BENCH_ENTERPRISES must be at least 1, and the recordings at least the enterprises holding them',
+    )
   }
-  if (plan.devices < 2 * plan.enterprises) {
-    throw new Error('BENCH_DEVICES must be at least twice BENCH_ENTERPRISES (a busy and a quiet device each)')
+  if (plan.devices < 2 * holders(plan)) {
+    throw new Error(
+      'BENCH_DEVICES must be at least twice the enterprises holding recordings (a busy and a quiet device each)',
+    )
   }
 }
 

@@ -10,6 +10,7 @@ import { sqlList } from '@earshot/support/queue'
 import { RECEIPT_STATES } from '../push/delivery-states.js'
 import { type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
+import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
 import { type RecordingRow, recordingData } from './recording-data.js'
 
 export interface TranscriptPart {
@@ -41,13 +42,15 @@ export const INSERT_BATCH = 1000
 
 /**
  * Inserts recordings of one enterprise and schedules their pushes; call it inside a transaction.
- * An audioId that already exists is refused with 4001.
+ * An audioId that already exists is refused with 4001. The counters of the query's total follow by
+ * trigger (recording-counts.ts).
  */
 export async function insertRecordings(
   tx: Queryable,
   enterpriseId: number,
   list: readonly NewRecording[],
 ): Promise<void> {
+  if (list.length > INSERT_BATCH) await lockRecordingCounters(tx, enterpriseId, list)
   for (let start = 0; start < list.length; start += INSERT_BATCH) {
     const batch = list.slice(start, start + INSERT_BATCH)
     await insertBatch(tx, enterpriseId, batch).catch((error: unknown) => {
@@ -135,7 +138,9 @@ export async function attachTranscript(
 
 /**
  * One page of an enterprise's recordings matching the filter (DESIGN.md §4): newest first by
- * recordedAt then audioId, startTime ≤ recordedAt < endTime, and the exact total of all matches.
+ * recordedAt then audioId, startTime ≤ recordedAt < endTime, and the exact total of all matches. One
+ * statement: the total (from the counters, recording-counts.ts; an audioId matches at most one row, so
+ * it is counted directly), then, unless the page starts past it, the page.
  */
 export async function queryRecordings(
   db: Queryable,
@@ -143,39 +148,47 @@ export async function queryRecordings(
   filter: ResolvedRecordingFilter,
 ): Promise<RecordingPage> {
   const params: unknown[] = [enterpriseId]
-  const where = ['enterprise_id = $1']
-  const match = (condition: string, value: unknown) => {
+  const param = (value: unknown) => {
     params.push(value)
-    where.push(condition.replace('?', `$${params.length}`))
+    return `$${params.length}`
   }
-  if (filter.audioId !== undefined) match('audio_id = ?', filter.audioId)
-  if (filter.deviceUid !== undefined) match('device_uid = ?', filter.deviceUid)
-  if (filter.startTime !== undefined) match('recorded_at >= ?::timestamptz', filter.startTime)
-  if (filter.endTime !== undefined) match('recorded_at < ?::timestamptz', filter.endTime)
+  const match: CountedMatch = { enterprise: '$1' }
+  const where = ['enterprise_id = $1']
+  if (filter.audioId !== undefined) where.push(`audio_id = ${param(filter.audioId)}`)
+  if (filter.deviceUid !== undefined) match.device = param(filter.deviceUid)
+  if (filter.startTime !== undefined) match.start = `${param(filter.startTime)}::timestamptz`
+  if (filter.endTime !== undefined) match.end = `${param(filter.endTime)}::timestamptz`
+  if (match.device !== undefined) where.push(`device_uid = ${match.device}`)
+  if (match.start !== undefined) where.push(`recorded_at >= ${match.start}`)
+  if (match.end !== undefined) where.push(`recorded_at < ${match.end}`)
   const conditions = where.join(' AND ')
-
-  const [counted] = await db.query<{ total: number }>(
-    `SELECT count(*) AS total FROM recordings WHERE ${conditions}`,
-    params,
-  )
-  const total = counted?.total ?? 0
-  const offset = (filter.page - 1) * filter.size
-  if (offset >= total) return { total, items: [] }
+  const counted =
+    filter.audioId === undefined
+      ? countedTotalSql(match)
+      : `SELECT count(*) AS total FROM recordings WHERE ${conditions}`
+  const size = param(filter.size)
+  const offset = param((filter.page - 1) * filter.size)
 
   // The page's keys first: every column the filter and the order use is in recordings_by_time or
   // recordings_by_device, so the OFFSET walks index entries only (an index-only scan), never the rows it
-  // skips; then only the page's rows are fetched, by primary key.
-  const rows = await db.query<RecordingRow>(
-    `SELECT r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
+  // skips; then only the page's rows are fetched, by primary key. The comparison with the total is a
+  // one-time filter: past the end, no index is walked at all.
+  const rows = await db.query<{ total: number } & Partial<RecordingRow>>(
+    `WITH counted AS MATERIALIZED (${counted}),
+          page AS (SELECT audio_id, recorded_at FROM recordings
+                    WHERE ${conditions} AND ${offset} < (SELECT total FROM counted)
+                    ORDER BY recorded_at DESC, audio_id DESC LIMIT ${size} OFFSET ${offset})
+     SELECT counted.total, r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
             r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count
-       FROM (SELECT audio_id, recorded_at FROM recordings WHERE ${conditions}
-              ORDER BY recorded_at DESC, audio_id DESC
-              LIMIT $${params.length + 1} OFFSET $${params.length + 2}) AS page
-       JOIN recordings r USING (audio_id)
+       FROM counted LEFT JOIN (page JOIN recordings r USING (audio_id)) ON true
       ORDER BY page.recorded_at DESC, page.audio_id DESC`,
-    [...params, filter.size, offset],
+    params,
   )
-  return { total, items: rows.map((row) => ({ audioId: row.audio_id, data: recordingData(row) })) }
+  const total = rows[0]?.total ?? 0
+  const items = rows
+    .filter((row): row is { total: number } & RecordingRow => row.audio_id != null)
+    .map((row) => ({ audioId: row.audio_id, data: recordingData(row) }))
+  return { total, items }
 }
 
 /**

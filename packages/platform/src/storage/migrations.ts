@@ -151,7 +151,90 @@ export const migrations: Migration[] = [
       "CREATE INDEX deliveries_stuck ON deliveries (state) WHERE state IN ('failed', 'unconfirmed')",
     ],
   },
+  {
+    version: 5,
+    name: 'recording counters per enterprise and UTC day and hour, and per device and UTC day, kept by triggers',
+    statements: recordingCounterStatements(),
+  },
 ]
+
+/**
+ * Migration 5: the counters the query's exact `total` is read from (recordings/recording-counts.ts).
+ * Triggers keep them in the recordings' own transaction, whatever writes the rows: an INSERT counts
+ * the rows it actually inserted (its transition table, so ON CONFLICT DO NOTHING counts none twice), a
+ * DELETE uncounts, an UPDATE moving a recording to another enterprise, device or time moves its count.
+ */
+function recordingCounterStatements(): string[] {
+  const counters = [
+    { table: 'recording_day_counts', bucket: 'day', device: false },
+    { table: 'recording_hour_counts', bucket: 'hour', device: false },
+    { table: 'recording_device_day_counts', bucket: 'day', device: true },
+  ] as const
+  const key = (c: (typeof counters)[number]) =>
+    c.device ? 'enterprise_id, device_uid, bucket' : 'enterprise_id, bucket'
+  return [
+    // A bucket is named by the instant it starts at: recorded_at truncated to the UTC day or hour.
+    `CREATE FUNCTION utc_floor(unit text, t timestamptz) RETURNS timestamptz
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT date_trunc(unit, t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' $$`,
+    ...counters.map(
+      (c) => `CREATE TABLE ${c.table} (
+        enterprise_id bigint NOT NULL,${c.device ? '\n        device_uid text NOT NULL,' : ''}
+        bucket timestamptz NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (${key(c)})
+      )`,
+    ),
+    // Adds delta to the counters of the recordings given column-wise (delta 0 only takes the counters'
+    // row locks). Always in one order, table after table and by key within each, so that transactions
+    // counting at once queue behind each other instead of deadlocking.
+    `CREATE FUNCTION count_recordings(enterprise_ids bigint[], device_uids text[], recorded_ats timestamptz[],
+                                      delta bigint) RETURNS void LANGUAGE plpgsql AS $$
+     BEGIN
+       ${counters
+         .map(
+           (c) => `INSERT INTO ${c.table} AS c (${key(c)}, n)
+         SELECT e,${c.device ? ' d,' : ''} utc_floor('${c.bucket}', t), delta * count(*)
+           FROM unnest(enterprise_ids, device_uids, recorded_ats) AS x(e, d, t)
+          GROUP BY 1, 2${c.device ? ', 3' : ''} ORDER BY 1, 2${c.device ? ', 3' : ''}
+         ON CONFLICT (${key(c)}) DO UPDATE SET n = c.n + excluded.n;`,
+         )
+         .join('\n       ')}
+     END $$`,
+    `CREATE FUNCTION recordings_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+       IF TG_OP = 'INSERT' THEN
+         PERFORM count_recordings(array_agg(enterprise_id), array_agg(device_uid), array_agg(recorded_at), 1)
+            FROM added HAVING count(*) > 0;
+       ELSIF TG_OP = 'DELETE' THEN
+         PERFORM count_recordings(array_agg(enterprise_id), array_agg(device_uid), array_agg(recorded_at), -1)
+            FROM removed HAVING count(*) > 0;
+       ELSIF TG_OP = 'UPDATE' THEN
+         PERFORM count_recordings(ARRAY[OLD.enterprise_id], ARRAY[OLD.device_uid], ARRAY[OLD.recorded_at], -1);
+         PERFORM count_recordings(ARRAY[NEW.enterprise_id], ARRAY[NEW.device_uid], ARRAY[NEW.recorded_at], 1);
+       ELSE
+         ${counters.map((c) => `DELETE FROM ${c.table};`).join(' ')}
+       END IF;
+       RETURN NULL;
+     END $$`,
+    `CREATE TRIGGER recordings_count_inserted AFTER INSERT ON recordings REFERENCING NEW TABLE AS added
+       FOR EACH STATEMENT EXECUTE FUNCTION recordings_counted()`,
+    `CREATE TRIGGER recordings_count_deleted AFTER DELETE ON recordings REFERENCING OLD TABLE AS removed
+       FOR EACH STATEMENT EXECUTE FUNCTION recordings_counted()`,
+    // Row by row, and only when a counted column changes: attaching a transcript fires nothing.
+    `CREATE TRIGGER recordings_count_moved AFTER UPDATE OF enterprise_id, device_uid, recorded_at ON recordings
+       FOR EACH ROW WHEN ((OLD.enterprise_id, OLD.device_uid, OLD.recorded_at)
+                          IS DISTINCT FROM (NEW.enterprise_id, NEW.device_uid, NEW.recorded_at))
+       EXECUTE FUNCTION recordings_counted()`,
+    `CREATE TRIGGER recordings_count_truncated AFTER TRUNCATE ON recordings
+       FOR EACH STATEMENT EXECUTE FUNCTION recordings_counted()`,
+    // The recordings stored before: the triggers above already hold off writers until this commits.
+    ...counters.map(
+      (c) => `INSERT INTO ${c.table} (${key(c)}, n)
+        SELECT enterprise_id,${c.device ? ' device_uid,' : ''} utc_floor('${c.bucket}', recorded_at), count(*)
+          FROM recordings GROUP BY 1, 2${c.device ? ', 3' : ''}`,
+    ),
+  ]
+}
 
 /** Any number, shared by every instance: serialises migrations started at once on one PostgreSQL. */
 const MIGRATION_LOCK = 0x4561_7273
