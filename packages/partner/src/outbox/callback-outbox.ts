@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { batcher } from '@earshot/support/batcher'
 import {
   type Claim,
   type RunnerLogger,
@@ -8,7 +9,6 @@ import {
 } from '@earshot/support/queue'
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
 import { defaultLogger, type ReceiverLogger } from '../receiver/logger.js'
-import { batcher } from '../storage/batcher.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import {
   admitAndRecord,

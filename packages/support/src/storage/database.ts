@@ -11,11 +11,11 @@ export interface Database extends Queryable {
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
   /**
-   * Calls onNotify for each NOTIFY on the channel (from any connection, after its commit); resolves
-   * to a function that stops listening. Best effort: a lost connection is re-established, and
-   * notifications sent meanwhile are lost, so listeners also poll.
+   * Calls onNotify with the payload of each NOTIFY on the channel (from any connection, after its
+   * commit); resolves to a function that stops listening. Best effort: a lost connection is
+   * re-established, and notifications sent meanwhile are lost, so listeners also poll (or expire).
    */
-  listen(channel: string, onNotify: () => void): Promise<() => Promise<void>>
+  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>
   close(): Promise<void>
 }
 

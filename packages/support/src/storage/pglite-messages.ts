@@ -25,8 +25,8 @@ export interface ErrorData {
 export type Reply =
   | { id: number; rows?: unknown[] }
   | { id: number; error: ErrorData }
-  /** A NOTIFY on the channel of this listener. */
-  | { notify: number }
+  /** A NOTIFY on the channel of this listener, with its payload. */
+  | { notify: number; payload: string }
 
 /** The id of the worker's first message: PGlite is open (or failed to open, with the error). */
 export const READY_ID = 0

@@ -119,7 +119,7 @@ function serve(db: PGlite): void {
         answer(
           request.id,
           db
-            .listen(request.channel, () => send({ notify: listener }))
+            .listen(request.channel, (payload) => send({ notify: listener, payload }))
             .then((unlisten) => {
               unlisteners.set(listener, unlisten)
               return undefined

@@ -63,7 +63,7 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
     workerData: { dataDir } satisfies WorkerData,
   })
   const pending = new Map<number, Pending>()
-  const listeners = new Map<number, () => void>()
+  const listeners = new Map<number, (payload: string) => void>()
   let nextId = READY_ID + 1
   /** Why requests are refused: closed, or the worker stopped. */
   let stopped: Error | undefined
@@ -82,7 +82,7 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
   }
   worker.on('message', (reply: Reply) => {
     if ('notify' in reply) {
-      listeners.get(reply.notify)?.()
+      listeners.get(reply.notify)?.(reply.payload)
       return
     }
     const request = settle(reply.id)

@@ -66,7 +66,7 @@ async function listenOn(
   pg: typeof import('pg').default,
   connectionString: string,
   channel: string,
-  onNotify: () => void,
+  onNotify: (payload: string) => void,
 ): Promise<() => Promise<void>> {
   let stopped = false
   let client: pg.Client | undefined
@@ -74,7 +74,7 @@ async function listenOn(
   const connect = async (): Promise<void> => {
     const next = new pg.Client({ connectionString })
     next.on('notification', (message) => {
-      if (message.channel === channel) onNotify()
+      if (message.channel === channel) onNotify(message.payload ?? '')
     })
     next.on('error', () => {
       next.end().catch(() => {})

@@ -6,9 +6,10 @@ export interface BatcherOptions {
 }
 
 /**
- * Group commit: the calls made while a batch runs are run together as the next batch, so that many
- * concurrent pushes cost one statement instead of one each. `run` must return one result per item, in
- * order; when it throws, every caller of that batch gets the error.
+ * Group commit: the calls made in one turn of the event loop, and those made while a batch runs, are run
+ * together as the next batch, so that many concurrent requests cost one statement instead of one each.
+ * `run` must return one result per item, in order; when it throws, every caller of that batch gets the
+ * error. A caller's promise settles only once its batch has settled.
  */
 export function batcher<In, Out>(
   run: (items: In[]) => Promise<Out[]>,
