@@ -1,4 +1,6 @@
 import type { AccessTokens } from './auth/access-tokens.js'
+import type { CredentialCache } from './auth/credential-cache.js'
+import type { NonceGuard } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
 import type { PlatformMetrics } from './metrics/metrics.js'
 import type { Database } from './storage/database.js'
@@ -8,6 +10,10 @@ export interface PlatformContext {
   config: PlatformConfig
   db: Database
   tokens: AccessTokens
+  /** Enterprises' keys and disabled flags, shared by the requests of this instance. */
+  credentials: CredentialCache
+  /** The replay guard: records a request nonce, group-committed. */
+  acceptNonce: NonceGuard
   /** Epoch milliseconds; injected so tests can move time. */
   clock: () => number
   randomBytes: (size: number) => Buffer

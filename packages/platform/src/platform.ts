@@ -2,7 +2,9 @@ import { randomBytes as cryptoRandomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { buildAdminApi } from './admin/admin-api.js'
 import { accessTokens } from './auth/access-tokens.js'
-import { forgetExpiredNonces } from './auth/replay-guard.js'
+import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
+import { loadEnterpriseKey } from './auth/credentials.js'
+import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context.js'
 import { buildPartnerApi } from './http/partner-api.js'
@@ -48,13 +50,20 @@ export async function startPlatform({
     dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
   })
   const servers: FastifyInstance[] = []
+  let stopListening: (() => Promise<void>) | undefined
   try {
     // An embedded data directory written by an earlier run may never have been analyzed.
     await tendEmbeddedDatabase(db)
+    const credentials = credentialCache({
+      load: (enterpriseId, keyVersion) => loadEnterpriseKey(db, enterpriseId, keyVersion),
+    })
+    stopListening = await listenForCredentialChanges(db, credentials)
     const context: PlatformContext = {
       config,
       db,
       tokens: accessTokens(await tokenSigningKey(db, randomBytes)),
+      credentials,
+      acceptNonce: nonceGuard(db),
       clock,
       randomBytes,
       metrics: createMetrics(db),
@@ -108,6 +117,7 @@ export async function startPlatform({
           clearInterval(janitor)
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
+          await stopListening?.().catch(() => {})
           await db.close()
         })()
         return closing
@@ -115,6 +125,7 @@ export async function startPlatform({
     }
   } catch (error) {
     await Promise.allSettled(servers.map((server) => server.close()))
+    await stopListening?.().catch(() => {})
     await db.close()
     throw error
   }

@@ -85,6 +85,8 @@ export async function buildAdminApi(
     }
     const pushUrl = await checkPushUrl(body.pushUrl, config.pushAllowPrivate)
     const created = await createEnterprise(db, name.trim(), pushUrl, context.randomBytes)
+    // Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
+    context.credentials.invalidate(created.enterpriseId)
     return reply.code(201).send(created)
   })
 
@@ -93,13 +95,21 @@ export async function buildAdminApi(
   app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/disable`, async (request) => {
     const enterpriseId = enterpriseIdParam(request)
     if (!(await disableEnterprise(db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
+    context.credentials.invalidate(enterpriseId)
     return { enterpriseId, disabled: true }
   })
 
   app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/rotate-key`, async (request) => {
     const enterpriseId = enterpriseIdParam(request)
-    const rotated = await rotateKey(db, enterpriseId, config.keyGraceSeconds, context.randomBytes)
+    const rotated = await rotateKey(
+      db,
+      enterpriseId,
+      config.keyGraceSeconds,
+      context.clock(),
+      context.randomBytes,
+    )
     if (!rotated) throw noSuchEnterprise(enterpriseId)
+    context.credentials.invalidate(enterpriseId)
     return rotated
   })
 

@@ -3,8 +3,9 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 /**
  * Access tokens are signed, not stored: `v1.<enterpriseId>.<keyVersion>.<expiresAt>.<salt>.<mac>`
  * with an HMAC-SHA256 under a signing key kept in the database, so a token works on every instance
- * sharing it and survives restarts. Revocation (enterprise disabled, keyVersion retired) is checked
- * against the database on every use, together with the request's key.
+ * sharing it and survives restarts. Revocation (enterprise disabled, keyVersion retired) is checked on
+ * every use, together with the request's key, against the enterprise's credentials (credential-cache.ts:
+ * read from the database, held at most CREDENTIALS_TTL_MS, dropped when any instance changes them).
  */
 export interface TokenClaims {
   enterpriseId: number

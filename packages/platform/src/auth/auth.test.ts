@@ -30,6 +30,7 @@ import {
   type Reply,
   type TestPartner,
 } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
 
 /** POST /openapi/v1/token and the bearer checks of /audios and /callback (DESIGN.md §1–3). */
 
@@ -602,9 +603,13 @@ for (const backend of testBackends) {
         const envelope = envelopeOf(onA)
         expectCode(await postJson(a, AUDIOS, envelope, fromA), 2000)
         expectCode(await postJson(b, AUDIOS, envelope, fromA), 4090)
-        // Disabling through one instance revokes on the other.
+        // Disabling through one instance revokes on the other, once it has heard (revocation.test.ts).
         assert.equal((await admin(a, 'POST', `/enterprises/${onA.enterpriseId}/disable`)).status, 200)
-        expectCode(await onB.call(AUDIOS, {}, fromA), 4030)
+        await eventually(
+          async () => (await onB.call(AUDIOS, {}, fromA)).body.code === 4030,
+          10_000,
+          'the other instance to refuse the disabled enterprise',
+        )
       })
     }
   })

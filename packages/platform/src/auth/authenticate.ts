@@ -2,7 +2,7 @@ import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { credentialsForBearer } from './credentials.js'
+import { usableKey } from './credentials.js'
 import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
 
 const bearer = /^Bearer ([\x21-\x7e]+)$/
@@ -32,17 +32,17 @@ export async function authenticate(
   if (claimed !== undefined && claimed !== enterpriseId) {
     throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
   }
-  const credentials = await credentialsForBearer(
-    context.db,
-    enterpriseId,
-    tokenKeyVersion,
-    envelope.keyVersion,
-  )
+  const credentials = await context.credentials.get(enterpriseId, tokenKeyVersion)
   if (!credentials) throw new ApiError(ResponseCode.UNAUTHORIZED, 'the access token is not valid')
   if (credentials.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
-  if (!credentials.tokenKeyActive) {
+  const now = context.clock()
+  if (!usableKey(credentials, now)) {
     throw new ApiError(ResponseCode.UNAUTHORIZED, 'the access token was revoked: its key version is retired')
   }
   await rateLimit(request, enterpriseId)
-  return openAndGuard(context, envelope, enterpriseId, credentials.secret)
+  const envelopeCredentials =
+    envelope.keyVersion === tokenKeyVersion
+      ? credentials
+      : await context.credentials.get(enterpriseId, envelope.keyVersion)
+  return openAndGuard(context, envelope, enterpriseId, usableKey(envelopeCredentials, now))
 }

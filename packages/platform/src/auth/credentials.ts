@@ -1,51 +1,53 @@
+import { type EnvelopeKey, loadKey } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
 
-/** A key is usable until its retires_at (set on rotation to now + grace); null means current. */
-const ACTIVE = '(k.retires_at IS NULL OR k.retires_at > now())'
-
-export interface TokenRequestCredentials {
-  secret: string
+/** What a request needs to know of one (enterprise, keyVersion), as read from the database. */
+export interface EnterpriseKey {
   disabled: boolean
+  /** Undefined when the enterprise has no such keyVersion; the error when its stored secret does not load. */
+  key: EnvelopeKey | Error | undefined
+  /** Epoch milliseconds from which the key is refused (set by a rotation); null for a current key. */
+  retiresAtMs: number | null
 }
 
-/** The key a token request is sealed under; undefined for an unknown enterprise or keyVersion. */
-export async function credentialsForTokenRequest(
+/** Reads one (enterprise, keyVersion); undefined when there is no such enterprise. */
+export async function loadEnterpriseKey(
   db: Queryable,
   enterpriseId: number,
   keyVersion: number,
-): Promise<TokenRequestCredentials | undefined> {
-  const [row] = await db.query<TokenRequestCredentials>(
-    `SELECT k.secret, e.disabled_at IS NOT NULL AS disabled
-       FROM enterprise_keys k JOIN enterprises e USING (enterprise_id)
-      WHERE k.enterprise_id = $1 AND k.key_version = $2 AND ${ACTIVE}`,
+): Promise<EnterpriseKey | undefined> {
+  const [row] = await db.query<{ disabled: boolean; secret: string | null; retires_at_ms: number | null }>(
+    `SELECT e.disabled_at IS NOT NULL AS disabled, k.secret,
+            (extract(epoch FROM k.retires_at) * 1000)::float8 AS retires_at_ms
+       FROM enterprises e
+       LEFT JOIN enterprise_keys k ON k.enterprise_id = e.enterprise_id AND k.key_version = $2
+      WHERE e.enterprise_id = $1`,
     [enterpriseId, keyVersion],
   )
-  return row
+  if (!row) return undefined
+  return {
+    disabled: row.disabled,
+    key: row.secret === null ? undefined : keyOf(row.secret),
+    retiresAtMs: row.retires_at_ms,
+  }
 }
 
-export interface BearerCredentials {
-  disabled: boolean
-  /** False once the keyVersion the token was issued under is retired: the token is revoked. */
-  tokenKeyActive: boolean
-  /** The secret of the request envelope's keyVersion, null when unknown or retired. */
-  secret: string | null
+function keyOf(secret: string): EnvelopeKey | Error {
+  try {
+    return loadKey(secret)
+  } catch (error) {
+    return error as Error
+  }
 }
 
-/** Everything an authenticated request needs, in one round trip. */
-export async function credentialsForBearer(
-  db: Queryable,
-  enterpriseId: number,
-  tokenKeyVersion: number,
-  envelopeKeyVersion: number,
-): Promise<BearerCredentials | undefined> {
-  const [row] = await db.query<BearerCredentials>(
-    `SELECT e.disabled_at IS NOT NULL AS disabled,
-            EXISTS (SELECT 1 FROM enterprise_keys k
-                     WHERE k.enterprise_id = e.enterprise_id AND k.key_version = $2 AND ${ACTIVE}) AS "tokenKeyActive",
-            (SELECT k.secret FROM enterprise_keys k
-              WHERE k.enterprise_id = e.enterprise_id AND k.key_version = $3 AND ${ACTIVE}) AS secret
-       FROM enterprises e WHERE e.enterprise_id = $1`,
-    [enterpriseId, tokenKeyVersion, envelopeKeyVersion],
-  )
-  return row
+/**
+ * The key if it may be used at nowMs: known and not retired. Checked on every use, so a key stops
+ * working the moment its retires_at passes, whether or not anything was notified.
+ */
+export function usableKey(
+  credentials: EnterpriseKey | undefined,
+  nowMs: number,
+): EnvelopeKey | Error | undefined {
+  if (!credentials?.key) return undefined
+  return credentials.retiresAtMs === null || credentials.retiresAtMs > nowMs ? credentials.key : undefined
 }

@@ -14,7 +14,6 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { acceptNonce } from './replay-guard.js'
 
 /** An opened request: who sent it, under which key, and its plaintext. */
 export interface OpenedRequest {
@@ -35,32 +34,33 @@ export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId:
   return { envelope: parseEnvelope(body), enterpriseId: body.enterpriseId }
 }
 
-/** Stands in for the secret of an unknown enterprise or keyVersion; nobody holds it. */
-const decoySecret = generateSecret()
+/** Stands in for the key of an unknown enterprise or keyVersion; nobody holds it. */
+const decoyKey = loadKey(generateSecret())
 
 /**
- * Opens the envelope under the secret found for it, then records its nonce: a nonce accepted before
+ * Opens the envelope under the key found for it, then records its nonce: a nonce accepted before
  * under the same (enterprise, keyVersion) within the replay window is refused with 4090. Without a
- * secret, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise or
+ * key, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise or
  * keyVersion takes as long to refuse as a wrong key does and timing tells them apart no better than
- * the answer, which is the same 4012.
+ * the answer, which is the same 4012. A stored secret that does not load is thrown here.
  */
 export async function openAndGuard(
   context: PlatformContext,
   envelope: Envelope,
   enterpriseId: number,
-  secret: string | null | undefined,
+  key: EnvelopeKey | Error | undefined,
 ): Promise<OpenedRequest> {
-  if (!secret) {
+  if (!key) {
     try {
-      open(envelope, loadKey(decoySecret))
+      open(envelope, decoyKey)
     } catch {}
     throw new DecryptionFailedError()
   }
-  const key = loadKey(secret)
+  if (key instanceof Error) throw key
   const { plaintext } = open(envelope, key)
-  const expiresAt = context.clock() + context.config.replayWindowSeconds * 1000
-  if (!(await acceptNonce(context.db, enterpriseId, envelope.keyVersion, envelope.nonce, expiresAt))) {
+  const expiresAtMs = context.clock() + context.config.replayWindowSeconds * 1000
+  const { keyVersion, nonce } = envelope
+  if (!(await context.acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs }))) {
     throw new ApiError(
       ResponseCode.REPLAYED,
       'this envelope nonce was already used; seal every request afresh',

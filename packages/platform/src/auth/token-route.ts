@@ -2,7 +2,7 @@ import { MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protoc
 import type { FastifyInstance } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { credentialsForTokenRequest } from './credentials.js'
+import { usableKey } from './credentials.js'
 import { openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
 
 /** POST /openapi/v1/token (contract §4.1, DESIGN.md §3). The response data is not encrypted. */
@@ -17,8 +17,8 @@ export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateL
     }
     const id = enterpriseId as number
     // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
-    const credentials = await credentialsForTokenRequest(context.db, id, envelope.keyVersion)
-    const opened = await openAndGuard(context, envelope, id, credentials?.secret)
+    const credentials = await context.credentials.get(id, envelope.keyVersion)
+    const opened = await openAndGuard(context, envelope, id, usableKey(credentials, context.clock()))
     if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
     const plaintext = TokenPlaintext.parse(opened.plaintext)
     if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {

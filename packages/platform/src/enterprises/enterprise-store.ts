@@ -69,7 +69,10 @@ export async function enterpriseExists(db: Queryable, enterpriseId: number): Pro
   return rows.length === 1
 }
 
-/** Disables an enterprise: its tokens stop working at once. False when there is no such enterprise. */
+/**
+ * Disables an enterprise: its tokens stop working (on every instance within the credentials bound,
+ * auth/credential-cache.ts). False when there is no such enterprise.
+ */
 export async function disableEnterprise(db: Queryable, enterpriseId: number): Promise<boolean> {
   const rows = await db.query(
     'UPDATE enterprises SET disabled_at = coalesce(disabled_at, now()) WHERE enterprise_id = $1 RETURNING 1',
@@ -91,13 +94,15 @@ export async function setPushUrl(
 }
 
 /**
- * Issues the next keyVersion. The previous current key stays valid for the grace period and then
- * retires, revoking the tokens issued under it. Undefined when there is no such enterprise.
+ * Issues the next keyVersion. The previous current key stays valid for the grace period from nowMs (the
+ * platform's clock, which every request checks retirement against) and then retires, revoking the tokens
+ * issued under it. Undefined when there is no such enterprise.
  */
 export async function rotateKey(
   db: Database,
   enterpriseId: number,
   graceSeconds: number,
+  nowMs: number,
   randomBytes?: RandomBytes,
 ): Promise<RotatedKey | undefined> {
   const secret = generateSecret(randomBytes)
@@ -107,10 +112,10 @@ export async function rotateKey(
     ])
     if (locked.length === 0) return undefined
     const [current] = await tx.query<{ keyVersion: number; retiresAt: string }>(
-      `UPDATE enterprise_keys SET retires_at = now() + make_interval(secs => $2)
+      `UPDATE enterprise_keys SET retires_at = to_timestamp($3::float8 / 1000) + make_interval(secs => $2)
         WHERE enterprise_id = $1 AND retires_at IS NULL
         RETURNING key_version AS "keyVersion", ${isoTime('retires_at')} AS "retiresAt"`,
-      [enterpriseId, graceSeconds],
+      [enterpriseId, graceSeconds, nowMs],
     )
     const [next] = await tx.query<{ keyVersion: number }>(
       `INSERT INTO enterprise_keys (enterprise_id, key_version, secret)
@@ -124,7 +129,7 @@ export async function rotateKey(
       keyVersion,
       secret,
       previousKeyVersion: current?.keyVersion ?? keyVersion - 1,
-      previousKeyRetiresAt: current?.retiresAt ?? new Date().toISOString(),
+      previousKeyRetiresAt: current?.retiresAt ?? new Date(nowMs).toISOString(),
     }
   })
 }

@@ -1,10 +1,11 @@
 import { CallbackPlaintext, RecordingFilter, ResponseCode, SPEC_VERSION } from '@earshot/protocol'
+import { batcher } from '@earshot/support/batcher'
 import type { FastifyInstance } from 'fastify'
 import { authenticate } from '../auth/authenticate.js'
 import { type RateLimitCheck, replySealed } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { confirmReceipt, queryRecordings } from './recording-store.js'
+import { confirmReceipts, queryRecordings, type Receipt } from './recording-store.js'
 
 /** POST /openapi/v1/audios (contract §4.2) and POST /openapi/v1/callback (contract §4.3). */
 export function recordingRoutes(
@@ -12,6 +13,8 @@ export function recordingRoutes(
   context: PlatformContext,
   rateLimit: RateLimitCheck,
 ): void {
+  const confirmReceipt = receiptBatcher(context)
+
   app.post('/openapi/v1/audios', async (request, reply) => {
     const opened = await authenticate(context, request, rateLimit)
     const filter = RecordingFilter.parse(opened.plaintext)
@@ -28,7 +31,7 @@ export function recordingRoutes(
   app.post('/openapi/v1/callback', async (request, reply) => {
     const opened = await authenticate(context, request, rateLimit)
     const { audioId } = CallbackPlaintext.parse(opened.plaintext)
-    if (!(await confirmReceipt(context.db, opened.enterpriseId, audioId))) {
+    if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
       throw new ApiError(
         ResponseCode.NOT_FOUND,
         `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
@@ -36,4 +39,30 @@ export function recordingRoutes(
     }
     return reply.send({ code: ResponseCode.OK, msg: 'success', requestId: request.id })
   })
+}
+
+const DEADLOCK_DETECTED = '40P01'
+
+/**
+ * Group commit of receipt callbacks: those in flight are recorded by one statement per turn of the event
+ * loop, each answered once it has committed. One batch at a time, so that this instance's statements
+ * never wait for each other.
+ */
+function receiptBatcher(context: PlatformContext): (receipt: Receipt) => Promise<boolean> {
+  const { db } = context
+  return batcher(
+    async (receipts: Receipt[]) => {
+      try {
+        return await confirmReceipts(db, receipts)
+      } catch (error) {
+        // Locks are taken in one order, but another instance's concurrent ack or receipt of the same
+        // recordings may still meet ours in a cycle; PostgreSQL then cancels one. Each alone cannot.
+        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || receipts.length === 1) throw error
+        const results: boolean[] = []
+        for (const receipt of receipts) results.push(...(await confirmReceipts(db, [receipt])))
+        return results
+      }
+    },
+    { maxBatch: 256 },
+  )
 }

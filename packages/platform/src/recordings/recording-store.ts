@@ -191,20 +191,32 @@ export async function queryRecordings(
   return { total, items }
 }
 
+/** A receipt callback: the partner says it has the recording audioId of its enterprise. */
+export interface Receipt {
+  enterpriseId: number
+  audioId: string
+}
+
 /**
- * Records the partner's receipt of a recording (DESIGN.md §5): confirms the deliveries of it the partner
- * has acknowledged (an ack recorded, in a state a receipt confirms from), and stamps the receipt's time
- * on the others still open, so that one whose push is in flight is confirmed when its ack is recorded
- * (deliveryQueue's settle). Deliveries never acknowledged are left to be pushed as scheduled.
- * Idempotent; false when the audioId is not a recording of this enterprise — another enterprise's id
- * looks the same as none.
+ * Records the partner's receipts of recordings (DESIGN.md §5), any number in one statement: confirms
+ * the deliveries of each the partner has acknowledged (an ack recorded, in a state a receipt confirms
+ * from), and stamps the receipt's time on the others still open, so that one whose push is in flight is
+ * confirmed when its ack is recorded (deliveryQueue's settle). Deliveries never acknowledged are left to
+ * be pushed as scheduled. Idempotent; for each receipt, false when its audioId is not a recording of
+ * its enterprise — another enterprise's id looks the same as none.
  */
-export async function confirmReceipt(db: Queryable, enterpriseId: number, audioId: string): Promise<boolean> {
+export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[]): Promise<boolean[]> {
   // The deliveries' own rows carry both facts: a concurrent ack being recorded takes the same row lock,
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
-  const rows = await db.query(
-    `WITH owned AS (SELECT audio_id FROM recordings WHERE audio_id = $2 AND enterprise_id = $1),
-          added AS (INSERT INTO receipts (audio_id, enterprise_id) SELECT audio_id, $1 FROM owned
+  // Rows are locked in one order (receipts by audioId, deliveries by id), so that two of these
+  // statements over overlapping recordings wait for each other rather than deadlock.
+  const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
+    `WITH owned AS (SELECT r.audio_id, r.enterprise_id
+                      FROM recordings r
+                      JOIN (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)) AS asked
+                        ON r.audio_id = asked.a AND r.enterprise_id = asked.e),
+          added AS (INSERT INTO receipts (audio_id, enterprise_id)
+                    SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
                     ON CONFLICT (audio_id) DO NOTHING),
           touched AS (UPDATE deliveries d
                          SET received_at = now(),
@@ -212,9 +224,13 @@ export async function confirmReceipt(db: Queryable, enterpriseId: number, audioI
                              due_at = CASE WHEN d.acks > 0 THEN NULL ELSE d.due_at END,
                              claimed_by = CASE WHEN d.acks > 0 THEN NULL ELSE d.claimed_by END,
                              confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
-                       WHERE d.audio_id IN (SELECT audio_id FROM owned) AND d.state IN (${sqlList(RECEIPT_STATES)}))
-     SELECT 1 FROM owned`,
-    [enterpriseId, audioId],
+                        FROM (SELECT delivery_id FROM deliveries
+                               WHERE audio_id IN (SELECT audio_id FROM owned) AND state IN (${sqlList(RECEIPT_STATES)})
+                               ORDER BY delivery_id FOR UPDATE) AS open
+                       WHERE d.delivery_id = open.delivery_id)
+     SELECT enterprise_id, audio_id FROM owned`,
+    [receipts.map((receipt) => receipt.enterpriseId), receipts.map((receipt) => receipt.audioId)],
   )
-  return rows.length === 1
+  const owned = new Set(rows.map((row) => `${row.enterprise_id}:${row.audio_id}`))
+  return receipts.map((receipt) => owned.has(`${receipt.enterpriseId}:${receipt.audioId}`))
 }

@@ -48,7 +48,10 @@ for (const backend of testBackends) {
     })
 
     test('deliveries and attempts written before it keep their claim numbers, order and states', async () => {
-      assert.deepEqual(await migrate(db), [3, 4, 5])
+      assert.deepEqual(
+        await migrate(db),
+        migrations.filter((m) => m.version > 2).map((m) => m.version),
+      )
 
       const [row] = await db.query(
         'SELECT state, claim_no, claimed_by, group_key, failures FROM deliveries WHERE delivery_id = 1',

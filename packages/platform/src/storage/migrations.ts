@@ -1,4 +1,5 @@
 import { dueCheckSql, stateCheckSql, transitionGuardSql } from '@earshot/support/queue'
+import { CREDENTIALS_CHANNEL } from '../auth/credential-cache.js'
 import { deliveryMachine } from '../push/delivery-states.js'
 import type { Database } from './database.js'
 
@@ -155,6 +156,24 @@ export const migrations: Migration[] = [
     version: 5,
     name: 'recording counters per enterprise and UTC day and hour, and per device and UTC day, kept by triggers',
     statements: recordingCounterStatements(),
+  },
+  {
+    version: 6,
+    name: 'a change of an enterprise or its keys notifies every instance (cached credentials)',
+    statements: [
+      // In the changing transaction, so listeners hear of it once it commits (auth/credential-cache.ts).
+      `CREATE FUNCTION earshot_credentials_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM pg_notify('${CREDENTIALS_CHANNEL}',
+                           (CASE WHEN TG_OP = 'DELETE' THEN OLD.enterprise_id ELSE NEW.enterprise_id END)::text);
+         RETURN NULL;
+       END $$`,
+      `CREATE TRIGGER enterprises_credentials_changed
+         AFTER INSERT OR DELETE OR UPDATE OF enterprise_id, disabled_at ON enterprises
+         FOR EACH ROW EXECUTE FUNCTION earshot_credentials_changed()`,
+      `CREATE TRIGGER enterprise_keys_credentials_changed AFTER INSERT OR UPDATE OR DELETE ON enterprise_keys
+         FOR EACH ROW EXECUTE FUNCTION earshot_credentials_changed()`,
+    ],
   },
 ]
 
