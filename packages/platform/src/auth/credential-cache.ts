@@ -3,7 +3,7 @@ import type { EnterpriseKey } from './credentials.js'
 
 /**
  * The NOTIFY channel of credential changes; the payload is the enterprise id. A trigger on enterprises
- * and enterprise_keys sends it in the changing transaction (migration 5).
+ * and enterprise_keys sends it in the changing transaction (migration 6).
  */
 export const CREDENTIALS_CHANNEL = 'earshot_credentials'
 
