@@ -1,4 +1,5 @@
 import { serializeTranscriptSentences } from '@earshot/protocol'
+import type { RecordingRow } from '../recordings/recording-data.js'
 import type { NewRecording } from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
 
@@ -11,20 +12,10 @@ export type ImportVerdict =
   | { kind: 'adds-transcript' }
   | { kind: 'conflict'; reason: string }
 
-interface StoredRow {
-  audio_id: string
+interface StoredRow extends RecordingRow {
   enterprise_id: number
-  device_uid: string
-  title: string
   /** recorded_at compared with the line's recordedAt as instants, by the database. */
   same_recorded_at: boolean
-  denoise_url: string | null
-  record_duration: number | null
-  transcript_id: number | null
-  transcript_text: string | null
-  transcript_sentences: string | null
-  duration_ms: number | null
-  words_count: number | null
 }
 
 /** Judges each recording against the one stored under its audioId, in one query. */
