@@ -184,13 +184,22 @@ export async function runScenario(options: {
   seconds: number
   warmupSeconds: number
   pool: RequestPool
+  /**
+   * The most requests/s the server could answer (the bare baseline's rate; none of the servers here is
+   * faster): the measured run's pool holds at least this many seconds' worth, so that it does not run
+   * dry when the warm-up, still compiling, ran much slower than the measured run.
+   */
+  ceilingRate?: number
   /** The server's CPU time, read before and after the measured run. */
   serverUsage: () => Promise<ChildUsage>
 }): Promise<ScenarioResult> {
   const { pool } = options
   pool.fill(pool.reusable ? 4096 : 2000)
   const warmup = await runLoad({ ...options, seconds: options.warmupSeconds })
-  if (!pool.reusable) pool.fill(Math.ceil(warmup.requestsPerSecond * options.seconds * 1.5) + 2000)
+  if (!pool.reusable) {
+    const rate = Math.max(warmup.requestsPerSecond * 1.5, options.ceilingRate ?? 0)
+    pool.fill(Math.ceil(rate * options.seconds) + 2000)
+  }
   const serverBefore = await options.serverUsage()
   const generatorBefore = process.cpuUsage()
   const measured = await runLoad(options)

@@ -322,6 +322,7 @@ async function measurePlatform(
       seconds,
       warmupSeconds,
       pool: new RequestPool(make),
+      ceilingRate: bare.requestsPerSecond * 1.1,
       serverUsage: () => child.usage(),
     })
     rows.push({

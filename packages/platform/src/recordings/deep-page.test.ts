@@ -147,6 +147,18 @@ describe('a deep page does not stall other tenants (pglite)', { timeout: 300_000
     })
   })
 
+  test('pages read directly and pages read keys first list the same recordings', async () => {
+    // Size 10: pages 1–4 skip fewer than 40 rows and are read directly, pages 5–10 keys first.
+    for (const filter of [{}, { deviceUid: 'dev-7' }]) {
+      const listing = await page(deep, deepToken, { ...filter, page: 1, size: 100 })
+      const walked: string[] = []
+      for (let n = 1; n <= 10; n++)
+        walked.push(...(await page(deep, deepToken, { ...filter, page: n, size: 10 })).ids)
+      assert.equal(listing.ids.length, 100)
+      assert.deepEqual(walked, listing.ids)
+    }
+  })
+
   test('while two connections loop over the last page, /healthz and another enterprise keep answering', async () => {
     const events: ('deep' | 'healthz' | 'other')[] = []
     let deepRunning = true

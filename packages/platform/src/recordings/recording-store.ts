@@ -167,21 +167,32 @@ export async function queryRecordings(
       ? countedTotalSql(match)
       : `SELECT count(*) AS total FROM recordings WHERE ${conditions}`
   const size = param(filter.size)
-  const offset = param((filter.page - 1) * filter.size)
+  const skipped = (filter.page - 1) * filter.size
+  const offset = param(skipped)
+  const columns = `r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
+                   r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
+  const order = 'ORDER BY recorded_at DESC, audio_id DESC'
 
-  // The page's keys first: every column the filter and the order use is in recordings_by_time or
+  // The comparison with the total is a one-time filter: past the end, no index is walked at all. Near the
+  // front the page's rows are read through the filter's index directly, a heap fetch per row skipped. Deeper,
+  // the page's keys come first: every column the filter and the order use is in recordings_by_time or
   // recordings_by_device, so the OFFSET walks index entries only (an index-only scan), never the rows it
-  // skips; then only the page's rows are fetched, by primary key. The comparison with the total is a
-  // one-time filter: past the end, no index is walked at all.
+  // skips; then only the page's rows are fetched, by primary key.
   const rows = await db.query<{ total: number } & Partial<RecordingRow>>(
-    `WITH counted AS MATERIALIZED (${counted}),
-          page AS (SELECT audio_id, recorded_at FROM recordings
-                    WHERE ${conditions} AND ${offset} < (SELECT total FROM counted)
-                    ORDER BY recorded_at DESC, audio_id DESC LIMIT ${size} OFFSET ${offset})
-     SELECT counted.total, r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
-            r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count
-       FROM counted LEFT JOIN (page JOIN recordings r USING (audio_id)) ON true
-      ORDER BY page.recorded_at DESC, page.audio_id DESC`,
+    skipped < KEYS_FIRST_FROM_OFFSET
+      ? `WITH counted AS MATERIALIZED (${counted})
+         SELECT counted.total, ${columns}
+           FROM counted LEFT JOIN LATERAL (SELECT * FROM recordings
+                                            WHERE ${conditions} AND ${offset} < counted.total
+                                            ${order} LIMIT ${size} OFFSET ${offset}) r ON true
+          ORDER BY r.recorded_at DESC, r.audio_id DESC`
+      : `WITH counted AS MATERIALIZED (${counted}),
+              page AS (SELECT audio_id, recorded_at FROM recordings
+                        WHERE ${conditions} AND ${offset} < (SELECT total FROM counted)
+                        ${order} LIMIT ${size} OFFSET ${offset})
+         SELECT counted.total, ${columns}
+           FROM counted LEFT JOIN (page JOIN recordings r USING (audio_id)) ON true
+          ORDER BY page.recorded_at DESC, page.audio_id DESC`,
     params,
   )
   const total = rows[0]?.total ?? 0
@@ -190,6 +201,12 @@ export async function queryRecordings(
     .map((row) => ({ audioId: row.audio_id, data: recordingData(row) }))
   return { total, items }
 }
+
+/**
+ * From this many rows skipped, a page is read keys first (queryRecordings). Measured on PostgreSQL at 1M
+ * rows: the direct read does 1.5x the statements per second at offset 0, the same at 40, 0.7x at 100.
+ */
+const KEYS_FIRST_FROM_OFFSET = 40
 
 /** A receipt callback: the partner says it has the recording audioId of its enterprise. */
 export interface Receipt {
