@@ -19,23 +19,27 @@ import { INSERT_BATCH, insertRecordings, type NewRecording, queryRecordings } fr
 
 /**
  * The query's total comes from counters (recording-counts.ts): it must equal count(*) for every filter,
- * whatever wrote the recordings. Windows are drawn around UTC day and hour boundaries, a microsecond
- * either side, and written with assorted offsets.
+ * whatever wrote the recordings. Windows are drawn around UTC month, day and hour boundaries, a
+ * microsecond either side, and written with assorted offsets.
  */
 
 const DAY = 86_400_000_000n
 const HOUR = 3_600_000_000n
-/** 2026-03-01T00:00:00Z in epoch microseconds: the data lies within a few days either side. */
+/** 2026-03-01T00:00:00Z in epoch microseconds: the data lies within 40 days either side, Feb and Mar whole. */
 const ORIGIN = BigInt(Date.UTC(2026, 2, 1)) * 1000n
 const DEVICES = ['dev-a', 'dev-b', 'dev-c']
 
-/** Instants where an off-by-one would show: day and hour boundaries, a microsecond either side. */
+/** Instants where an off-by-one would show: month, day and hour boundaries, a microsecond either side. */
 const boundaries: bigint[] = []
 for (let day = -3n; day <= 4n; day++) {
   for (const hour of [0n, 1n, 12n, 23n]) {
     const at = ORIGIN + day * DAY + hour * HOUR
     boundaries.push(at - 1n, at, at + 1n)
   }
+}
+for (const month of [1, 3]) {
+  const at = BigInt(Date.UTC(2026, month, 1)) * 1000n
+  boundaries.push(at - 1n, at, at + 1n)
 }
 
 /** A seeded stream, so that every run stores the same recordings. */
@@ -67,7 +71,7 @@ function iso(micros: bigint, offsetMinutes: number, z = false): string {
 }
 
 /** `count` recordings in the days [from, to) around ORIGIN: a third on the boundaries, the rest anywhere. */
-function recordings(prefix: string, count: number, seed: number, from = -3, to = 4): NewRecording[] {
+function recordings(prefix: string, count: number, seed: number, from = -40, to = 41): NewRecording[] {
   const random = seeded(seed)
   const start = ORIGIN + BigInt(from) * DAY
   const end = ORIGIN + BigInt(to) * DAY
@@ -92,7 +96,7 @@ function recordings(prefix: string, count: number, seed: number, from = -3, to =
 
 const instant = fc.oneof(
   fc.constantFrom(...boundaries),
-  fc.bigInt({ min: ORIGIN - 4n * DAY, max: ORIGIN + 5n * DAY }),
+  fc.bigInt({ min: ORIGIN - 45n * DAY, max: ORIGIN + 45n * DAY }),
 )
 const written = fc
   .tuple(instant, fc.constantFrom(0, 0, 480, -330, 959, -1))
@@ -170,6 +174,7 @@ async function assertCountersMatch(db: Queryable): Promise<void> {
     { table: 'recording_day_counts', unit: 'day', key: 'enterprise_id' },
     { table: 'recording_hour_counts', unit: 'hour', key: 'enterprise_id' },
     { table: 'recording_device_day_counts', unit: 'day', key: 'enterprise_id, device_uid' },
+    { table: 'recording_device_month_counts', unit: 'month', key: 'enterprise_id, device_uid' },
   ]
   for (const { table, unit, key } of counters) {
     const wrong = await db.query(
@@ -302,7 +307,9 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`${backend}: migration 5 counts the recordings stored before it`, { timeout: 120_000 }, () => {
+  describe(`${backend}: migrations 5 and 7 count the recordings stored before them`, {
+    timeout: 120_000,
+  }, () => {
     let scratch: ScratchDatabase | undefined
     let db: Database
     let enterpriseId: number

@@ -5,9 +5,10 @@ import type { Queryable } from '../storage/database.js'
  * keeps (storage/migrations.ts) rather than counted row by row: the window [start, end) is cut into
  * whole UTC days, summed from the day counters; what is left at its edges (less than a day on each
  * side) into whole UTC hours, summed from the hour counters; and what is left of those (less than an
- * hour on each side) is counted in recordings_by_time. For one device: whole days from its day
- * counters, the edges counted in recordings_by_device. So the cost grows with the window's length in
- * days and with the recordings of an hour (for one device, of a day), never with the number of matches.
+ * hour on each side) is counted in recordings_by_time. For one device: whole months from its month
+ * counters (migration 7), then whole days, the edges counted in recordings_by_device. So the cost grows
+ * with the window's length in days (for one device, months) and with the recordings of an hour (for one
+ * device, of a day), never with the number of matches.
  */
 
 /** SQL expressions (parameter references) of a filter's parts; start and end are timestamptz. */
@@ -20,14 +21,27 @@ export interface CountedMatch {
 
 interface Level {
   table: string
-  unit: 'day' | 'hour'
-  /** The length of the unit, as an exact interval: `1 day` would follow the session's time zone. */
-  step: string
+  unit: 'month' | 'day' | 'hour'
+  /** The start of the unit after the one starting at `start`, computed in UTC (`+ interval '1 day'` would follow the session's time zone). */
+  next: (start: string) => string
 }
 
-const DAYS: Level = { table: 'recording_day_counts', unit: 'day', step: "interval '24 hours'" }
-const HOURS: Level = { table: 'recording_hour_counts', unit: 'hour', step: "interval '1 hour'" }
-const DEVICE_DAYS: Level = { table: 'recording_device_day_counts', unit: 'day', step: "interval '24 hours'" }
+const DAYS: Level = {
+  table: 'recording_day_counts',
+  unit: 'day',
+  next: (start) => `${start} + interval '24 hours'`,
+}
+const HOURS: Level = {
+  table: 'recording_hour_counts',
+  unit: 'hour',
+  next: (start) => `${start} + interval '1 hour'`,
+}
+const DEVICE_MONTHS: Level = {
+  table: 'recording_device_month_counts',
+  unit: 'month',
+  next: (start) => `((${start}) AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC'`,
+}
+const DEVICE_DAYS: Level = { ...DAYS, table: 'recording_device_day_counts' }
 
 /**
  * The sum of `perRow` (a correlated subquery on `k`) over the rows of `table`: correlated, each runs as a
@@ -37,7 +51,7 @@ const sumOver = (table: string, perRow: string) => `(SELECT coalesce(sum((${perR
 
 /** A statement answering one row, `total` (int8): how many recordings match. */
 export function countedTotalSql(match: CountedMatch): string {
-  const levels = match.device === undefined ? [DAYS, HOURS] : [DEVICE_DAYS]
+  const levels = match.device === undefined ? [DAYS, HOURS] : [DEVICE_MONTHS, DEVICE_DAYS]
   const owner = (alias: string) =>
     `${alias}.enterprise_id = ${match.enterprise}` +
     (match.device === undefined ? '' : ` AND ${alias}.device_uid = ${match.device}`)
@@ -58,7 +72,7 @@ export function countedTotalSql(match: CountedMatch): string {
     ctes.push(
       `cut${i} AS (SELECT s.lo, s.hi, w.lo AS whole_lo, greatest(w.hi, w.lo) AS whole_hi
                      FROM spans${i - 1} s,
-                          LATERAL (SELECT utc_floor('${level.unit}', s.lo - interval '1 microsecond') + ${level.step},
+                          LATERAL (SELECT ${level.next(`utc_floor('${level.unit}', s.lo - interval '1 microsecond')`)},
                                           utc_floor('${level.unit}', s.hi)) AS w (lo, hi))`,
       `spans${i} (lo, hi) AS (SELECT lo, least(whole_lo, hi) FROM cut${i} UNION ALL SELECT whole_hi, hi FROM cut${i})`,
     )

@@ -13,6 +13,35 @@ export interface Migration {
   statements: string[]
 }
 
+/** A counter the query's exact `total` is read from (recordings/recording-counts.ts). */
+interface Counter {
+  table: string
+  bucket: 'month' | 'day' | 'hour'
+  device: boolean
+}
+
+const MIGRATION_5_COUNTERS: readonly Counter[] = [
+  { table: 'recording_day_counts', bucket: 'day', device: false },
+  { table: 'recording_hour_counts', bucket: 'hour', device: false },
+  { table: 'recording_device_day_counts', bucket: 'day', device: true },
+]
+const DEVICE_MONTHS: Counter = { table: 'recording_device_month_counts', bucket: 'month', device: true }
+
+const counterKey = (c: Counter) => (c.device ? 'enterprise_id, device_uid, bucket' : 'enterprise_id, bucket')
+
+// A bucket is named by the instant it starts at: recorded_at truncated to the UTC month, day or hour.
+const counterTable = (c: Counter) => `CREATE TABLE ${c.table} (
+        enterprise_id bigint NOT NULL,${c.device ? '\n        device_uid text NOT NULL,' : ''}
+        bucket timestamptz NOT NULL,
+        n bigint NOT NULL,
+        PRIMARY KEY (${counterKey(c)})
+      )`
+
+// The recordings stored before the counter: the triggers already hold off writers until this commits.
+const counterBackfill = (c: Counter) => `INSERT INTO ${c.table} (${counterKey(c)}, n)
+        SELECT enterprise_id,${c.device ? ' device_uid,' : ''} utc_floor('${c.bucket}', recorded_at), count(*)
+          FROM recordings GROUP BY 1, 2${c.device ? ', 3' : ''}`
+
 export const migrations: Migration[] = [
   {
     version: 1,
@@ -175,51 +204,36 @@ export const migrations: Migration[] = [
          FOR EACH ROW EXECUTE FUNCTION earshot_credentials_changed()`,
     ],
   },
+  {
+    version: 7,
+    name: 'recording counters per device and UTC month',
+    statements: deviceMonthCounterStatements(),
+  },
 ]
 
 /**
- * Migration 5: the counters the query's exact `total` is read from (recordings/recording-counts.ts).
- * Triggers keep them in the recordings' own transaction, whatever writes the rows: an INSERT counts
- * the rows it actually inserted (its transition table, so ON CONFLICT DO NOTHING counts none twice), a
- * DELETE uncounts, an UPDATE moving a recording to another enterprise, device or time moves its count.
+ * The functions the triggers call, over the counters given: count_recordings adds delta to the counters
+ * of the recordings given column-wise (delta 0 only takes the counters' row locks), always in one order,
+ * table after table and by key within each, so that transactions counting at once queue behind each other
+ * instead of deadlocking; recordings_counted is the triggers' function.
  */
-function recordingCounterStatements(): string[] {
-  const counters = [
-    { table: 'recording_day_counts', bucket: 'day', device: false },
-    { table: 'recording_hour_counts', bucket: 'hour', device: false },
-    { table: 'recording_device_day_counts', bucket: 'day', device: true },
-  ] as const
-  const key = (c: (typeof counters)[number]) =>
-    c.device ? 'enterprise_id, device_uid, bucket' : 'enterprise_id, bucket'
+function counterFunctions(counters: readonly Counter[], replace: boolean): string[] {
+  const create = replace ? 'CREATE OR REPLACE FUNCTION' : 'CREATE FUNCTION'
   return [
-    // A bucket is named by the instant it starts at: recorded_at truncated to the UTC day or hour.
-    `CREATE FUNCTION utc_floor(unit text, t timestamptz) RETURNS timestamptz
-       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT date_trunc(unit, t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' $$`,
-    ...counters.map(
-      (c) => `CREATE TABLE ${c.table} (
-        enterprise_id bigint NOT NULL,${c.device ? '\n        device_uid text NOT NULL,' : ''}
-        bucket timestamptz NOT NULL,
-        n bigint NOT NULL,
-        PRIMARY KEY (${key(c)})
-      )`,
-    ),
-    // Adds delta to the counters of the recordings given column-wise (delta 0 only takes the counters'
-    // row locks). Always in one order, table after table and by key within each, so that transactions
-    // counting at once queue behind each other instead of deadlocking.
-    `CREATE FUNCTION count_recordings(enterprise_ids bigint[], device_uids text[], recorded_ats timestamptz[],
+    `${create} count_recordings(enterprise_ids bigint[], device_uids text[], recorded_ats timestamptz[],
                                       delta bigint) RETURNS void LANGUAGE plpgsql AS $$
      BEGIN
        ${counters
          .map(
-           (c) => `INSERT INTO ${c.table} AS c (${key(c)}, n)
+           (c) => `INSERT INTO ${c.table} AS c (${counterKey(c)}, n)
          SELECT e,${c.device ? ' d,' : ''} utc_floor('${c.bucket}', t), delta * count(*)
            FROM unnest(enterprise_ids, device_uids, recorded_ats) AS x(e, d, t)
           GROUP BY 1, 2${c.device ? ', 3' : ''} ORDER BY 1, 2${c.device ? ', 3' : ''}
-         ON CONFLICT (${key(c)}) DO UPDATE SET n = c.n + excluded.n;`,
+         ON CONFLICT (${counterKey(c)}) DO UPDATE SET n = c.n + excluded.n;`,
          )
          .join('\n       ')}
      END $$`,
-    `CREATE FUNCTION recordings_counted() RETURNS trigger LANGUAGE plpgsql AS $$
+    `${create} recordings_counted() RETURNS trigger LANGUAGE plpgsql AS $$
      BEGIN
        IF TG_OP = 'INSERT' THEN
          PERFORM count_recordings(array_agg(enterprise_id), array_agg(device_uid), array_agg(recorded_at), 1)
@@ -235,6 +249,21 @@ function recordingCounterStatements(): string[] {
        END IF;
        RETURN NULL;
      END $$`,
+  ]
+}
+
+/**
+ * Migration 5: the counters per enterprise and UTC day and hour, and per device and UTC day. Triggers keep
+ * them in the recordings' own transaction, whatever writes the rows: an INSERT counts the rows it actually
+ * inserted (its transition table, so ON CONFLICT DO NOTHING counts none twice), a DELETE uncounts, an
+ * UPDATE moving a recording to another enterprise, device or time moves its count.
+ */
+function recordingCounterStatements(): string[] {
+  return [
+    `CREATE FUNCTION utc_floor(unit text, t timestamptz) RETURNS timestamptz
+       LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT date_trunc(unit, t AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' $$`,
+    ...MIGRATION_5_COUNTERS.map(counterTable),
+    ...counterFunctions(MIGRATION_5_COUNTERS, false),
     `CREATE TRIGGER recordings_count_inserted AFTER INSERT ON recordings REFERENCING NEW TABLE AS added
        FOR EACH STATEMENT EXECUTE FUNCTION recordings_counted()`,
     `CREATE TRIGGER recordings_count_deleted AFTER DELETE ON recordings REFERENCING OLD TABLE AS removed
@@ -246,12 +275,22 @@ function recordingCounterStatements(): string[] {
        EXECUTE FUNCTION recordings_counted()`,
     `CREATE TRIGGER recordings_count_truncated AFTER TRUNCATE ON recordings
        FOR EACH STATEMENT EXECUTE FUNCTION recordings_counted()`,
-    // The recordings stored before: the triggers above already hold off writers until this commits.
-    ...counters.map(
-      (c) => `INSERT INTO ${c.table} (${key(c)}, n)
-        SELECT enterprise_id,${c.device ? ' device_uid,' : ''} utc_floor('${c.bucket}', recorded_at), count(*)
-          FROM recordings GROUP BY 1, 2${c.device ? ', 3' : ''}`,
-    ),
+    ...MIGRATION_5_COUNTERS.map(counterBackfill),
+  ]
+}
+
+/**
+ * Migration 7: per device and UTC month, so that a device's total over a long window reads a counter per
+ * month rather than per day. Writers are held off first: replacing a function takes no lock on recordings,
+ * and a row inserted under the old function between the backfill's snapshot and this commit would be
+ * counted nowhere.
+ */
+function deviceMonthCounterStatements(): string[] {
+  return [
+    'LOCK TABLE recordings IN SHARE ROW EXCLUSIVE MODE',
+    counterTable(DEVICE_MONTHS),
+    ...counterFunctions([...MIGRATION_5_COUNTERS, DEVICE_MONTHS], true),
+    counterBackfill(DEVICE_MONTHS),
   ]
 }
 
