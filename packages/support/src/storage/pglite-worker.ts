@@ -9,6 +9,7 @@ import type { PGlite, Transaction } from '@electric-sql/pglite'
 import { INT8_OID, parseInt8 } from './database.js'
 import { importOptional } from './optional-module.js'
 import { errorData, READY_ID, type Reply, type Request, type WorkerData } from './pglite-messages.js'
+import { type PreparedStatements, preparedStatements } from './pglite-statements.js'
 
 if (!parentPort) throw new Error('pglite-worker.js runs in a worker thread started by openPglite')
 const port = parentPort
@@ -39,11 +40,12 @@ interface OpenTransaction {
 const ROLLBACK = Symbol('rollback')
 
 /** PGlite open in the data directory main gave; undefined (and the error sent) when it cannot be opened. */
-async function openDatabase(): Promise<PGlite | undefined> {
+async function openDatabase(): Promise<{ db: PGlite; statements: PreparedStatements } | undefined> {
   try {
     const { dataDir } = workerData as WorkerData
-    const { PGlite } = await importOptional('@electric-sql/pglite', () => import('@electric-sql/pglite'))
-    return await PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+    const pglite = await importOptional('@electric-sql/pglite', () => import('@electric-sql/pglite'))
+    const db = await pglite.PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+    return { db, statements: preparedStatements(db, pglite) }
   } catch (error) {
     send({ id: READY_ID, error: errorData(error) }) // main terminates this thread
     return undefined
@@ -51,9 +53,9 @@ async function openDatabase(): Promise<PGlite | undefined> {
 }
 
 const opened = await openDatabase()
-if (opened) serve(opened)
+if (opened) serve(opened.db, opened.statements)
 
-function serve(db: PGlite): void {
+function serve(db: PGlite, statements: PreparedStatements): void {
   const transactions = new Map<number, OpenTransaction>()
   const unlisteners = new Map<number, () => Promise<void>>()
 
@@ -89,14 +91,10 @@ function serve(db: PGlite): void {
     )
   }
 
-  async function rowsOf(run: Promise<{ rows: unknown[] }>): Promise<unknown[]> {
-    return (await run).rows
-  }
-
   port.on('message', (request: Request) => {
     switch (request.op) {
       case 'query':
-        answer(request.id, rowsOf(db.query(request.sql, request.params as unknown[])))
+        answer(request.id, statements.run(request.sql, request.params))
         break
       case 'begin':
         begin(request.id)
@@ -106,7 +104,7 @@ function serve(db: PGlite): void {
         answer(
           request.id,
           open
-            ? open.tx.then((tx) => rowsOf(tx.query(request.sql, request.params as unknown[])))
+            ? open.tx.then((tx) => statements.runIn(tx, request.sql, request.params))
             : Promise.reject(new Error('the transaction is over')),
         )
         break

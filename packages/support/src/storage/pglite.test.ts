@@ -137,6 +137,35 @@ describe('openPglite: PGlite in a worker thread', { timeout: 120_000 }, () => {
     assert.deepEqual(await db.query('SELECT label FROM items WHERE id = 40'), [{ label: '5' }])
   })
 
+  test('each SQL text is prepared once, and its statement outlives errors and rolled-back transactions', async () => {
+    const insert = 'INSERT INTO items (id, label) VALUES ($1, $2) RETURNING id'
+    const preparedAs = async (sql: string) =>
+      (
+        await db.query<{ name: string }>('SELECT name FROM pg_prepared_statements WHERE statement = $1', [
+          sql,
+        ])
+      ).map((row) => row.name)
+    assert.deepEqual(await db.query(insert, [501, 'first']), [{ id: 501 }])
+    const [name] = await preparedAs(insert)
+    assert.ok(name, 'the insert is a named statement of the session')
+    await assert.rejects(db.query(insert, [501, 'again']), { code: '23505' })
+    await assert.rejects(
+      db.transaction(async (tx) => {
+        await tx.query(insert, [502, 'rolled back'])
+        throw new Error('roll back')
+      }),
+      /roll back/,
+    )
+    await assert.rejects(db.query('SELEC 1'), { code: '42601' })
+    assert.deepEqual(await db.query(insert, [503, 'after']), [{ id: 503 }])
+    assert.deepEqual(await preparedAs(insert), [name])
+    const ids = await db.query<{ id: number }>('SELECT id FROM items WHERE id > 500 ORDER BY id')
+    assert.deepEqual(
+      ids.map((row) => row.id),
+      [501, 503],
+    )
+  })
+
   test('a transaction query after its transaction is over is refused', async () => {
     let kept: { query: Database['query'] } | undefined
     await db.transaction(async (tx) => {
