@@ -1,7 +1,7 @@
 /**
  * `npm run bench:deep-page`: does a tenant paging deep into its recordings stall everyone else?
  *
- * The platform (child process, seeded by bench-server.ts and VACUUM ANALYZEd) holds BENCH_RECORDINGS
+ * The platform (child process, seeded by bench-server.ts, VACUUM ANALYZEd and checkpointed) holds BENCH_RECORDINGS
  * recordings (default 200,000) across BENCH_ENTERPRISES enterprises (2), so the first holds 100,000. For
  * BENCH_DURATION seconds (10) after a 2 s warm-up, BENCH_DEEP_CONNECTIONS connections (2) each ask the
  * first enterprise for its last full page (`{"page": recordings / 10, "size": 10}`) in a loop, one
@@ -256,7 +256,7 @@ async function measurePlatform(
   ]
   return {
     backend,
-    setup: `${child.ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(child.ready.seedSeconds, 1)} s, then VACUUM ANALYZE in ${format(child.ready.vacuumSeconds, 1)} s.`,
+    setup: `${child.ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(child.ready.seedSeconds, 1)} s, then VACUUM ANALYZE and CHECKPOINT in ${format(child.ready.vacuumSeconds, 1)} s.`,
     deepFilter: JSON.stringify(deepFilter),
     phases,
   }

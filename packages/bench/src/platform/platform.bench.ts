@@ -431,7 +431,7 @@ async function measurePlatform(
       backend === 'pglite'
         ? `### PGlite, in memory (\`memory://\`), inside the platform process`
         : '### PostgreSQL',
-    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s (${format(plan.recordings / ready.seedSeconds)} rows/s, insertRecordings in transactions of 10,000 rows), then VACUUM ANALYZE in ${format(ready.vacuumSeconds, 1)} s; platform process RSS ${format(ready.rssBytes / 2 ** 20)} MiB after seeding, ${format(usage.rssBytes / 2 ** 20)} MiB at the end.`,
+    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s (${format(plan.recordings / ready.seedSeconds)} rows/s, insertRecordings in transactions of 10,000 rows), then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s; platform process RSS ${format(ready.rssBytes / 2 ** 20)} MiB after seeding, ${format(usage.rssBytes / 2 ** 20)} MiB at the end.`,
     rows,
     totals,
     figures,
