@@ -6,8 +6,8 @@
  * executed, as PostgreSQL's own drivers do (storage/postgres.ts names its statements the same way).
  *
  * The protocol exchange is PGlite's query() with a name: parse and describe the first time, then bind,
- * describe the portal, execute, and always sync; the rows are parsed by PGlite's own parsers. The caller
- * holds PGlite's locks, as query() would (runPrepared, runPreparedInTransaction).
+ * describe the portal, execute, and always sync; the rows are parsed by PGlite's own parsers. It runs
+ * under PGlite's own locks, as query() does: run() waits for any open transaction, runIn() runs inside one.
  */
 import type { PGlite, Transaction } from '@electric-sql/pglite'
 
