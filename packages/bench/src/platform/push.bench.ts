@@ -337,7 +337,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
         rows: recordings,
         inFlight: rawInFlight,
       }
-      const rawChild = await startChild<RawLoopReady>('./push-raw-loop.js', {
+      const rawChild = await startChild<RawLoopReady>(new URL('./push-raw-loop.js', import.meta.url).href, {
         BENCH_RAW_LOOP_SPEC: JSON.stringify(rawSpec),
       })
       await rawChild.stop()
@@ -347,28 +347,34 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
       }
 
       log(`${backend}: starting the platform and the receiver`)
-      const platform = await startChild<PushPlatformReady>('./push-platform.js', {
-        EARSHOT_HOST: '127.0.0.1',
-        EARSHOT_PORT: '0',
-        EARSHOT_ADMIN_HOST: '127.0.0.1',
-        EARSHOT_ADMIN_PORT: '0',
-        EARSHOT_ADMIN_TOKEN: ADMIN_TOKEN,
-        EARSHOT_PUSH_ALLOW_PRIVATE: '1',
-        EARSHOT_PUSH_DISPATCH: '1',
-        EARSHOT_RATE_LIMIT: '0',
-        EARSHOT_LOG_LEVEL: 'warn',
-        EARSHOT_DEMO: '0',
-        ...(storage.databaseUrl
-          ? { DATABASE_URL: storage.databaseUrl }
-          : { DATABASE_URL: '', EARSHOT_DATA_DIR: storage.dataDir as string }),
-      })
+      const platform = await startChild<PushPlatformReady>(
+        new URL('./push-platform.js', import.meta.url).href,
+        {
+          EARSHOT_HOST: '127.0.0.1',
+          EARSHOT_PORT: '0',
+          EARSHOT_ADMIN_HOST: '127.0.0.1',
+          EARSHOT_ADMIN_PORT: '0',
+          EARSHOT_ADMIN_TOKEN: ADMIN_TOKEN,
+          EARSHOT_PUSH_ALLOW_PRIVATE: '1',
+          EARSHOT_PUSH_DISPATCH: '1',
+          EARSHOT_RATE_LIMIT: '0',
+          EARSHOT_LOG_LEVEL: 'warn',
+          EARSHOT_DEMO: '0',
+          ...(storage.databaseUrl
+            ? { DATABASE_URL: storage.databaseUrl }
+            : { DATABASE_URL: '', EARSHOT_DATA_DIR: storage.dataDir as string }),
+        },
+      )
       const phases = await withCleanup(
         () => platform.stop(),
         async () => {
-          const receiver = await startChild<PushReceiverReady>('./push-receiver.js', {
-            BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
-            BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
-          })
+          const receiver = await startChild<PushReceiverReady>(
+            new URL('./push-receiver.js', import.meta.url).href,
+            {
+              BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
+              BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
+            },
+          )
           return withCleanup(
             () => receiver.stop(),
             async () => {
@@ -390,7 +396,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
           enterpriseId: credentials.enterpriseId,
         })),
       }
-      const statsChild = await startChild<PushStatsReady>('./push-stats.js', {
+      const statsChild = await startChild<PushStatsReady>(new URL('./push-stats.js', import.meta.url).href, {
         BENCH_PUSH_STATS_SPEC: JSON.stringify(statsSpec),
       })
       await statsChild.stop()
