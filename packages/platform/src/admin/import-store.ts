@@ -1,5 +1,5 @@
 import { serializeTranscriptSentences } from '@earshot/protocol'
-import type { RecordingRow } from '../recordings/recording-data.js'
+import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
 import type { NewRecording } from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
 
@@ -25,9 +25,7 @@ export async function judgeAgainstStored(
   recordings: readonly NewRecording[],
 ): Promise<ImportVerdict[]> {
   const rows = await db.query<StoredRow>(
-    `SELECT r.audio_id, r.enterprise_id, r.device_uid, r.title, r.recorded_at = x.recorded_at AS same_recorded_at,
-            r.denoise_url, r.record_duration, r.transcript_id, r.transcript_text, r.transcript_sentences,
-            r.duration_ms, r.words_count
+    `SELECT r.audio_id, r.enterprise_id, r.recorded_at = x.recorded_at AS same_recorded_at, ${RECORDING_DATA_COLUMNS}
        FROM unnest($1::text[], $2::timestamptz[]) AS x(audio_id, recorded_at)
        JOIN recordings r ON r.audio_id = x.audio_id`,
     [recordings.map((each) => each.audioId), recordings.map((each) => each.recordedAt)],

@@ -1,7 +1,7 @@
 import type { PushEventType } from '@earshot/protocol'
 import { defineQueue, sqlList } from '@earshot/support/queue'
 import { isoTime } from '../enterprises/enterprise-store.js'
-import type { RecordingRow } from '../recordings/recording-data.js'
+import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
 import { type DeliveryState, deliveryMachine, MAX_REPUSHES, REPLAYABLE_STATES } from './delivery-states.js'
 
@@ -101,8 +101,7 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
   claimed: {
     select: `j.event_id, j.event_type, j.audio_id, j.enterprise_id, ${isoTime('j.occurred_at')} AS occurred_at,
              j.failures, e.push_url, e.disabled_at IS NOT NULL AS disabled, k.key_version, k.secret,
-             r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id, r.transcript_text,
-             r.transcript_sentences, r.duration_ms, r.words_count`,
+             ${RECORDING_DATA_COLUMNS}`,
     joins: `JOIN enterprises e ON e.enterprise_id = j.enterprise_id
             JOIN recordings r ON r.audio_id = j.audio_id
             LEFT JOIN LATERAL (SELECT key_version, secret FROM enterprise_keys

@@ -14,6 +14,10 @@ export interface RecordingRow {
   words_count: number | null
 }
 
+/** The columns recordingData reads, of the recordings table aliased `r`, for a statement's select list. */
+export const RECORDING_DATA_COLUMNS = `r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
+       r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
+
 /** Set A once the transcript exists, otherwise set B (DESIGN.md §4). */
 export function recordingData(row: RecordingRow): RecordingData {
   if (row.transcript_id !== null) {

@@ -11,7 +11,7 @@ import { RECEIPT_STATES } from '../push/delivery-states.js'
 import { type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
 import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
-import { type RecordingRow, recordingData } from './recording-data.js'
+import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from './recording-data.js'
 
 export interface TranscriptPart {
   transcriptId: number
@@ -169,9 +169,6 @@ export async function queryRecordings(
   const size = param(filter.size)
   const skipped = (filter.page - 1) * filter.size
   const offset = param(skipped)
-  const columns = `r.audio_id, r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
-                   r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
-  const order = 'ORDER BY recorded_at DESC, audio_id DESC'
 
   // The comparison with the total is a one-time filter: past the end, no index is walked at all. Near the
   // front the page's rows are read through the filter's index directly, a heap fetch per row skipped. Deeper,
@@ -181,16 +178,16 @@ export async function queryRecordings(
   const rows = await db.query<{ total: number } & Partial<RecordingRow>>(
     skipped < KEYS_FIRST_FROM_OFFSET
       ? `WITH counted AS MATERIALIZED (${counted})
-         SELECT counted.total, ${columns}
+         SELECT counted.total, r.audio_id, ${RECORDING_DATA_COLUMNS}
            FROM counted LEFT JOIN LATERAL (SELECT * FROM recordings
                                             WHERE ${conditions} AND ${offset} < counted.total
-                                            ${order} LIMIT ${size} OFFSET ${offset}) r ON true
+                                            ${NEWEST_FIRST} LIMIT ${size} OFFSET ${offset}) r ON true
           ORDER BY r.recorded_at DESC, r.audio_id DESC`
       : `WITH counted AS MATERIALIZED (${counted}),
               page AS (SELECT audio_id, recorded_at FROM recordings
                         WHERE ${conditions} AND ${offset} < (SELECT total FROM counted)
-                        ${order} LIMIT ${size} OFFSET ${offset})
-         SELECT counted.total, ${columns}
+                        ${NEWEST_FIRST} LIMIT ${size} OFFSET ${offset})
+         SELECT counted.total, r.audio_id, ${RECORDING_DATA_COLUMNS}
            FROM counted LEFT JOIN (page JOIN recordings r USING (audio_id)) ON true
           ORDER BY page.recorded_at DESC, page.audio_id DESC`,
     params,
@@ -201,6 +198,8 @@ export async function queryRecordings(
     .map((row) => ({ audioId: row.audio_id, data: recordingData(row) }))
   return { total, items }
 }
+
+const NEWEST_FIRST = 'ORDER BY recorded_at DESC, audio_id DESC'
 
 /**
  * From this many rows skipped, a page is read keys first (queryRecordings). Measured on PostgreSQL at 1M
