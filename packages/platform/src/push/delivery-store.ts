@@ -222,17 +222,22 @@ function withParsedAttempts(row: DeliveryView): DeliveryView {
 
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
- * re-push allowance; returns how many. Same eventId: the partner dedups.
+ * re-push allowance; returns how many. Same eventId: the partner dedups. Rows are locked in id order, as
+ * the push queue and receipts lock them.
  */
 export async function replayDeliveries(
   db: Queryable,
   selection: { deliveryId: number } | { enterpriseId: number; from: string; to: string },
 ): Promise<number> {
   const [row] = await db.query<{ replayed: number }>(
-    `WITH replayed AS (
-       UPDATE deliveries SET state = 'pending', due_at = now(), failures = 0, acks = 0
+    `WITH chosen AS (
+       SELECT delivery_id FROM deliveries
         WHERE state IN (${sqlList(REPLAYABLE_STATES)})
           AND ${'deliveryId' in selection ? 'delivery_id = $1' : 'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'}
+        ORDER BY delivery_id FOR NO KEY UPDATE),
+     replayed AS (
+       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = 0
+         FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,
     'deliveryId' in selection

@@ -224,8 +224,8 @@ export interface Receipt {
 export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[]): Promise<boolean[]> {
   // The deliveries' own rows carry both facts: a concurrent ack being recorded takes the same row lock,
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
-  // Rows are locked in one order (receipts by audioId, deliveries by id), so that two of these
-  // statements over overlapping recordings wait for each other rather than deadlock.
+  // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
+  // so that two statements over overlapping rows wait for each other rather than deadlock.
   const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
     `WITH owned AS (SELECT r.audio_id, r.enterprise_id
                       FROM recordings r
@@ -242,7 +242,7 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                              confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
                         FROM (SELECT delivery_id FROM deliveries
                                WHERE audio_id IN (SELECT audio_id FROM owned) AND state IN (${sqlList(RECEIPT_STATES)})
-                               ORDER BY delivery_id FOR UPDATE) AS open
+                               ORDER BY delivery_id FOR NO KEY UPDATE) AS open
                        WHERE d.delivery_id = open.delivery_id)
      SELECT enterprise_id, audio_id FROM owned`,
     [receipts.map((receipt) => receipt.enterpriseId), receipts.map((receipt) => receipt.audioId)],

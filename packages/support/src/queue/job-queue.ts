@@ -104,7 +104,7 @@ export interface Settlement<S extends string, Id extends JobId> extends ClaimRef
 export interface JobQueue<S extends string, Id extends JobId, J> {
   readonly spec: QueueSpec<S, Id, J>
   /**
-   * Claims up to `limit` ready jobs that are due (oldest due first) with FOR UPDATE SKIP LOCKED, so no
+   * Claims up to `limit` ready jobs that are due (oldest due first) with FOR NO KEY UPDATE SKIP LOCKED, so no
    * two claimants ever get the same job: each moves to the claimed state with the next claim number,
    * held for `leaseSeconds`.
    */
@@ -189,7 +189,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
           AND (group_key IS NULL OR group_key <> ALL($3::text[]))
         ORDER BY ${byIds ? `${id} = ANY($5::${idType}[]) DESC, ` : ''}due_at
         LIMIT $2
-          FOR UPDATE SKIP LOCKED),
+          FOR NO KEY UPDATE SKIP LOCKED),
      claimed AS (
        UPDATE ${t} j SET state = ${claimed}, claim_no = j.claim_no + 1, claimed_by = $1, claimed_at = now(),
                          due_at = now() + make_interval(secs => $4)
@@ -209,10 +209,19 @@ export function defineQueue<S extends string, Id extends JobId, J>(
     claims.map((c) => c.fence.claimNo),
   ]
 
-  const renewSql = `UPDATE ${t} j SET due_at = now() + make_interval(secs => $4) FROM ${refs} WHERE ${fenced}
+  // Every statement that waits for the locks of several jobs takes them in id order (as the application
+  // must, e.g. a receipt confirming deliveries): two such statements over the same jobs then queue behind
+  // each other instead of deadlocking — which PostgreSQL resolves only after deadlock_timeout (1 s), by
+  // aborting one of them. NO KEY UPDATE, because no key changes: the attempts' foreign key checks
+  // (KEY SHARE) need not wait.
+  const lockFenced = (r: string) =>
+    `locked AS (SELECT j.${id} FROM ${t} j, ${r} WHERE ${fenced} ORDER BY j.${id} FOR NO KEY UPDATE OF j)`
+  const renewSql = `WITH ${lockFenced(refs)}
+     UPDATE ${t} j SET due_at = now() + make_interval(secs => $4) FROM locked l WHERE j.${id} = l.${id}
      RETURNING 1`
-  const releaseSql = `WITH released AS (
-       UPDATE ${t} j SET state = ${ready}, due_at = now(), claimed_by = NULL FROM ${refs} WHERE ${fenced}
+  const releaseSql = `WITH ${lockFenced(refs)},
+     released AS (
+       UPDATE ${t} j SET state = ${ready}, due_at = now(), claimed_by = NULL FROM locked l WHERE j.${id} = l.${id}
        RETURNING 1),
      counted AS (SELECT count(*) AS released FROM released)
      SELECT released, CASE WHEN released > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`
@@ -223,13 +232,14 @@ export function defineQueue<S extends string, Id extends JobId, J>(
        SELECT * FROM unnest($1::${idType}[], $2::text[], $3::int[], $4::text[], $5::float8[], $6::text[], $7::text[],
                             $8::float8[], $9::int[]${extra.map((c, i) => `, $${10 + i}::${c.type}[]`).join('')})
          AS r(id, claimant, claim_no, state, delay, outcome, error, started_ms, duration_ms${columnNames.map((n) => `, ${n}`).join('')})),
+     ${lockFenced('r')},
      moved AS (
        UPDATE ${t} j
           SET state = ${nextState},
               due_at = CASE WHEN ${nextState} IN (${finals}) THEN NULL ELSE now() + make_interval(secs => r.delay) END,
               claimed_by = NULL${spec.settle?.set ? `, ${spec.settle.set(nextState)}` : ''}
-         FROM r
-        WHERE ${fenced}
+         FROM r, locked l
+        WHERE j.${id} = l.${id} AND ${fenced}
        RETURNING j.${id} AS id, j.claim_no, j.state, j.due_at),
      recorded AS (
        INSERT INTO ${spec.attempts.table} (${id}, claim_no, claimed_by, started_at, duration_ms, outcome, error, stale,
@@ -250,7 +260,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
          FROM (SELECT ${id} FROM ${t}
                 WHERE due_at <= now() AND state IN (${sqlList([machine.claimed, ...timers.map((timer) => timer.state)])})
                 ORDER BY due_at LIMIT $1
-                  FOR UPDATE SKIP LOCKED) x
+                  FOR NO KEY UPDATE SKIP LOCKED) x
         WHERE j.${id} = x.${id}
        RETURNING 1)
      SELECT (SELECT count(*) FROM expired) AS moved,

@@ -7,6 +7,7 @@ import {
   addJobs,
   attemptsOf,
   createJobTables,
+  eventually,
   jobMachine,
   jobQueue,
   jobRow,
@@ -366,6 +367,79 @@ if (testBackends.includes('postgres')) {
       const [counts] = await test_.db.query<{ max: number }>('SELECT max(claim_no) AS max FROM jobs')
       assert.equal(counts?.max, 1)
     })
+
+    // A statement that locked jobs in another order than a concurrent one (a receipt confirming
+    // deliveries locks them in id order) would deadlock with it, and PostgreSQL aborts one only after
+    // deadlock_timeout. Here the lower job is held; the statement, given the higher one first, must wait
+    // for the lower one without having locked the higher.
+    const lockingStatements: [string, (db: Database, claims: ClaimRef<number>[]) => Promise<unknown>][] = [
+      [
+        'settle',
+        (db, claims) =>
+          jobQueue.settle(
+            db,
+            claims.map((c) => ({
+              ...c,
+              next: { state: 'done' },
+              attempt: { outcome: 'succeeded', ...attempt },
+            })),
+          ),
+      ],
+      ['renew', (db, claims) => jobQueue.renew(db, claims, LEASE)],
+      ['release', (db, claims) => jobQueue.release(db, claims)],
+    ]
+    for (const [name, run] of lockingStatements) {
+      test(`${name} locks its jobs in id order`, async () => {
+        await addJobs(test_.db, ['lower', 'higher'])
+        const claims = await jobQueue.claim(test_.db, { claimant: 'a', limit: 2, leaseSeconds: LEASE })
+        assert.equal(claims.length, 2)
+        const [lower, higher] = [...claims].sort((x, y) => x.id - y.id) as [
+          Claim<number, TestJob>,
+          Claim<number, TestJob>,
+        ]
+        let release: () => void = () => {}
+        const holding = new Promise<void>((resolve) => {
+          release = resolve
+        })
+        let locked: () => void = () => {}
+        const lowerLocked = new Promise<void>((resolve) => {
+          locked = resolve
+        })
+        const holder = test_.db.transaction(async (tx) => {
+          await tx.query('SELECT 1 FROM jobs WHERE job_id = $1 FOR NO KEY UPDATE', [lower.id])
+          locked()
+          await holding
+        })
+        await lowerLocked
+        const statement = run(other, [higher, lower])
+        try {
+          await eventually(
+            async () => {
+              const [row] = await test_.db.query<{ waiting: number }>(
+                `SELECT count(*)::int AS waiting FROM pg_stat_activity
+                  WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+              )
+              return (row?.waiting ?? 0) > 0
+            },
+            10_000,
+            `${name} to wait for the lower job's lock`,
+          )
+          const higherFree = await test_.db.transaction(async (tx) => {
+            const rows = await tx.query(
+              'SELECT 1 FROM jobs WHERE job_id = $1 FOR NO KEY UPDATE SKIP LOCKED',
+              [higher.id],
+            )
+            return rows.length === 1
+          })
+          assert.ok(higherFree, `${name} locked the higher job while waiting for the lower one`)
+        } finally {
+          release()
+          await holder
+          await statement
+        }
+        await test_.db.query('TRUNCATE jobs, job_attempts')
+      })
+    }
   })
 }
 
