@@ -5,10 +5,13 @@
  * a fresh nonce, with an access token fetched when the enterprise was registered) over keep-alive
  * connections. A callback the platform does not answer with 2000 is retried after 100 ms.
  *
+ * A second server (`slowUrl`, another origin) does the same, but answers each push BENCH_PUSH_SLOW_ANSWER_MS late:
+ * a slow partner beside the others.
+ *
  * Control endpoints for the bench: POST /bench/register {label, enterpriseId, keyVersion, secret}
  * (fetches the token), GET /bench/progress?label=… (counts so far).
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type EnvelopeKey, loadKey, open, seal } from '@earshot/protocol'
 import { Agent, request } from 'undici'
@@ -17,6 +20,7 @@ import { serveParent } from '../child.js'
 export interface PushReceiverReady {
   type: 'ready'
   url: string
+  slowUrl: string
 }
 
 export interface ReceiverRegistration {
@@ -27,6 +31,8 @@ export interface ReceiverRegistration {
 }
 
 export interface ReceiverProgress {
+  /** Pushes read, before they are opened and answered. */
+  received: number
   /** Pushes opened and acknowledged. */
   pushes: number
   /** Distinct eventIds among them. */
@@ -48,6 +54,7 @@ const MAX_SAMPLES = 5
 const partnerUrl = process.env.BENCH_PUSH_PARTNER_URL
 if (!partnerUrl) throw new Error('BENCH_PUSH_PARTNER_URL is not set: this module is started by push.bench.js')
 const connections = Number(process.env.BENCH_PUSH_CALLBACK_CONNECTIONS || 16)
+const slowAnswerMs = Number(process.env.BENCH_PUSH_SLOW_ANSWER_MS || 3000)
 const agent = new Agent({ connections, keepAliveTimeout: 60_000 })
 const ACK = Buffer.from('{"code":2000}')
 const ackHeaders = { 'content-type': 'application/json', 'content-length': ACK.length }
@@ -148,10 +155,17 @@ function answer(response: ServerResponse, status: number, body: unknown): void {
   response.end(text)
 }
 
-async function handlePush(label: string, request: IncomingMessage, response: ServerResponse) {
+async function handlePush(
+  label: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  delayMs: number,
+) {
   const body = await readBody(request)
   const enterprise = enterprises.get(label)
   if (!enterprise) return answer(response, 404, { code: 4040, msg: `no enterprise registered as ${label}` })
+  enterprise.progress.received++
+  if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs))
   let event: { eventId?: unknown; audioId?: unknown }
   try {
     event = open(JSON.parse(body), enterprise.key).plaintext
@@ -181,6 +195,7 @@ async function handleRegister(request: IncomingMessage, response: ServerResponse
     key,
     token,
     progress: {
+      received: 0,
       pushes: 0,
       events: 0,
       confirmed: 0,
@@ -195,11 +210,11 @@ async function handleRegister(request: IncomingMessage, response: ServerResponse
   answer(response, 200, { registered: registration.label })
 }
 
-const server = createServer({ keepAliveTimeout: 60_000 }, (request, response) => {
+const handler = (delayMs: number) => (request: IncomingMessage, response: ServerResponse) => {
   const url = new URL(request.url ?? '/', 'http://receiver')
   const handled =
     request.method === 'POST' && url.pathname.startsWith('/push/')
-      ? handlePush(url.pathname.slice('/push/'.length), request, response)
+      ? handlePush(url.pathname.slice('/push/'.length), request, response, delayMs)
       : request.method === 'POST' && url.pathname === '/bench/register'
         ? handleRegister(request, response)
         : request.method === 'GET' && url.pathname === '/bench/progress'
@@ -211,13 +226,22 @@ const server = createServer({ keepAliveTimeout: 60_000 }, (request, response) =>
     if (!response.headersSent) answer(response, 500, { code: 5000, msg: (error as Error).message })
     else response.destroy()
   })
-})
+}
 
-server.listen(0, '127.0.0.1', () => {
-  const { port } = server.address() as AddressInfo
-  serveParent({ url: `http://127.0.0.1:${port}` } satisfies Omit<PushReceiverReady, 'type'>, async () => {
-    server.closeAllConnections()
-    await new Promise<void>((resolve) => server.close(() => resolve()))
+async function listen(delayMs: number): Promise<{ server: Server; url: string }> {
+  const server = createServer({ keepAliveTimeout: 60_000 }, handler(delayMs))
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }
+}
+
+const servers = [await listen(0), await listen(slowAnswerMs)] as const
+serveParent(
+  { url: servers[0].url, slowUrl: servers[1].url } satisfies Omit<PushReceiverReady, 'type'>,
+  async () => {
+    for (const { server } of servers) {
+      server.closeAllConnections()
+      await new Promise<void>((resolve) => server.close(() => resolve()))
+    }
     await agent.close()
-  })
-})
+  },
+)

@@ -47,6 +47,7 @@ import type { DeliveryStats, PushStatsReady, PushStatsSpec } from './push-stats.
 
 const TARGET_CONFIRMED_PER_SECOND = 1000
 const TARGET_FIRST_ATTEMPT_P99_MS = 100
+const TARGET_CONFIRMED_P99_MS = 500
 const TARGET_RATE = 1000
 const TARGET_RAW_RATIO = 0.5
 const ISSUE_RECORDINGS = 20_000
@@ -92,15 +93,16 @@ async function adminPost<T>(platform: PushPlatformReady, path: string, body: unk
   return reply as T
 }
 
-/** An enterprise pushing to the receiver's /push/<label>, registered with the receiver. */
+/** An enterprise pushing to /push/<label> on the receiver's `pushOrigin`, registered with the receiver. */
 async function benchEnterprise(
   platform: PushPlatformReady,
   receiverUrl: string,
   label: string,
+  pushOrigin = receiverUrl,
 ): Promise<Credentials> {
   const created = await adminPost<Credentials>(platform, '/enterprises', {
     name: `Push bench ${label}`,
-    pushUrl: `${receiverUrl}/push/${label}`,
+    pushUrl: `${pushOrigin}/push/${label}`,
   })
   const registration: ReceiverRegistration = { label, ...created }
   const response = await fetch(`${receiverUrl}/bench/register`, {
@@ -261,6 +263,15 @@ async function runPhase(
   return { label, credentials, imports, importFailures, progress, stalled, cpu, lateImports }
 }
 
+/** The slow partner in the paced run: how late it answers, and its backlog. */
+const SLOW_ANSWER_MS = 3000
+const SLOW_BACKLOG = 500
+
+interface PacedResult extends PhaseResult {
+  /** The slow partner's counts at the end of the paced run. */
+  slow: ReceiverProgress
+}
+
 /** Every recording in one import (one transaction), then its deliveries drained. */
 function drainPhase(
   platform: RunningChild<PushPlatformReady>,
@@ -274,11 +285,22 @@ function drainPhase(
   })
 }
 
-/** The recordings imported at `rate` per second, on a schedule that catches up rather than drifts. */
-function pacedPhase(
+/**
+ * The recordings imported at `rate` per second, on a schedule that catches up rather than drifts, beside
+ * a slow partner: another enterprise whose push URL (another origin) answers each push late, with a
+ * backlog that keeps its per-URL slots busy for the whole run.
+ */
+async function pacedPhase(
   platform: RunningChild<PushPlatformReady>,
   receiver: RunningChild<PushReceiverReady>,
-): Promise<PhaseResult> {
+): Promise<PacedResult> {
+  const neighbour = await benchEnterprise(platform.ready, receiver.ready.url, 'slow', receiver.ready.slowUrl)
+  await importRecordings(platform.ready, neighbour.enterpriseId, jsonLines('slow', 0, SLOW_BACKLOG))
+  const slotsBusy = Math.min(platformConfig.pushConcurrencyPerUrl, SLOW_BACKLOG)
+  while ((await progressOf(receiver.ready.url, 'slow')).received < slotsBusy) await sleep(20)
+  log(
+    `  paced: the slow partner has ${slotsBusy} pushes in flight, answered ${format(SLOW_ANSWER_MS)} ms late`,
+  )
   const bodies: string[] = []
   for (let from = 0; from < recordings; from += paceBatch) {
     bodies.push(jsonLines('paced', from, Math.min(paceBatch, recordings - from)))
@@ -286,7 +308,7 @@ function pacedPhase(
   log(
     `  paced: ${format(recordings)} recordings at ${format(rate)}/s (${paceBatch} every ${format(paceIntervalMs, 1)} ms)`,
   )
-  return runPhase(platform, receiver, 'paced', true, async (importBody) => {
+  const paced = await runPhase(platform, receiver, 'paced', true, async (importBody) => {
     const running = new Set<Promise<void>>()
     let lateImports = 0
     const start = performance.now()
@@ -302,6 +324,7 @@ function pacedPhase(
     await Promise.all(running)
     return lateImports
   })
+  return { ...paced, slow: await progressOf(receiver.ready.url, 'slow') }
 }
 
 interface BackendReport {
@@ -311,7 +334,7 @@ interface BackendReport {
   settings: PushPlatformReady['settings']
   raw: RawLoopRun[]
   drain: PhaseResult & { stats: DeliveryStats }
-  paced: PhaseResult & { stats: DeliveryStats }
+  paced: PacedResult & { stats: DeliveryStats }
 }
 
 async function measureBackend(backend: Backend): Promise<BackendReport> {
@@ -373,6 +396,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
             {
               BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
               BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
+              BENCH_PUSH_SLOW_ANSWER_MS: String(SLOW_ANSWER_MS),
             },
           )
           return withCleanup(
@@ -494,7 +518,7 @@ function renderBackend(report: BackendReport): string {
         `| raw SKIP LOCKED loop, ${run.inFlight} completions in flight${run.inFlight === settings.pushConcurrencyPerUrl && run.inFlight !== settings.pushConcurrency ? ' (the per-URL limit, for reference)' : ''}: no HTTP, no crypto | ${format(run.rows)} | **${format(run.rowsPerSecond)} rows/s** (${format(run.seconds, 2)} s, ${format(run.claims)} claims) | – | – | – | ${format(run.cpuPercent)} (loop process) |`,
     ),
     `| backlog drain: one import of ${format(drain.stats.deliveries)} (one transaction, ${format(drained.importSeconds, 2)} s), commit → last confirmation | ${format(drain.stats.deliveries)} | **${format(drained.confirmedPerSecond)} confirmed/s** (${format(drained.seconds, 2)} s; ${format(100 * ratio)}% of the raw loop) | ${latencies(drain.stats)} | ${attempts(drain.stats)} | ${cpu(drain)} |`,
-    `| paced: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
+    `| paced, beside the slow partner: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
   ]
 
   const onPostgres = report.backend === 'postgres'
@@ -512,9 +536,15 @@ function renderBackend(report: BackendReport): string {
       offScale,
     ),
     target(
-      `creation → first attempt p99 ≤ ${TARGET_FIRST_ATTEMPT_P99_MS} ms at ${format(TARGET_RATE)} recordings/s (paced run)`,
+      `creation → first attempt p99 ≤ ${TARGET_FIRST_ATTEMPT_P99_MS} ms at ${format(TARGET_RATE)} recordings/s, beside a slow partner (paced run)`,
       paced.stats.firstP99 <= TARGET_FIRST_ATTEMPT_P99_MS,
       `p99 ${ms(paced.stats.firstP99)} ms at ${format(pacedRun.creationPerSecond)} recordings/s achieved`,
+      rate === TARGET_RATE ? offScale : `paced at ${format(rate)}/s`,
+    ),
+    target(
+      `creation → confirmed p99 ≤ ${TARGET_CONFIRMED_P99_MS} ms (paced run)`,
+      paced.stats.confirmP99 <= TARGET_CONFIRMED_P99_MS,
+      `p99 ${ms(paced.stats.confirmP99)} ms`,
       rate === TARGET_RATE ? offScale : `paced at ${format(rate)}/s`,
     ),
     target(
@@ -526,6 +556,7 @@ function renderBackend(report: BackendReport): string {
   ]
 
   const notes = [
+    `the slow partner received ${format(paced.slow.received)} pushes by the end of the paced run (${format(paced.slow.pushes)} answered), its ${Math.min(settings.pushConcurrencyPerUrl, SLOW_BACKLOG)} per-URL slots busy throughout`,
     `push attempt duration (delivery_attempts.duration_ms: the HTTP exchange as the dispatcher times it) p50 / p99: ${ms(drain.stats.attemptP50)} / ${ms(drain.stats.attemptP99)} ms in the drain, ${ms(paced.stats.attemptP50)} / ${ms(paced.stats.attemptP99)} ms in the paced run`,
   ]
   const failures = failuresOf(report)
@@ -534,7 +565,7 @@ function renderBackend(report: BackendReport): string {
       ? '### PGlite, data directory on disk, inside the platform process'
       : '### PostgreSQL',
     '',
-    `${report.databaseVersion.split(',')[0]}${report.serverSettings ? ` (${report.serverSettings})` : ''}. Platform: EARSHOT_PUSH_CONCURRENCY ${settings.pushConcurrency}, EARSHOT_PUSH_CONCURRENCY_PER_URL ${settings.pushConcurrencyPerUrl} (all pushes here go to one URL, so at most ${Math.min(settings.pushConcurrency, settings.pushConcurrencyPerUrl)} are in flight), push timeout ${settings.pushTimeoutSeconds} s, ${onPostgres ? `database pool ${settings.databasePoolSize}` : 'one PGlite instance'}. The raw loop uses the same openDatabase${onPostgres ? ` (pool ${settings.databasePoolSize})` : ''}.`,
+    `${report.databaseVersion.split(',')[0]}${report.serverSettings ? ` (${report.serverSettings})` : ''}. Platform: EARSHOT_PUSH_CONCURRENCY ${settings.pushConcurrency}, EARSHOT_PUSH_CONCURRENCY_PER_URL ${settings.pushConcurrencyPerUrl} (the drain's and the paced run's pushes go to one URL each, so at most ${Math.min(settings.pushConcurrency, settings.pushConcurrencyPerUrl)} of them are in flight), push timeout ${settings.pushTimeoutSeconds} s, ${onPostgres ? `database pool ${settings.databasePoolSize}` : 'one PGlite instance'}. The raw loop uses the same openDatabase${onPostgres ? ` (pool ${settings.databasePoolSize})` : ''}.`,
     '',
     '| run | recordings | throughput | creation → first attempt p50 / p99 / max ms | creation → confirmed p50 / p99 / max ms | push attempts | CPU % platform / receiver |',
     '|---|---:|---|---:|---:|---:|---:|',
@@ -560,7 +591,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
-    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight). Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
+    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight), beside a slow partner: a third enterprise whose push URL, on another port of the receiver, answers every push ${format(SLOW_ANSWER_MS)} ms late, given a backlog of ${format(SLOW_BACKLOG)} recordings just before the paced run starts, so that its pushes fill their per-URL slots throughout. Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
     ...reports.map(renderBackend),
   ],
   skipped,

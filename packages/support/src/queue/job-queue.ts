@@ -74,6 +74,12 @@ export interface ClaimOptions<Id extends JobId> {
   leaseSeconds: number
   /** Groups the claimant cannot take more work for now. */
   excludeGroups?: readonly string[]
+  /**
+   * Jobs of one group taken at most, less those the claimant holds already (`heldByGroup`), so that one
+   * group's backlog cannot fill a claim that other groups' jobs are due for. Default: no limit.
+   */
+  perGroup?: number
+  heldByGroup?: ReadonlyMap<string, number>
   /** Jobs to claim first, even before they are due (still only from the ready state). */
   ids?: readonly Id[]
 }
@@ -143,6 +149,9 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
 
 export type AttemptInput = Omit<AttemptRecord, 'outcome'> & { outcome?: string }
 
+/** perGroup when there is none (an int4 parameter). */
+const NO_GROUP_LIMIT = 2 ** 31 - 1
+
 /** Errors are cut to this many characters before they are stored. */
 export const MAX_ERROR_LENGTH = 500
 
@@ -183,13 +192,23 @@ export function defineQueue<S extends string, Id extends JobId, J>(
   const finals = sqlList(machine.final)
   const notifySql = `SELECT pg_notify('${spec.channel}', '')`
 
-  const claimSql = (byIds: boolean) => `WITH due AS (
-       SELECT ${id} FROM ${t}
-        WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${id} = ANY($5::${idType}[]))` : 'due_at <= now()'}
+  // The candidates are locked in due order; those past their group's room are left out of the update, and
+  // their locks end with the statement.
+  const claimSql = (byIds: boolean) => {
+    const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
+    return `WITH candidates AS (
+       SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
+        WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
           AND (group_key IS NULL OR group_key <> ALL($3::text[]))
-        ORDER BY ${byIds ? `${id} = ANY($5::${idType}[]) DESC, ` : ''}due_at
+        ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
         LIMIT $2
           FOR NO KEY UPDATE SKIP LOCKED),
+     due AS (
+       SELECT c.${id} FROM (SELECT ${id}, group_key,
+                                   row_number() OVER (PARTITION BY group_key ORDER BY named DESC, due_at, ${id}) AS n
+                              FROM candidates) c
+         LEFT JOIN unnest($6::text[], $7::int[]) AS h(group_key, held) ON h.group_key = c.group_key
+        WHERE c.group_key IS NULL OR c.n <= $5 - coalesce(h.held, 0)),
      claimed AS (
        UPDATE ${t} j SET state = ${claimed}, claim_no = j.claim_no + 1, claimed_by = $1, claimed_at = now(),
                          due_at = now() + make_interval(secs => $4)
@@ -197,6 +216,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
        RETURNING j.*)
      SELECT j.${id} AS queue_id, j.claim_no AS queue_claim_no, j.group_key AS queue_group, ${spec.claimed.select}
        FROM claimed j ${spec.claimed.joins ?? ''}`
+  }
   const claimByDue = claimSql(false)
   const claimByIds = claimSql(true)
 
@@ -279,11 +299,15 @@ export function defineQueue<S extends string, Id extends JobId, J>(
 
     async claim(db, options) {
       const byIds = options.ids !== undefined && options.ids.length > 0
+      const held = options.heldByGroup ?? new Map<string, number>()
       const rows = await db.query<Record<string, unknown>>(byIds ? claimByIds : claimByDue, [
         options.claimant,
         options.limit,
         options.excludeGroups ?? [],
         options.leaseSeconds,
+        Math.min(options.perGroup ?? NO_GROUP_LIMIT, NO_GROUP_LIMIT),
+        [...held.keys()],
+        [...held.values()],
         ...(byIds ? [options.ids] : []),
       ])
       return rows.map((row) => ({

@@ -104,6 +104,24 @@ for (const backend of testBackends) {
       )
     })
 
+    test('a claim takes at most perGroup jobs of a group, less those the claimant holds of it', async () => {
+      const a = await addJobs(db, ['a0', 'a1', 'a2', 'a3'], { group: 'a' })
+      const b = await addJobs(db, ['b0', 'b1', 'b2'], { group: 'b' })
+      const free = await addJobs(db, ['none0', 'none1', 'none2'])
+      const claims = await jobQueue.claim(db, {
+        claimant: 'x',
+        limit: 10,
+        leaseSeconds: LEASE,
+        perGroup: 2,
+        heldByGroup: new Map([['b', 1]]),
+      })
+      assert.deepEqual(
+        claims.map((c) => c.id).sort((x, y) => x - y),
+        [a[0], a[1], b[0], ...free],
+        'two of a (oldest first), one more of b, every job without a group',
+      )
+    })
+
     test('claim numbers only grow: hand back, lease over and claim again each take the next number', async () => {
       const [id] = await addJobs(db, ['grows'])
       const first = await claimOne('a')

@@ -155,6 +155,41 @@ for (const backend of testBackends) {
       assert.deepEqual(Object.fromEntries(most), { a: 2, b: 2 })
     })
 
+    test("a group's backlog takes no more than its limit: a job of another group due later runs at once", async () => {
+      const slow = await addJobs(
+        db,
+        Array.from({ length: 10 }, (_, i) => `slow${i}`),
+        { group: 'slow' },
+      )
+      let open: () => void = () => {}
+      const gate = new Promise<void>((resolve) => {
+        open = resolve
+      })
+      const started: string[] = []
+      await start({
+        concurrency: 4,
+        perGroup: 2,
+        async work(claim) {
+          started.push(claim.job.payload)
+          if (claim.group === 'slow') await gate
+          return { ok: true }
+        },
+      })
+      await eventually(async () => started.length === 2, 20_000, 'two slow jobs running')
+      const [fast] = (await addJobs(db, ['fast'], { group: 'fast' })) as [number]
+      await jobQueue.notify(db)
+      try {
+        await eventually(async () => (await stateOf(fast)) === 'done', 20_000, 'the fast job done')
+        const [claimed] = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM jobs WHERE group_key = 'slow' AND state = 'in_flight'`,
+        )
+        assert.equal(claimed?.n, 2, 'the slow group holds only the claims it runs')
+      } finally {
+        open()
+      }
+      await eventually(allIn(slow, 'done'), 20_000, 'all slow jobs done')
+    })
+
     test('heartbeats renew the lease of a long attempt, which then completes under its claim', async () => {
       const [id] = (await addJobs(db, ['long'])) as [number]
       let finish: () => void = () => {}
@@ -386,12 +421,13 @@ for (const backend of testBackends) {
       await first.stop(50)
       runner = undefined
 
-      // Both were handed back (the queued one at once, the running one past the grace) and taken over.
+      // The running one was handed back past the grace and taken over; the other was never claimed here,
+      // as its group held as many claims as it may run.
       assert.deepEqual(
         takenOver.map((c) => [c.id, c.fence.claimNo]).sort(),
         [
           [running, 2],
-          [queued, 2],
+          [queued, 1],
         ].sort(),
       )
       const row = await jobRow(db, running)
@@ -414,7 +450,6 @@ for (const backend of testBackends) {
           },
         ],
       )
-      // The claim that waited for the group's slot was handed back unattempted.
       assert.deepEqual(await attemptsOf(db, queued), [])
     })
   })

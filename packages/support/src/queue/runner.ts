@@ -41,7 +41,11 @@ export interface RunnerOptions<S extends string, Id extends JobId, J, R extends 
   queue: JobQueue<S, Id, J>
   /** Attempts held (running or waiting for their group) at most. */
   concurrency: number
-  /** Attempts running at once per group (jobs with a group_key); default no limit. */
+  /**
+   * Attempts running at once per group (jobs with a group_key); default no limit. The runner claims no
+   * more of a group than that, so a group's backlog beyond it stays unclaimed, for other claimants, and
+   * cannot take the slots other groups' jobs are due for.
+   */
   perGroup?: number
   /** How long a claim holds a job unrenewed; heartbeats renew it every third of that while it is held. */
   leaseSeconds: number
@@ -200,14 +204,25 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
       let idleMs = pollMs
       if (free > 0 && !stuck) {
         try {
-          // A group with claims already waiting for its slots gets no more until they run.
-          const excludeGroups = [...waiting.keys()].filter((key) => key !== '')
+          // A group holding as many claims as it may run gets no more until one ends, so that one slow
+          // group's backlog cannot take the slots other groups' jobs are due for.
+          const heldByGroup = groupsHeld()
+          const excludeGroups = [...heldByGroup].filter(([, n]) => n >= perGroup).map(([key]) => key)
           // A named job this runner still holds is named again once its attempt is recorded.
           const ids = wanted.filter((id) => !held.has(id))
           wanted = wanted.filter((id) => held.has(id))
-          const claims = await queue.claim(db, { claimant, limit: free, leaseSeconds, excludeGroups, ids })
+          const claims = await queue.claim(db, {
+            claimant,
+            limit: free,
+            leaseSeconds,
+            excludeGroups,
+            perGroup,
+            heldByGroup,
+            ids,
+          })
           for (const claim of claims) take(claim)
-          const full = claims.length === free
+          // A group that just reached its limit may have hidden other groups' jobs from this claim.
+          const full = claims.length === free || claims.some((claim) => inGroup(slotKey(claim)) >= perGroup)
           if (full && performance.now() - sweptAt < pollMs) continue
           const { moved, nextDueSeconds } = await queue.sweep(db, SWEEP_LIMIT)
           sweptAt = performance.now()
@@ -248,10 +263,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     while (!stopping && queued && queued.length > 0 && (running.get(key) ?? 0) < limitOf(key)) {
       start(queued.shift() as Claim<Id, J>)
     }
-    if (queued?.length === 0) {
-      waiting.delete(key)
-      if (!stopping && key !== '') wake() // the group can take more work: claims may include it again
-    }
+    if (queued?.length === 0) waiting.delete(key)
   }
 
   function takeAdopted(): void {
@@ -287,11 +299,21 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
       })
   }
 
+  /** A group's claims whose attempt has not ended: running, or waiting for one of its slots. */
+  const inGroup = (key: string) => (running.get(key) ?? 0) + (waiting.get(key)?.length ?? 0)
+  function groupsHeld(): Map<string, number> {
+    const keys = new Set([...running.keys(), ...waiting.keys()])
+    keys.delete('')
+    return new Map([...keys].map((key) => [key, inGroup(key)]))
+  }
+
   function freeSlot(key: string): void {
     const left = (running.get(key) ?? 1) - 1
     if (left === 0) running.delete(key)
     else running.set(key, left)
     pump(key)
+    // Come down to half its limit: the jobs of it the loop left out can be claimed, half a limit at a time.
+    if (key !== '' && !stopping && inGroup(key) === Math.floor(perGroup / 2)) wake()
   }
 
   /**
