@@ -22,7 +22,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from '@earshot/platform'
+import { loadConfig, openDatabase } from '@earshot/platform'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
@@ -337,6 +337,20 @@ interface BackendReport {
   paced: PacedResult & { stats: DeliveryStats }
 }
 
+/**
+ * Writes out what the earlier phases left in PostgreSQL's buffers, so that no phase pays for another's
+ * checkpoint (with synchronous commits, one overlapping a phase slowed it by half).
+ */
+async function checkpoint(storage: Storage): Promise<void> {
+  if (!storage.databaseUrl) return
+  const db = await openDatabase({ databaseUrl: storage.databaseUrl, poolSize: 1 })
+  try {
+    await db.query('CHECKPOINT')
+  } finally {
+    await db.close()
+  }
+}
+
 async function measureBackend(backend: Backend): Promise<BackendReport> {
   let scratch: ScratchDatabase | undefined
   let tempDir: string | undefined
@@ -354,6 +368,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
       log(
         `${backend}: raw SKIP LOCKED loop, ${format(recordings)} rows, ${rawInFlight.join(' and ')} in flight`,
       )
+      await checkpoint(storage)
       const rawSpec: RawLoopSpec = {
         ...storage,
         poolSize: platformConfig.databasePoolSize,
@@ -402,8 +417,10 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
           return withCleanup(
             () => receiver.stop(),
             async () => {
+              await checkpoint(storage)
               log(`${backend}: backlog drain`)
               const drain = await drainPhase(platform, receiver)
+              await checkpoint(storage)
               log(`${backend}: paced load`)
               const paced = await pacedPhase(platform, receiver)
               return { drain, paced }

@@ -1,4 +1,4 @@
-import { dueCheckSql, stateCheckSql } from '@earshot/support/queue'
+import { dueCheckSql, stateCheckSql, sweepIndexSql } from '@earshot/support/queue'
 import type { Database } from '../storage/database.js'
 import { callbackMachine, callbackQueue } from './outbox-store.js'
 
@@ -39,6 +39,8 @@ const statements = [
   )`,
   `CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_due
      ON earshot_receipt_callbacks (due_at) WHERE due_at IS NOT NULL`,
+  `CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_sweepable
+     ON earshot_receipt_callbacks ${sweepIndexSql(callbackMachine)}`,
   // The events received, as they were before they shared a row with their callbacks.
   `CREATE OR REPLACE VIEW earshot_received_events AS
      SELECT event_id, audio_id, event_type, received_at FROM earshot_receipt_callbacks`,

@@ -1,4 +1,4 @@
-import { dueCheckSql, stateCheckSql, transitionGuardSql } from '@earshot/support/queue'
+import { dueCheckSql, stateCheckSql, sweepIndexSql, transitionGuardSql } from '@earshot/support/queue'
 import { CREDENTIALS_CHANNEL } from '../auth/credential-cache.js'
 import { deliveryMachine } from '../push/delivery-states.js'
 import type { Database } from './database.js'
@@ -208,6 +208,11 @@ export const migrations: Migration[] = [
     version: 7,
     name: 'recording counters per device and UTC month',
     statements: deviceMonthCounterStatements(),
+  },
+  {
+    version: 8,
+    name: "the push queue sweep's own index: a backlog of deliveries due now is not scanned by every sweep",
+    statements: [`CREATE INDEX deliveries_sweepable ON deliveries ${sweepIndexSql(deliveryMachine)}`],
   },
 ]
 

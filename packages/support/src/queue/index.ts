@@ -34,6 +34,7 @@ export {
   type QueueMachineDefinition,
   sqlList,
   stateCheckSql,
+  sweepIndexSql,
   type Transition,
   transitionGuardSql,
 } from './state-machine.js'

@@ -35,7 +35,8 @@ export interface AttemptColumn {
  * A queue over an existing jobs table and its attempts table. The jobs table must have, besides the id:
  * `state text`, `due_at timestamptz` (when the queue next acts: attempt it, end the lease, end a wait;
  * NULL in final states), `claim_no integer NOT NULL DEFAULT 0`, `claimed_by text`, `claimed_at
- * timestamptz`, `group_key text` (non-empty; NULL: no group), and an index on due_at. The attempts
+ * timestamptz`, `group_key text` (non-empty; NULL: no group), an index on due_at, and the sweep's
+ * partial index on due_at (sweepIndexSql). The attempts
  * table: `attempt_id` (an identity), the id column, `claim_no integer`, `claimed_by text`, `started_at
  * timestamptz`, `duration_ms integer`, `outcome text`, `error text`, `stale boolean`, `next_attempt_at
  * timestamptz`, then `columns`.

@@ -124,6 +124,14 @@ export function dueCheckSql(machine: QueueMachine<string>): string {
   return `(due_at IS NULL) = (state IN (${sqlList(machine.final)}))`
 }
 
+/**
+ * `(due_at) WHERE state IN (claimed, waiting...)`: the columns and predicate of the partial index the
+ * queue's sweep reads, so that a backlog of ready jobs due now is not scanned by every sweep.
+ */
+export function sweepIndexSql(machine: QueueMachine<string>): string {
+  return `(due_at) WHERE state IN (${sqlList([machine.claimed, ...machine.waiting])})`
+}
+
 /** `'a', 'b'`: names (checked identifiers) as SQL string literals, for IN lists. */
 export const sqlList = (names: readonly string[]) => names.map((name) => `'${name}'`).join(', ')
 

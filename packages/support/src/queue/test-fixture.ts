@@ -4,7 +4,7 @@ import type { Database } from '../storage/database.js'
 import { openPglite } from '../storage/pglite.js'
 import { openPostgres } from '../storage/postgres.js'
 import { defineQueue } from './job-queue.js'
-import { defineQueueMachine } from './state-machine.js'
+import { defineQueueMachine, sweepIndexSql } from './state-machine.js'
 
 /** For the queue's own tests: a jobs table on PGlite or a scratch PostgreSQL database. */
 
@@ -119,6 +119,7 @@ export async function createJobTables(db: Database): Promise<void> {
       failures integer NOT NULL DEFAULT 0
     )`,
     'CREATE INDEX jobs_due ON jobs (due_at) WHERE due_at IS NOT NULL',
+    `CREATE INDEX jobs_sweepable ON jobs ${sweepIndexSql(jobMachine)}`,
     `CREATE TABLE job_attempts (
       attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       job_id bigint NOT NULL REFERENCES jobs,
