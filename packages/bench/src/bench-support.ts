@@ -3,6 +3,7 @@
  * progress lines, the run over the backends, the section written to docs/benchmarks.md, and the
  * cleanups run on the way out as on Ctrl-C.
  */
+import { readdirSync, readFileSync } from 'node:fs'
 import { cpus } from 'node:os'
 import { BENCHMARKS_DOC, type SectionPlacement, writeMarkdownSection } from './markdown-section.js'
 
@@ -100,3 +101,34 @@ export async function withCleanup<T>(cleanup: () => Promise<void>, fn: () => Pro
     await cleanup()
   }
 }
+
+/**
+ * CPU seconds used so far by the processes of this machine named `postgres` (the server's backends and
+ * helpers), from /proc: meaningful when the benchmark's PostgreSQL runs here. Undefined without /proc.
+ * Processes that ended between two readings are not counted, so a difference can only understate.
+ */
+export function postgresCpuSeconds(): number | undefined {
+  let pids: string[]
+  try {
+    pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return undefined
+  }
+  let ticks = 0
+  for (const pid of pids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      // pid (comm) state ppid ...: utime and stime are the 14th and 15th fields.
+      const close = stat.lastIndexOf(')')
+      if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue
+      const fields = stat.slice(close + 2).split(' ')
+      ticks += Number(fields[11]) + Number(fields[12])
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return ticks / CLOCK_TICKS_PER_SECOND
+}
+
+/** USER_HZ: the unit of /proc's CPU times on Linux. */
+const CLOCK_TICKS_PER_SECOND = 100

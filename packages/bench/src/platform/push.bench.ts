@@ -34,6 +34,7 @@ import {
   machineLine,
   measureBackends,
   ms,
+  postgresCpuSeconds,
   publishSection,
   sectionText,
   withCleanup,
@@ -204,10 +205,11 @@ async function awaitConfirmations(
   }
 }
 
-/** CPU use of the children between two readings, % of one core. */
+/** CPU use of the children, then of this machine's PostgreSQL processes, between two readings, % of one core. */
 async function usageOf(children: RunningChild<unknown>[]): Promise<{ at: number; cpu: number[] }> {
   const usages = await Promise.all(children.map((child) => child.usage()))
-  return { at: performance.now(), cpu: usages.map((usage) => usage.cpuMicros) }
+  const postgres = postgresCpuSeconds() ?? Number.NaN
+  return { at: performance.now(), cpu: [...usages.map((usage) => usage.cpuMicros), postgres * 1e6] }
 }
 function cpuPercent(before: { at: number; cpu: number[] }, after: { at: number; cpu: number[] }): number[] {
   const seconds = (after.at - before.at) / 1000
@@ -526,8 +528,12 @@ function renderBackend(report: BackendReport): string {
   const latencies = (stats: DeliveryStats) =>
     `${ms(stats.firstP50)} / ${ms(stats.firstP99)} / ${ms(stats.firstMax)} | ${ms(stats.confirmP50)} / ${ms(stats.confirmP99)} / ${ms(stats.confirmMax)}`
   const attempts = (stats: DeliveryStats) => `${format(stats.attempts)} (${format(stats.repeated)} repeated)`
+  const onPostgres = report.backend === 'postgres'
   const cpu = (phase: PhaseResult) =>
-    `${format(phase.cpu[0] ?? Number.NaN)} / ${format(phase.cpu[1] ?? Number.NaN)}`
+    phase.cpu
+      .slice(0, onPostgres ? 3 : 2)
+      .map((percent) => format(percent))
+      .join(' / ')
 
   const rows = [
     ...report.raw.map(
@@ -538,7 +544,6 @@ function renderBackend(report: BackendReport): string {
     `| paced, beside the slow partner: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
   ]
 
-  const onPostgres = report.backend === 'postgres'
   /** A PostgreSQL target: judged there, shown for reference on PGlite; not assessed off the issue's scale. */
   const target = (text: string, holds: boolean, figures: string, offScale?: string) =>
     `${text}: ${offScale ? `not assessed (${offScale})` : onPostgres ? yes(holds) : 'a PostgreSQL target, shown for reference'} (${figures})`
@@ -584,7 +589,7 @@ function renderBackend(report: BackendReport): string {
     '',
     `${report.databaseVersion.split(',')[0]}${report.serverSettings ? ` (${report.serverSettings})` : ''}. Platform: EARSHOT_PUSH_CONCURRENCY ${settings.pushConcurrency}, EARSHOT_PUSH_CONCURRENCY_PER_URL ${settings.pushConcurrencyPerUrl} (the drain's and the paced run's pushes go to one URL each, so at most ${Math.min(settings.pushConcurrency, settings.pushConcurrencyPerUrl)} of them are in flight), push timeout ${settings.pushTimeoutSeconds} s, ${onPostgres ? `database pool ${settings.databasePoolSize}` : 'one PGlite instance'}. The raw loop uses the same openDatabase${onPostgres ? ` (pool ${settings.databasePoolSize})` : ''}.`,
     '',
-    '| run | recordings | throughput | creation → first attempt p50 / p99 / max ms | creation → confirmed p50 / p99 / max ms | push attempts | CPU % platform / receiver |',
+    `| run | recordings | throughput | creation → first attempt p50 / p99 / max ms | creation → confirmed p50 / p99 / max ms | push attempts | CPU % platform / receiver${onPostgres ? ' / PostgreSQL server' : ''} |`,
     '|---|---:|---|---:|---:|---:|---:|',
     ...rows,
     '',
@@ -608,7 +613,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
-    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight), beside a slow partner: a third enterprise whose push URL, on another port of the receiver, answers every push ${format(SLOW_ANSWER_MS)} ms late, given a backlog of ${format(SLOW_BACKLOG)} recordings just before the paced run starts, so that its pushes fill their per-URL slots throughout. Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core (PostgreSQL's own processes not included).`,
+    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight), beside a slow partner: a third enterprise whose push URL, on another port of the receiver, answers every push ${format(SLOW_ANSWER_MS)} ms late, given a backlog of ${format(SLOW_BACKLOG)} recordings just before the paced run starts, so that its pushes fill their per-URL slots throughout. Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core; the PostgreSQL server's is summed over its processes from /proc.`,
     ...reports.map(renderBackend),
   ],
   skipped,

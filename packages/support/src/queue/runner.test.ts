@@ -190,6 +190,38 @@ for (const backend of testBackends) {
       await eventually(allIn(slow, 'done'), 20_000, 'all slow jobs done')
     })
 
+    test("a group's backlog is worked through beside a saturated group without waiting for a poll", async () => {
+      await addJobs(
+        db,
+        Array.from({ length: 4 }, (_, i) => `slow${i}`),
+        { group: 'slow' },
+      )
+      const fast = await addJobs(
+        db,
+        Array.from({ length: 30 }, (_, i) => `fast${i}`),
+        { group: 'fast' },
+      )
+      let open: () => void = () => {}
+      const gate = new Promise<void>((resolve) => {
+        open = resolve
+      })
+      // A poll longer than the wait below: every claim must come from a wake-up.
+      await start({
+        concurrency: 16,
+        perGroup: 4,
+        pollMs: 600_000,
+        async work(claim) {
+          if (claim.group === 'slow') await gate
+          return { ok: true }
+        },
+      })
+      try {
+        await eventually(allIn(fast, 'done'), 20_000, 'every fast job done')
+      } finally {
+        open()
+      }
+    })
+
     test('heartbeats renew the lease of a long attempt, which then completes under its claim', async () => {
       const [id] = (await addJobs(db, ['long'])) as [number]
       let finish: () => void = () => {}

@@ -152,10 +152,12 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     }
   }
 
-  // `woken` resumes the loop; `stuck` is set when everything due belongs to saturated groups, so the
-  // loop does not look at the queue after every attempt — only on new work, a group freeing up, or idle.
+  // `woken` resumes the loop; `stuck` is set when everything due belongs to saturated groups (`stuckOn`),
+  // so the loop does not look at the queue after every attempt — only on new work, one of those groups
+  // down to half its limit, or idle.
   let woken = false
   let stuck = false
+  let stuckOn = new Set<string>()
   let interrupt: (() => void) | undefined
   const resume = () => {
     woken = true
@@ -221,15 +223,20 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
             ids,
           })
           for (const claim of claims) take(claim)
-          // A group that just reached its limit may have hidden other groups' jobs from this claim.
-          const full = claims.length === free || claims.some((claim) => inGroup(slotKey(claim)) >= perGroup)
+          // A group given all its room may have hidden other groups' jobs from this claim, and may have more.
+          const full = claims.length === free || filledTheirRoom(claims, heldByGroup)
           if (full && performance.now() - sweptAt < pollMs) continue
           const { moved, nextDueSeconds } = await queue.sweep(db, SWEEP_LIMIT)
           sweptAt = performance.now()
           if (full || moved > 0) continue
           // (Unless something woke us meanwhile: then what was busy may have freed up.)
-          if (nextDueSeconds === 0 && excludeGroups.length > 0 && !woken) stuck = true
-          else if (nextDueSeconds !== undefined) {
+          if (nextDueSeconds === 0 && excludeGroups.length > 0 && !woken) {
+            // Unless one of them came down to half its limit while the claim ran (its wake-up not sent,
+            // as the loop was not stuck yet): it has room now.
+            if (excludeGroups.some((key) => inGroup(key) <= perGroup / 2)) continue
+            stuck = true
+            stuckOn = new Set(excludeGroups)
+          } else if (nextDueSeconds !== undefined) {
             // Due now, yet not claimed: it fell due between the claim and the sweep (or a claim elsewhere
             // holds it for a moment). Look again shortly rather than a whole poll later.
             idleMs = Math.min(idleMs, nextDueSeconds > 0 ? nextDueSeconds * 1000 : DUE_NOW_PAUSE_MS)
@@ -307,13 +314,26 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     return new Map([...keys].map((key) => [key, inGroup(key)]))
   }
 
+  /** Whether the claim took, for some group, as many jobs as that group had room for. */
+  function filledTheirRoom(
+    claims: readonly Claim<Id, J>[],
+    heldBefore: ReadonlyMap<string, number>,
+  ): boolean {
+    const taken = new Map<string, number>()
+    for (const claim of claims) {
+      const key = slotKey(claim)
+      if (key !== '') taken.set(key, (taken.get(key) ?? 0) + 1)
+    }
+    return [...taken].some(([key, n]) => n >= perGroup - (heldBefore.get(key) ?? 0))
+  }
+
   function freeSlot(key: string): void {
     const left = (running.get(key) ?? 1) - 1
     if (left === 0) running.delete(key)
     else running.set(key, left)
     pump(key)
-    // Come down to half its limit: the jobs of it the loop left out can be claimed, half a limit at a time.
-    if (key !== '' && !stopping && inGroup(key) === Math.floor(perGroup / 2)) wake()
+    // Down to half its limit: the jobs of it the loop left out can be claimed, half a limit at a time.
+    if (stuck && !stopping && stuckOn.has(key) && inGroup(key) <= perGroup / 2) wake()
   }
 
   /**
