@@ -194,7 +194,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
   const notifySql = `SELECT pg_notify('${spec.channel}', '')`
 
   // The candidates are locked in due order; those past their group's room are left out of the update, and
-  // their locks end with the statement.
+  // their locks end with the statement. The claims come back in the order they were due in.
   const claimSql = (byIds: boolean) => {
     const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
     return `WITH candidates AS (
@@ -205,7 +205,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
         LIMIT $2
           FOR NO KEY UPDATE SKIP LOCKED),
      due AS (
-       SELECT c.${id} FROM (SELECT ${id}, group_key,
+       SELECT c.${id}, c.named, c.due_at FROM (SELECT ${id}, group_key, named, due_at,
                                    row_number() OVER (PARTITION BY group_key ORDER BY named DESC, due_at, ${id}) AS n
                               FROM candidates) c
          LEFT JOIN unnest($6::text[], $7::int[]) AS h(group_key, held) ON h.group_key = c.group_key
@@ -214,9 +214,10 @@ export function defineQueue<S extends string, Id extends JobId, J>(
        UPDATE ${t} j SET state = ${claimed}, claim_no = j.claim_no + 1, claimed_by = $1, claimed_at = now(),
                          due_at = now() + make_interval(secs => $4)
          FROM due WHERE j.${id} = due.${id}
-       RETURNING j.*)
+       RETURNING j.*, due.named AS queue_named, due.due_at AS queue_was_due)
      SELECT j.${id} AS queue_id, j.claim_no AS queue_claim_no, j.group_key AS queue_group, ${spec.claimed.select}
-       FROM claimed j ${spec.claimed.joins ?? ''}`
+       FROM claimed j ${spec.claimed.joins ?? ''}
+      ORDER BY j.queue_named DESC, j.queue_was_due, j.${id}`
   }
   const claimByDue = claimSql(false)
   const claimByIds = claimSql(true)

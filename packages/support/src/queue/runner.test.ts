@@ -453,13 +453,12 @@ for (const backend of testBackends) {
       await first.stop(50)
       runner = undefined
 
-      // The running one was handed back past the grace and taken over; the other was never claimed here,
-      // as its group held as many claims as it may run.
+      // Both were handed back (the queued one at once, the running one past the grace) and taken over.
       assert.deepEqual(
         takenOver.map((c) => [c.id, c.fence.claimNo]).sort(),
         [
           [running, 2],
-          [queued, 1],
+          [queued, 2],
         ].sort(),
       )
       const row = await jobRow(db, running)
@@ -482,6 +481,7 @@ for (const backend of testBackends) {
           },
         ],
       )
+      // The claim that waited for the group's slot was handed back unattempted.
       assert.deepEqual(await attemptsOf(db, queued), [])
     })
   })
