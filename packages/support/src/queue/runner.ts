@@ -42,10 +42,9 @@ export interface RunnerOptions<S extends string, Id extends JobId, J, R extends 
   /** Attempts held (running or waiting for their group) at most. */
   concurrency: number
   /**
-   * Attempts running at once per group (jobs with a group_key); default no limit. The runner holds at
-   * most twice that many claims of a group (fewer where `concurrency` would then leave another group
-   * less than its own full share), so a group's backlog beyond them stays unclaimed, for other
-   * claimants, and cannot take the slots other groups' jobs are due for.
+   * Attempts running at once per group (jobs with a group_key); default no limit. The runner claims no
+   * more of a group than that, so a group's backlog beyond it stays unclaimed, for other claimants, and
+   * cannot take the slots other groups' jobs are due for.
    */
   perGroup?: number
   /** How long a claim holds a job unrenewed; heartbeats renew it every third of that while it is held. */
@@ -126,10 +125,6 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
 ): Promise<Runner<Id, J>> {
   const { db, queue, concurrency, leaseSeconds } = options
   const perGroup = options.perGroup ?? Number.POSITIVE_INFINITY
-  // Claims a group may hold: twice what it may run, so that a slot freed is filled from the group's
-  // waiting claims without a round trip, yet never so many that another group has no room for its own
-  // full share.
-  const groupHold = Math.max(perGroup, Math.min(2 * perGroup, concurrency - perGroup))
   const claimant = options.claimant ?? randomUUID()
   const clock = options.clock ?? Date.now
   const pollMs = options.pollMs ?? 1000
@@ -159,10 +154,12 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
 
   // `woken` resumes the loop; `stuck` is set when everything due belongs to saturated groups (`stuckOn`),
   // so the loop does not look at the queue after every attempt — only on new work, one of those groups
-  // down to half its hold, or idle.
+  // down to half its limit, or the poll.
   let woken = false
   let stuck = false
   let stuckOn = new Set<string>()
+  /** The poll still applies while stuck: attempts ending (resume) do not push it back. */
+  let stuckUntil = 0
   let interrupt: (() => void) | undefined
   const resume = () => {
     woken = true
@@ -206,6 +203,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     let sweptAt = Number.NEGATIVE_INFINITY
     while (!stopping) {
       woken = false
+      if (stuck && performance.now() >= stuckUntil) stuck = false
       const free = concurrency - busy()
       starved = free <= 0
       let idleMs = pollMs
@@ -214,7 +212,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
           // A group holding as many claims as it may run gets no more until one ends, so that one slow
           // group's backlog cannot take the slots other groups' jobs are due for.
           const heldByGroup = groupsHeld()
-          const excludeGroups = [...heldByGroup].filter(([, n]) => n >= groupHold).map(([key]) => key)
+          const excludeGroups = [...heldByGroup].filter(([, n]) => n >= perGroup).map(([key]) => key)
           // A named job this runner still holds is named again once its attempt is recorded.
           const ids = wanted.filter((id) => !held.has(id))
           wanted = wanted.filter((id) => held.has(id))
@@ -223,7 +221,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
             limit: free,
             leaseSeconds,
             excludeGroups,
-            perGroup: groupHold,
+            perGroup,
             heldByGroup,
             ids,
           })
@@ -236,11 +234,12 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
           if (full || moved > 0) continue
           // (Unless something woke us meanwhile: then what was busy may have freed up.)
           if (nextDueSeconds === 0 && excludeGroups.length > 0 && !woken) {
-            // Unless one of them came down to half its hold while the claim ran (its wake-up not sent,
+            // Unless one of them came down to half its limit while the claim ran (its wake-up not sent,
             // as the loop was not stuck yet): it has room now.
-            if (excludeGroups.some((key) => inGroup(key) <= groupHold / 2)) continue
+            if (excludeGroups.some((key) => inGroup(key) <= perGroup / 2)) continue
             stuck = true
             stuckOn = new Set(excludeGroups)
+            stuckUntil = performance.now() + pollMs
           } else if (nextDueSeconds !== undefined) {
             // Due now, yet not claimed: it fell due between the claim and the sweep (or a claim elsewhere
             // holds it for a moment). Look again shortly rather than a whole poll later.
@@ -252,7 +251,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
           idleMs = ERROR_BACKOFF_MS
         }
       }
-      await sleep(idleMs)
+      await sleep(stuck ? stuckUntil - performance.now() : idleMs)
     }
   }
 
@@ -329,7 +328,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
       const key = slotKey(claim)
       if (key !== '') taken.set(key, (taken.get(key) ?? 0) + 1)
     }
-    return [...taken].some(([key, n]) => n >= groupHold - (heldBefore.get(key) ?? 0))
+    return [...taken].some(([key, n]) => n >= perGroup - (heldBefore.get(key) ?? 0))
   }
 
   function freeSlot(key: string): void {
@@ -337,8 +336,8 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     if (left === 0) running.delete(key)
     else running.set(key, left)
     pump(key)
-    // Down to half its hold: the jobs of it the loop left out can be claimed, half a hold at a time.
-    if (stuck && !stopping && stuckOn.has(key) && inGroup(key) <= groupHold / 2) wake()
+    // Down to half its limit: the jobs of it the loop left out can be claimed, half a limit at a time.
+    if (stuck && !stopping && stuckOn.has(key) && inGroup(key) <= perGroup / 2) wake()
   }
 
   /**
