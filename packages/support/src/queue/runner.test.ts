@@ -190,6 +190,40 @@ for (const backend of testBackends) {
       await eventually(allIn(slow, 'done'), 20_000, 'all slow jobs done')
     })
 
+    test('two slow groups with backlogs leave room for a third group', async () => {
+      for (const group of ['slowA', 'slowB']) {
+        await addJobs(
+          db,
+          Array.from({ length: 20 }, (_, i) => `${group}${i}`),
+          { group },
+        )
+      }
+      let open: () => void = () => {}
+      const gate = new Promise<void>((resolve) => {
+        open = resolve
+      })
+      let slowRunning = 0
+      await start({
+        concurrency: 8,
+        perGroup: 2,
+        async work(claim) {
+          if (claim.group !== 'fast') {
+            slowRunning++
+            await gate
+          }
+          return { ok: true }
+        },
+      })
+      await eventually(async () => slowRunning === 4, 20_000, 'both slow groups running')
+      const [fast] = (await addJobs(db, ['fast'], { group: 'fast' })) as [number]
+      await jobQueue.notify(db)
+      try {
+        await eventually(async () => (await stateOf(fast)) === 'done', 20_000, 'the fast job done')
+      } finally {
+        open()
+      }
+    })
+
     test("a group's backlog is worked through beside a saturated group without waiting for a poll", async () => {
       await addJobs(
         db,
@@ -453,13 +487,12 @@ for (const backend of testBackends) {
       await first.stop(50)
       runner = undefined
 
-      // The running one was handed back past the grace and taken over; the other was never claimed here,
-      // as its group held as many claims as it may run.
+      // Both were handed back (the queued one at once, the running one past the grace) and taken over.
       assert.deepEqual(
         takenOver.map((c) => [c.id, c.fence.claimNo]).sort(),
         [
           [running, 2],
-          [queued, 1],
+          [queued, 2],
         ].sort(),
       )
       const row = await jobRow(db, running)
@@ -482,6 +515,7 @@ for (const backend of testBackends) {
           },
         ],
       )
+      // The claim that waited for the group's slot was handed back unattempted.
       assert.deepEqual(await attemptsOf(db, queued), [])
     })
   })

@@ -42,9 +42,10 @@ export interface RunnerOptions<S extends string, Id extends JobId, J, R extends 
   /** Attempts held (running or waiting for their group) at most. */
   concurrency: number
   /**
-   * Attempts running at once per group (jobs with a group_key); default no limit. The runner claims no
-   * more of a group than that, so a group's backlog beyond it stays unclaimed, for other claimants, and
-   * cannot take the slots other groups' jobs are due for.
+   * Attempts running at once per group (jobs with a group_key); default no limit. The runner holds no
+   * more claims of a group than that, plus as many again waiting for its slots while at least two
+   * groups' worth of slots stay free after the claim, so a group's backlog beyond them stays unclaimed,
+   * for other claimants, and cannot take the slots other groups' jobs are due for.
    */
   perGroup?: number
   /** How long a claim holds a job unrenewed; heartbeats renew it every third of that while it is held. */
@@ -157,7 +158,8 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
   // down to half its limit, or the poll.
   let woken = false
   let stuck = false
-  let stuckOn = new Set<string>()
+  /** The saturated groups, each with the number of claims at or below which it has room again. */
+  let stuckOn = new Map<string, number>()
   /** The poll still applies while stuck: attempts ending (resume) do not push it back. */
   let stuckUntil = 0
   let interrupt: (() => void) | undefined
@@ -209,36 +211,44 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
       let idleMs = pollMs
       if (free > 0 && !stuck) {
         try {
-          // A group holding as many claims as it may run gets no more until one ends, so that one slow
-          // group's backlog cannot take the slots other groups' jobs are due for.
+          // A group holding its share gets no more until it has room again, so that one slow group's
+          // backlog cannot take the slots other groups' jobs are due for. Claims waiting for their group's
+          // slots save a round trip when a slot frees; they are taken only while two groups' worth of
+          // slots stay free, one of them kept free by this claim.
+          const lookahead = Math.min(perGroup, Math.max(0, free - 2 * perGroup))
+          const hold = perGroup + lookahead
+          const limit = lookahead > 0 ? free - perGroup : free
           const heldByGroup = groupsHeld()
-          const excludeGroups = [...heldByGroup].filter(([, n]) => n >= perGroup).map(([key]) => key)
+          const excludeGroups = [...heldByGroup].filter(([, n]) => n >= hold).map(([key]) => key)
           // A named job this runner still holds is named again once its attempt is recorded.
           const ids = wanted.filter((id) => !held.has(id))
           wanted = wanted.filter((id) => held.has(id))
           const claims = await queue.claim(db, {
             claimant,
-            limit: free,
+            limit,
             leaseSeconds,
             excludeGroups,
-            perGroup,
+            perGroup: hold,
             heldByGroup,
             ids,
           })
           for (const claim of claims) take(claim)
           // A group given all its room may have hidden other groups' jobs from this claim, and may have more.
-          const full = claims.length === free || filledTheirRoom(claims, heldByGroup)
+          const full = claims.length === limit || filledTheirRoom(claims, hold, heldByGroup)
           if (full && performance.now() - sweptAt < pollMs) continue
           const { moved, nextDueSeconds } = await queue.sweep(db, SWEEP_LIMIT)
           sweptAt = performance.now()
           if (full || moved > 0) continue
           // (Unless something woke us meanwhile: then what was busy may have freed up.)
           if (nextDueSeconds === 0 && excludeGroups.length > 0 && !woken) {
-            // Unless one of them came down to half its limit while the claim ran (its wake-up not sent,
-            // as the loop was not stuck yet): it has room now.
-            if (excludeGroups.some((key) => inGroup(key) <= perGroup / 2)) continue
+            // Unless one of them had room again by the time the claim and the sweep were done (its wake-up
+            // not sent, as the loop was not stuck yet).
+            const roomAgain = new Map(
+              excludeGroups.map((key) => [key, roomAgainAt(heldByGroup.get(key) ?? 0)]),
+            )
+            if ([...roomAgain].some(([key, at]) => inGroup(key) <= at)) continue
             stuck = true
-            stuckOn = new Set(excludeGroups)
+            stuckOn = roomAgain
             stuckUntil = performance.now() + pollMs
           } else if (nextDueSeconds !== undefined) {
             // Due now, yet not claimed: it fell due between the claim and the sweep (or a claim elsewhere
@@ -318,9 +328,16 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     return new Map([...keys].map((key) => [key, inGroup(key)]))
   }
 
+  /**
+   * A saturated group holding `held` claims has room again at this many: once its waiting claims have
+   * all started (it held some), or at half its slots (it held none waiting), so a claim takes a batch.
+   */
+  const roomAgainAt = (held: number) => (held > perGroup ? perGroup : perGroup / 2)
+
   /** Whether the claim took, for some group, as many jobs as that group had room for. */
   function filledTheirRoom(
     claims: readonly Claim<Id, J>[],
+    hold: number,
     heldBefore: ReadonlyMap<string, number>,
   ): boolean {
     const taken = new Map<string, number>()
@@ -328,7 +345,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
       const key = slotKey(claim)
       if (key !== '') taken.set(key, (taken.get(key) ?? 0) + 1)
     }
-    return [...taken].some(([key, n]) => n >= perGroup - (heldBefore.get(key) ?? 0))
+    return [...taken].some(([key, n]) => n >= hold - (heldBefore.get(key) ?? 0))
   }
 
   function freeSlot(key: string): void {
@@ -336,8 +353,9 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
     if (left === 0) running.delete(key)
     else running.set(key, left)
     pump(key)
-    // Down to half its limit: the jobs of it the loop left out can be claimed, half a limit at a time.
-    if (stuck && !stopping && stuckOn.has(key) && inGroup(key) <= perGroup / 2) wake()
+    // A saturated group with room again: the jobs of it the loop left out can be claimed, a batch at a time.
+    const at = stuckOn.get(key)
+    if (stuck && !stopping && at !== undefined && inGroup(key) <= at) wake()
   }
 
   /**
