@@ -11,6 +11,7 @@ import {
   jobMachine,
   jobQueue,
   jobRow,
+  latch,
   openTestDatabase,
   type TestDatabase,
   type TestJob,
@@ -334,15 +335,9 @@ if (testBackends.includes('postgres')) {
         test_.db,
         Array.from({ length: 10 }, (_, i) => `locked-${i}`),
       )
-      let release: () => void = () => {}
-      const holding = new Promise<void>((resolve) => {
-        release = resolve
-      })
+      const { done: holding, signal: release } = latch()
       let firstClaims: Claim<number, TestJob>[] = []
-      let claimed: () => void = () => {}
-      const firstHasClaimed = new Promise<void>((resolve) => {
-        claimed = resolve
-      })
+      const { done: firstHasClaimed, signal: claimed } = latch()
       // Claimant a's transaction stays open (its row locks held) while b claims.
       const first = test_.db.transaction(async (tx) => {
         firstClaims = await jobQueue.claim(tx, { claimant: 'a', limit: 4, leaseSeconds: LEASE })
@@ -415,14 +410,8 @@ if (testBackends.includes('postgres')) {
           Claim<number, TestJob>,
           Claim<number, TestJob>,
         ]
-        let release: () => void = () => {}
-        const holding = new Promise<void>((resolve) => {
-          release = resolve
-        })
-        let locked: () => void = () => {}
-        const lowerLocked = new Promise<void>((resolve) => {
-          locked = resolve
-        })
+        const { done: holding, signal: release } = latch()
+        const { done: lowerLocked, signal: locked } = latch()
         const holder = test_.db.transaction(async (tx) => {
           await tx.query('SELECT 1 FROM jobs WHERE job_id = $1 FOR NO KEY UPDATE', [lower.id])
           locked()

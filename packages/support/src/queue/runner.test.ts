@@ -11,6 +11,7 @@ import {
   type JobState,
   jobQueue,
   jobRow,
+  latch,
   openTestDatabase,
   type TestDatabase,
   type TestJob,
@@ -129,10 +130,7 @@ for (const backend of testBackends) {
       const b = await addJobs(db, ['b0', 'b1'], { group: 'b' })
       const running = new Map<string, number>()
       const most = new Map<string, number>()
-      let open: () => void = () => {}
-      const gate = new Promise<void>((resolve) => {
-        open = resolve
-      })
+      const { done: gate, signal: open } = latch()
       await start({
         concurrency: 10,
         perGroup: 2,
@@ -161,10 +159,7 @@ for (const backend of testBackends) {
         Array.from({ length: 10 }, (_, i) => `slow${i}`),
         { group: 'slow' },
       )
-      let open: () => void = () => {}
-      const gate = new Promise<void>((resolve) => {
-        open = resolve
-      })
+      const { done: gate, signal: open } = latch()
       const started: string[] = []
       await start({
         concurrency: 4,
@@ -198,10 +193,7 @@ for (const backend of testBackends) {
           { group },
         )
       }
-      let open: () => void = () => {}
-      const gate = new Promise<void>((resolve) => {
-        open = resolve
-      })
+      const { done: gate, signal: open } = latch()
       let slowRunning = 0
       await start({
         concurrency: 8,
@@ -235,10 +227,7 @@ for (const backend of testBackends) {
         Array.from({ length: 30 }, (_, i) => `fast${i}`),
         { group: 'fast' },
       )
-      let open: () => void = () => {}
-      const gate = new Promise<void>((resolve) => {
-        open = resolve
-      })
+      const { done: gate, signal: open } = latch()
       // A poll longer than the wait below: every claim must come from a wake-up.
       await start({
         concurrency: 16,
@@ -258,10 +247,7 @@ for (const backend of testBackends) {
 
     test('heartbeats renew the lease of a long attempt, which then completes under its claim', async () => {
       const [id] = (await addJobs(db, ['long'])) as [number]
-      let finish: () => void = () => {}
-      const finished = new Promise<void>((resolve) => {
-        finish = resolve
-      })
+      const { done: finished, signal: finish } = latch()
       await start({ leaseSeconds: 0.3, work: () => finished.then(() => ({ ok: true })) })
       await eventually(
         async () => {
@@ -377,10 +363,7 @@ for (const backend of testBackends) {
       const stale = { ...(theirs as Claim<number, TestJob>), fence: { claimant: 'adopter', claimNo: 1 } }
       let running = 0
       let most = 0
-      let open: () => void = () => {}
-      const gate = new Promise<void>((resolve) => {
-        open = resolve
-      })
+      const { done: gate, signal: open } = latch()
       const adopter = await start({
         claimant: 'adopter',
         concurrency: 2,
@@ -435,10 +418,7 @@ for (const backend of testBackends) {
         Claim<number, TestJob>,
         Claim<number, TestJob>,
       ]
-      let started: () => void = () => {}
-      const hasStarted = new Promise<void>((resolve) => {
-        started = resolve
-      })
+      const { done: hasStarted, signal: started } = latch()
       const adopter = await start({
         claimant: 'adopter',
         concurrency: 1,
@@ -463,10 +443,7 @@ for (const backend of testBackends) {
     test('stop past its grace: the aborted attempt is recorded and moves nothing another claimant took', async () => {
       const [running, queued] = (await addJobs(db, ['hangs', 'queued'], { group: 'g' })) as [number, number]
       let takenOver: Claim<number, TestJob>[] = []
-      let started: () => void = () => {}
-      const hasStarted = new Promise<void>((resolve) => {
-        started = resolve
-      })
+      const { done: hasStarted, signal: started } = latch()
       const first = await start({
         perGroup: 1,
         work: (claim, signal) =>

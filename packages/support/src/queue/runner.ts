@@ -155,7 +155,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
 
   // `woken` resumes the loop; `stuck` is set when everything due belongs to saturated groups (`stuckOn`),
   // so the loop does not look at the queue after every attempt — only on new work, one of those groups
-  // down to half its limit, or the poll.
+  // with room again, or the poll (`stuckUntil`).
   let woken = false
   let stuck = false
   /** The saturated groups, each with the number of claims at or below which it has room again. */
@@ -176,10 +176,7 @@ export async function startRunner<S extends string, Id extends JobId, J, R exten
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
       if (woken) return resolve()
-      const timer = setTimeout(() => {
-        stuck = false
-        done()
-      }, ms)
+      const timer = setTimeout(done, ms)
       function done() {
         clearTimeout(timer)
         interrupt = undefined

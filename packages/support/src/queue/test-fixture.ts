@@ -202,3 +202,12 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
 }
+
+/** A promise and the function that resolves it: a gate a test opens, or an event it waits for. */
+export function latch(): { done: Promise<void>; signal: () => void } {
+  let signal: () => void = () => {}
+  const done = new Promise<void>((resolve) => {
+    signal = resolve
+  })
+  return { done, signal }
+}
