@@ -19,22 +19,25 @@ import { INSERT_BATCH, insertRecordings, type NewRecording, queryRecordings } fr
 
 /**
  * The query's total comes from counters (recording-counts.ts): it must equal count(*) for every filter,
- * whatever wrote the recordings. Windows are drawn around UTC month, day and hour boundaries, a
+ * whatever wrote the recordings. Windows are drawn around UTC month, day, hour and minute boundaries, a
  * microsecond either side, and written with assorted offsets.
  */
 
 const DAY = 86_400_000_000n
 const HOUR = 3_600_000_000n
+const MINUTE = 60_000_000n
 /** 2026-03-01T00:00:00Z in epoch microseconds: the data lies within 40 days either side, Feb and Mar whole. */
 const ORIGIN = BigInt(Date.UTC(2026, 2, 1)) * 1000n
 const DEVICES = ['dev-a', 'dev-b', 'dev-c']
 
-/** Instants where an off-by-one would show: month, day and hour boundaries, a microsecond either side. */
+/** Instants where an off-by-one would show: month, day, hour and minute boundaries, a microsecond either side. */
 const boundaries: bigint[] = []
 for (let day = -3n; day <= 4n; day++) {
   for (const hour of [0n, 1n, 12n, 23n]) {
-    const at = ORIGIN + day * DAY + hour * HOUR
-    boundaries.push(at - 1n, at, at + 1n)
+    for (const minute of [0n, 1n, 30n, 59n]) {
+      const at = ORIGIN + day * DAY + hour * HOUR + minute * MINUTE
+      boundaries.push(at - 1n, at, at + 1n)
+    }
   }
 }
 for (const month of [1, 3]) {
@@ -173,6 +176,7 @@ async function assertCountersMatch(db: Queryable): Promise<void> {
   const counters = [
     { table: 'recording_day_counts', unit: 'day', key: 'enterprise_id' },
     { table: 'recording_hour_counts', unit: 'hour', key: 'enterprise_id' },
+    { table: 'recording_minute_counts', unit: 'minute', key: 'enterprise_id' },
     { table: 'recording_device_day_counts', unit: 'day', key: 'enterprise_id, device_uid' },
     { table: 'recording_device_month_counts', unit: 'month', key: 'enterprise_id, device_uid' },
   ]
@@ -307,7 +311,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`${backend}: migrations 5 and 7 count the recordings stored before them`, {
+  describe(`${backend}: the counter migrations count the recordings stored before them`, {
     timeout: 120_000,
   }, () => {
     let scratch: ScratchDatabase | undefined

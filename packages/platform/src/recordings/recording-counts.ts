@@ -4,11 +4,12 @@ import type { Queryable } from '../storage/database.js'
  * The exact number of an enterprise's recordings in a time window, read from the counters migration 5
  * keeps (storage/migrations.ts) rather than counted row by row: the window [start, end) is cut into
  * whole UTC days, summed from the day counters; what is left at its edges (less than a day on each
- * side) into whole UTC hours, summed from the hour counters; and what is left of those (less than an
- * hour on each side) is counted in recordings_by_time. For one device: whole months from its month
- * counters (migration 7), then whole days, the edges counted in recordings_by_device. So the cost grows
- * with the window's length in days (for one device, months) and with the recordings of an hour (for one
- * device, of a day), never with the number of matches.
+ * side) into whole UTC hours, summed from the hour counters; what is left of those into whole UTC
+ * minutes (migration 9); and what is left of those (less than a minute on each side) is counted in
+ * recordings_by_time. For one device: whole months from its month counters (migration 7), then whole
+ * days, the edges counted in recordings_by_device. So the cost grows with the window's length in days
+ * (for one device, months) and with the recordings of a minute (for one device, of a day), never with
+ * the number of matches.
  */
 
 /** SQL expressions (parameter references) of a filter's parts; start and end are timestamptz. */
@@ -21,7 +22,7 @@ export interface CountedMatch {
 
 interface Level {
   table: string
-  unit: 'month' | 'day' | 'hour'
+  unit: 'month' | 'day' | 'hour' | 'minute'
   /** The start of the unit after the one starting at `start`, computed in UTC (`+ interval '1 day'` would follow the session's time zone). */
   next: (start: string) => string
 }
@@ -35,6 +36,11 @@ const HOURS: Level = {
   table: 'recording_hour_counts',
   unit: 'hour',
   next: (start) => `${start} + interval '1 hour'`,
+}
+const MINUTES: Level = {
+  table: 'recording_minute_counts',
+  unit: 'minute',
+  next: (start) => `${start} + interval '1 minute'`,
 }
 const DEVICE_MONTHS: Level = {
   table: 'recording_device_month_counts',
@@ -51,7 +57,7 @@ const sumOver = (table: string, perRow: string) => `(SELECT coalesce(sum((${perR
 
 /** A statement answering one row, `total` (int8): how many recordings match. */
 export function countedTotalSql(match: CountedMatch): string {
-  const levels = match.device === undefined ? [DAYS, HOURS] : [DEVICE_MONTHS, DEVICE_DAYS]
+  const levels = match.device === undefined ? [DAYS, HOURS, MINUTES] : [DEVICE_MONTHS, DEVICE_DAYS]
   const owner = (alias: string) =>
     `${alias}.enterprise_id = ${match.enterprise}` +
     (match.device === undefined ? '' : ` AND ${alias}.device_uid = ${match.device}`)

@@ -16,7 +16,7 @@ export interface Migration {
 /** A counter the query's exact `total` is read from (recordings/recording-counts.ts). */
 interface Counter {
   table: string
-  bucket: 'month' | 'day' | 'hour'
+  bucket: 'month' | 'day' | 'hour' | 'minute'
   device: boolean
 }
 
@@ -26,6 +26,7 @@ const MIGRATION_5_COUNTERS: readonly Counter[] = [
   { table: 'recording_device_day_counts', bucket: 'day', device: true },
 ]
 const DEVICE_MONTHS: Counter = { table: 'recording_device_month_counts', bucket: 'month', device: true }
+const MINUTES: Counter = { table: 'recording_minute_counts', bucket: 'minute', device: false }
 
 const counterKey = (c: Counter) => (c.device ? 'enterprise_id, device_uid, bucket' : 'enterprise_id, bucket')
 
@@ -207,12 +208,17 @@ export const migrations: Migration[] = [
   {
     version: 7,
     name: 'recording counters per device and UTC month',
-    statements: deviceMonthCounterStatements(),
+    statements: addedCounterStatements(DEVICE_MONTHS, [...MIGRATION_5_COUNTERS, DEVICE_MONTHS]),
   },
   {
     version: 8,
     name: "the push queue sweep's own index: a backlog of deliveries due now is not scanned by every sweep",
     statements: [`CREATE INDEX deliveries_sweepable ON deliveries ${sweepIndexSql(deliveryMachine)}`],
+  },
+  {
+    version: 9,
+    name: "recording counters per enterprise and UTC minute: a window's ragged edges count a minute's recordings at most",
+    statements: addedCounterStatements(MINUTES, [...MIGRATION_5_COUNTERS, DEVICE_MONTHS, MINUTES]),
   },
 ]
 
@@ -285,17 +291,18 @@ function recordingCounterStatements(): string[] {
 }
 
 /**
- * Migration 7: per device and UTC month, so that a device's total over a long window reads a counter per
- * month rather than per day. Writers are held off first: replacing a function takes no lock on recordings,
- * and a row inserted under the old function between the backfill's snapshot and this commit would be
- * counted nowhere.
+ * A counter added after migration 5 (7: per device and UTC month, so that a device's total over a long
+ * window reads a counter per month rather than per day; 9: per enterprise and UTC minute), with `all` the
+ * counters the functions keep from then on. Writers are held off first: replacing a function takes no
+ * lock on recordings, and a row inserted under the old function between the backfill's snapshot and this
+ * commit would be counted nowhere.
  */
-function deviceMonthCounterStatements(): string[] {
+function addedCounterStatements(counter: Counter, all: readonly Counter[]): string[] {
   return [
     'LOCK TABLE recordings IN SHARE ROW EXCLUSIVE MODE',
-    counterTable(DEVICE_MONTHS),
-    ...counterFunctions([...MIGRATION_5_COUNTERS, DEVICE_MONTHS], true),
-    counterBackfill(DEVICE_MONTHS),
+    counterTable(counter),
+    ...counterFunctions(all, true),
+    counterBackfill(counter),
   ]
 }
 
