@@ -1,8 +1,8 @@
 /**
  * Child process of `platform.bench.ts`: starts the platform on the backend it is given (in-memory PGlite
- * or a PostgreSQL database), seeds the benchmark data set, and reports its URL, credentials and the
- * query targets to the parent. PGlite lives in one process only, so the data is seeded here for both
- * backends alike.
+ * or a PostgreSQL database), seeds the benchmark data set, or a stage of it, and reports its URL,
+ * credentials and the query targets to the parent. PGlite lives in one process only, so the data is
+ * seeded here for both backends alike.
  */
 import { createEnterprise, insertRecordings, startPlatform } from '@earshot/platform'
 import { testConfig } from '@earshot/test-kit/backends'
@@ -20,6 +20,18 @@ export interface BenchServerSpec {
   backend: 'pglite' | 'postgres'
   databaseUrl?: string
   plan: DatasetPlan
+  /**
+   * The stage to store: the plan's recordings from `from` to before `to` (of plan.recordings, shared out
+   * over the enterprises in proportion), the ones before it stored by an earlier stage, with `enterprises`.
+   * By default the whole plan.
+   */
+  stage?: { from: number; to: number; enterprises?: EnterpriseCredentials[] }
+}
+
+export interface EnterpriseCredentials {
+  enterpriseId: number
+  keyVersion: number
+  secret: string
 }
 
 /** A device, and how many of its recordings fall in QUERY_RANGE. */
@@ -28,10 +40,8 @@ export interface DeviceMatches {
   matches: number
 }
 
-export interface BenchEnterprise {
-  enterpriseId: number
-  keyVersion: number
-  secret: string
+export interface BenchEnterprise extends EnterpriseCredentials {
+  /** Its recordings once the stage is stored. */
   recordings: number
   /** Up to QUERY_DEVICES devices with an ordinary number of recordings (none without recordings). */
   quiet: DeviceMatches[]
@@ -69,7 +79,7 @@ const QUERY_DEVICES = 10
 
 const spec = JSON.parse(process.env.BENCH_SERVER_SPEC ?? 'null') as BenchServerSpec | null
 if (!spec) throw new Error('BENCH_SERVER_SPEC is not set: this module is started by platform.bench.js')
-const { plan } = spec
+const { plan, stage = { from: 0, to: plan.recordings } } = spec
 
 const platform = await startPlatform({
   config: testConfig({
@@ -81,24 +91,33 @@ const platform = await startPlatform({
 })
 const db = platform.context.db
 
-const credentials = []
-for (let e = 0; e < plan.enterprises; e++) {
+const credentials: EnterpriseCredentials[] = stage.enterprises ?? []
+for (let e = credentials.length; e < plan.enterprises; e++) {
   credentials.push(await createEnterprise(db, `Bench Enterprise ${e + 1}`, null))
 }
 
+/** Enterprise index e's share of the plan's first `rows` recordings. */
+const heldAt = (e: number, rows: number) => Math.floor((recordingsOf(plan, e) * rows) / plan.recordings)
+const stageRows = stage.to - stage.from
 const seedStarted = performance.now()
 let seeded = 0
 let lastReport = seedStarted
 for (const [e, { enterpriseId }] of credentials.entries()) {
-  for (const chunk of recordingChunks(plan, e, SEED_TRANSACTION_ROWS)) {
+  for (const chunk of recordingChunks(
+    plan,
+    e,
+    SEED_TRANSACTION_ROWS,
+    heldAt(e, stage.from),
+    heldAt(e, stage.to),
+  )) {
     await db.transaction((tx) => insertRecordings(tx, enterpriseId, chunk))
     seeded += chunk.length
     const now = performance.now()
-    if (now - lastReport >= 5000 || seeded === plan.recordings) {
+    if (now - lastReport >= 5000 || seeded === stageRows) {
       lastReport = now
       const seconds = (now - seedStarted) / 1000
       process.stderr.write(
-        `  seeding ${spec.backend}: ${seeded.toLocaleString('en-US')} / ${plan.recordings.toLocaleString('en-US')} recordings (${Math.round((100 * seeded) / plan.recordings)}%), ${seconds.toFixed(1)} s, ${Math.round(seeded / seconds).toLocaleString('en-US')} rows/s\n`,
+        `  seeding ${spec.backend}: ${seeded.toLocaleString('en-US')} / ${stageRows.toLocaleString('en-US')} recordings (${Math.round((100 * seeded) / stageRows)}%), ${seconds.toFixed(1)} s, ${Math.round(seeded / seconds).toLocaleString('en-US')} rows/s\n`,
       )
     }
   }
@@ -122,7 +141,7 @@ const count = async (enterpriseId: number, deviceUid: string): Promise<DeviceMat
   return { deviceUid, matches: row?.n ?? 0 }
 }
 
-const holding = credentials.filter((_, e) => recordingsOf(plan, e) > 0).length
+const holding = credentials.filter((_, e) => heldAt(e, stage.to) > 0).length
 const enterprises: BenchEnterprise[] = []
 for (const [e, { enterpriseId, keyVersion, secret }] of credentials.entries()) {
   const { busy, other } = devicesOf(plan, e)
@@ -138,7 +157,7 @@ for (const [e, { enterpriseId, keyVersion, secret }] of credentials.entries()) {
     enterpriseId,
     keyVersion,
     secret,
-    recordings: recordingsOf(plan, e),
+    recordings: heldAt(e, stage.to),
     quiet,
     busy: busiest,
     callbackAudioIds: ids.map((row) => row.audio_id),

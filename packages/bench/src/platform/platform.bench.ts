@@ -13,14 +13,13 @@
  * `postgres` above 1,000,000 rows, which PGlite would have to hold in memory) picks the backends;
  * PostgreSQL needs DATABASE_URL (a scratch database is created on that server and dropped at the end).
  *
- * Above 1,000,000 rows the section goes to a section of its own, with each figure's ratio to the
- * 1,000,000-row figures of the main section (read back from the hidden figures line each section ends
- * with).
+ * Above 1,000,000 rows the figures go to a section of their own, measured twice in one run on one
+ * database: once it holds the first 1,000,000 of the N recordings, and again once it has grown to all N;
+ * each query and total figure at N is judged against its 1,000,000-row figure of that run.
  *
  * Each server (the platform, the baseline) runs in its own child process; the load generator
  * (autocannon) runs here, fed with request bodies sealed before each measured run.
  */
-import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
@@ -40,7 +39,6 @@ import {
   yes,
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
-import { BENCHMARKS_DOC } from '../markdown-section.js'
 import type { BareServerReady } from './bare-server.js'
 import type { BenchEnterprise, BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import { type PreparedRequest, RequestPool, runScenario, type ScenarioResult } from './load.js'
@@ -155,11 +153,8 @@ interface SerialResult {
 
 type TotalForm = 'none' | 'window' | 'device'
 
-/** What a section keeps, hidden, for a run at a larger scale to compare itself with. */
+/** The figures a larger scale is judged on against TARGET_TOTAL_ROWS. */
 interface Figures {
-  backend: Backend
-  rows: number
-  date: string
   query: { page1P99: number; deepP99: number }
   totalP50: Record<TotalForm, number>
 }
@@ -202,7 +197,10 @@ async function measureBaseline(): Promise<ScenarioResult> {
   )
 }
 
-async function measureBackend(backend: Backend, bare: ScenarioResult): Promise<BackendReport> {
+type Stage = NonNullable<BenchServerSpec['stage']>
+
+/** One report per stage: the whole plan, or above TARGET_TOTAL_ROWS its first TARGET_TOTAL_ROWS, then all of it. */
+async function measureBackend(backend: Backend, bare: ScenarioResult): Promise<BackendReport[]> {
   let scratch: ScratchDatabase | undefined
   if (backend === 'postgres') scratch = await scratchPostgresDatabase()
   return withCleanup(
@@ -210,19 +208,24 @@ async function measureBackend(backend: Backend, bare: ScenarioResult): Promise<B
       await scratch?.drop()
     },
     async () => {
-      log(`${backend}: starting the platform and seeding ${format(plan.recordings)} recordings`)
-      const spec: BenchServerSpec = {
-        backend,
-        plan,
-        ...(scratch && { databaseUrl: scratch.url }),
+      const reports: BackendReport[] = []
+      let stage: Stage = { from: 0, to: largeScale ? TARGET_TOTAL_ROWS : plan.recordings }
+      for (;;) {
+        log(
+          `${backend}: starting the platform and seeding recordings ${format(stage.from)} to ${format(stage.to)}`,
+        )
+        const spec: BenchServerSpec = { backend, plan, stage, ...(scratch && { databaseUrl: scratch.url }) }
+        const child = await startChild<BenchServerReady>(new URL('./bench-server.js', import.meta.url).href, {
+          BENCH_SERVER_SPEC: JSON.stringify(spec),
+        })
+        const report = await withCleanup(
+          () => child.stop(),
+          () => measurePlatform(backend, child, bare, stage, reports[0]?.figures),
+        )
+        reports.push(report)
+        if (stage.to === plan.recordings) return reports
+        stage = { from: stage.to, to: plan.recordings, enterprises: child.ready.enterprises }
       }
-      const child = await startChild<BenchServerReady>(new URL('./bench-server.js', import.meta.url).href, {
-        BENCH_SERVER_SPEC: JSON.stringify(spec),
-      })
-      return withCleanup(
-        () => child.stop(),
-        () => measurePlatform(backend, child, bare),
-      )
     },
   )
 }
@@ -231,6 +234,9 @@ async function measurePlatform(
   backend: Backend,
   child: RunningChild<BenchServerReady>,
   bare: ScenarioResult,
+  stage: Stage,
+  /** The same run's figures at TARGET_TOTAL_ROWS, to judge these against. */
+  base: Figures | undefined,
 ): Promise<BackendReport> {
   const { ready } = child
   const url = ready.partnerUrl
@@ -401,9 +407,6 @@ async function measurePlatform(
   const queries = rows.filter((row) => row.scenario.startsWith('query'))
   const worstQueryP99 = Math.max(...queries.map((row) => row.result.p99))
   const figures: Figures = {
-    backend,
-    rows: plan.recordings,
-    date: new Date().toISOString().slice(0, 10),
     query: { page1P99: queries[0]?.result.p99 ?? Number.NaN, deepP99: queries[1]?.result.p99 ?? Number.NaN },
     totalP50,
   }
@@ -422,16 +425,16 @@ async function measurePlatform(
       ? `exact total over ${format(TARGET_TOTAL_ROWS)}+ rows in one enterprise, p50 ≤ ${totalMs} ms for each form: ${yes(totals.every(({ result }) => result.p50 <= totalMs))} (${format(first.recordings)} rows: ${totalFigures})`
       : `exact total over ${format(TARGET_TOTAL_ROWS)}+ rows in one enterprise, p50 ≤ ${totalMs} ms: not assessed (${format(first.recordings)} rows at this scale: ${totalFigures})`,
   ]
-  if (largeScale) targets.push(scaleTarget(figures))
+  if (base) targets.push(scaleTarget(figures, base))
 
   const usage = await child.usage()
   return {
     backend,
     title:
-      backend === 'pglite'
+      (backend === 'pglite'
         ? `### PGlite, in memory (\`memory://\`), inside the platform process`
-        : '### PostgreSQL',
-    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s (${format(plan.recordings / ready.seedSeconds)} rows/s, insertRecordings in transactions of 10,000 rows), then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s; platform process RSS ${format(ready.rssBytes / 2 ** 20)} MiB after seeding, ${format(usage.rssBytes / 2 ** 20)} MiB at the end.`,
+        : '### PostgreSQL') + (largeScale ? `, ${format(stage.to)} recordings` : ''),
+    setup: `${ready.databaseVersion.split(',')[0]}. ${stage.from === 0 ? 'Seeded' : `Grown from ${format(stage.from)} to`} ${format(stage.to)} recordings in ${format(ready.seedSeconds, 1)} s (${format((stage.to - stage.from) / ready.seedSeconds)} rows/s, insertRecordings in transactions of 10,000 rows), then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s; platform process RSS ${format(ready.rssBytes / 2 ** 20)} MiB after seeding, ${format(usage.rssBytes / 2 ** 20)} MiB at the end.`,
     rows,
     totals,
     figures,
@@ -441,25 +444,8 @@ async function measurePlatform(
   }
 }
 
-/** The figures a section recorded, from the hidden line renderBackend ends each backend's part with. */
-function recordedFigures(section: string): Figures[] {
-  const doc = readFileSync(BENCHMARKS_DOC, 'utf8')
-  const from = doc.indexOf(`<!-- bench:${section}:start -->`)
-  const to = doc.indexOf(`<!-- bench:${section}:end -->`)
-  if (from < 0 || to < from) return []
-  return [...doc.slice(from, to).matchAll(/<!-- figures (\{.*\}) -->/g)].map(
-    (match) => JSON.parse(match[1] as string) as Figures,
-  )
-}
-
-/** Each query and total figure of this run against the same figure of the TARGET_TOTAL_ROWS run. */
-function scaleTarget(figures: Figures): string {
-  const target = `query and total figures within ${TARGET_SCALE_RATIO}x of the ${format(TARGET_TOTAL_ROWS)}-row figures`
-  const base = recordedFigures('platform').find(
-    (recorded) => recorded.backend === figures.backend && recorded.rows === TARGET_TOTAL_ROWS,
-  )
-  if (!base)
-    return `${target}: not assessed (no ${format(TARGET_TOTAL_ROWS)}-row run of this backend in the platform section)`
+/** Each query and total figure at this stage against the same figure at TARGET_TOTAL_ROWS. */
+function scaleTarget(figures: Figures, base: Figures): string {
   const pairs: [string, number, number][] = [
     ['query page 1 p99', figures.query.page1P99, base.query.page1P99],
     [`query page ${DEEP_PAGE} p99`, figures.query.deepP99, base.query.deepP99],
@@ -474,7 +460,7 @@ function scaleTarget(figures: Figures): string {
   const listed = ratios.map(
     ({ label, ratio, now, then }) => `${label} ${ms(now)} vs ${ms(then)} ms: ${ratio.toFixed(2)}x`,
   )
-  return `${target} (run of ${base.date}): ${yes(holds)} (${listed.join('; ')})`
+  return `query and total figures within ${TARGET_SCALE_RATIO}x of the ${format(TARGET_TOTAL_ROWS)}-row figures above: ${yes(holds)} (${listed.join('; ')})`
 }
 
 function renderBackend(report: BackendReport): string {
@@ -503,13 +489,14 @@ function renderBackend(report: BackendReport): string {
     lines.push('', '**Errors** (every response other than HTTP 2xx with code 2000 counts):', '')
     lines.push(...report.failures.map((failure) => `- ${failure}`))
   }
-  lines.push('', `<!-- figures ${JSON.stringify(report.figures)} -->`)
   return lines.join('\n')
 }
 
 const machine = machineLine()
 const bare = await measureBaseline()
-const { reports, skipped } = await measureBackends(backends, (backend) => measureBackend(backend, bare))
+const measured = await measureBackends(backends, (backend) => measureBackend(backend, bare))
+const { skipped } = measured
+const reports = measured.reports.flat()
 
 const scale =
   plan.recordings < TARGET_TOTAL_ROWS
@@ -517,7 +504,7 @@ const scale =
     : ''
 const section = sectionText(
   [
-    `Measured ${machine}. ${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed; 1% of the devices are busy and hold 10% of the recordings; recordedAt over 2025; 70% audio + transcript, 20% audio only, 10% transcript only). The other enterprises hold keys only: they take their turn in the token scenario.${scale}`,
+    `Measured ${machine}. ${largeScale ? `${format(TARGET_TOTAL_ROWS)} recordings, then the same database grown to ` : ''}${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed; 1% of the devices are busy and hold 10% of the recordings; recordedAt over 2025; 70% audio + transcript, 20% audio only, 10% transcript only). The other enterprises hold keys only: they take their turn in the token scenario.${scale}`,
     `Each scenario: ${connections} connections for ${seconds} s after a ${warmupSeconds} s warm-up. The platform (rate limit off, logging silent) and the bare node:http baseline each run in a child process; the load generator (autocannon) runs in the bench process with request bodies sealed before the run, every one with a fresh nonce. Queries use ${QUERY_RANGE.startTime} ≤ recordedAt < ${QUERY_RANGE.endTime}; page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones, ${PAGE_SIZE} a page. The exact totals are asked ${TOTAL_REPEATS} times each, one at a time after ${TOTAL_WARMUP} warm-up requests, and every answer is checked against count(*) taken after seeding. The baseline answers the same POST bodies as the token scenario with a fixed token-response-sized JSON body. Latencies are end to end as the generator sees them; CPU % is of one core (the server's figure includes PGlite, not the PostgreSQL server processes). Errors: every response other than HTTP 2xx with code 2000, connection errors and timeouts, warm-up included.`,
     ...reports.map(renderBackend),
   ],

@@ -88,20 +88,22 @@ export function checkPlan(plan: DatasetPlan): void {
 
 /**
  * The recordings of enterprise index e, generated lazily in chunks of `chunkSize` (the same recordings
- * whatever the chunk size).
+ * whatever the chunk size); only those numbered from `from` (the ones before are generated and dropped)
+ * to before `to`, so that a data set can be stored in stages.
  */
 export function* recordingChunks(
   plan: DatasetPlan,
   e: number,
   chunkSize: number,
+  from = 0,
+  to = recordingsOf(plan, e),
 ): Generator<NewRecording[], void, void> {
   const random = prng((plan.seed ^ Math.imul(e + 1, 0x9e3779b1)) >>> 0)
   const { busy, other } = devicesOf(plan, e)
-  const count = recordingsOf(plan, e)
   const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)] as T
   const idBytes = Buffer.alloc(12)
   let chunk: NewRecording[] = []
-  for (let j = 0; j < count; j++) {
+  for (let j = 0; j < to; j++) {
     // 8 random bytes, then enterprise and sequence number: random-looking, and unique by construction.
     idBytes.writeUInt32BE(Math.floor(random() * 4_294_967_296), 0)
     idBytes.writeUInt32BE(Math.floor(random() * 4_294_967_296), 4)
@@ -135,6 +137,7 @@ export function* recordingChunks(
         wordsCount: Math.round(durationMs / 400),
       }
     }
+    if (j < from) continue
     chunk.push(recording)
     if (chunk.length === chunkSize) {
       yield chunk
