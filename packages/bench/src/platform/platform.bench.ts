@@ -494,9 +494,10 @@ function renderBackend(report: BackendReport): string {
 
 const machine = machineLine()
 const bare = await measureBaseline()
-const measured = await measureBackends(backends, (backend) => measureBackend(backend, bare))
-const { skipped } = measured
-const reports = measured.reports.flat()
+const { reports: stagesPerBackend, skipped } = await measureBackends(backends, (backend) =>
+  measureBackend(backend, bare),
+)
+const reports = stagesPerBackend.flat()
 
 const scale =
   plan.recordings < TARGET_TOTAL_ROWS
