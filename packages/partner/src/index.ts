@@ -1,5 +1,6 @@
 export type {
   AudioRecordingData,
+  ChangeKind,
   RecordingData,
   RecordingFilter,
   TranscriptRecordingData,
@@ -9,6 +10,9 @@ export {
   type AccessTokenInfo,
   type AudioItem,
   type AudioPage,
+  type ChangeItem,
+  type ChangePage,
+  type ChangesRequest,
   EarshotClient,
   type EarshotClientOptions,
   type RequestOptions,
@@ -21,5 +25,13 @@ export {
   EarshotResponseError,
   EarshotTimeoutError,
 } from './client/errors.js'
+export {
+  type ChangeMirror,
+  type MirroredRecording,
+  openChangeMirror,
+  type SyncOptions,
+  type SyncResult,
+  syncChanges,
+} from './mirror/change-mirror.js'
 export * from './receiver/index.js'
 export { databaseRecordingStore, fileRecordingStore, type RecordingStore } from './storage/recording-store.js'

@@ -115,6 +115,31 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
     assert.equal(stdout.trim(), '1', 'one page of one recording since 2026-11-01')
   })
 
+  test("the README's change feed example reads the feed to its end", async () => {
+    const code = readmeExample('## Following the change feed', [
+      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
+      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
+    ])
+    const myDatabase = `const tx = {
+  upsert: async (audioId, data) => console.log(JSON.stringify(['upsert', audioId, data.title])),
+  remove: async (audioId) => console.log(JSON.stringify(['remove', audioId])),
+  saveCursor: async (cursor) => console.log(JSON.stringify(['cursor', typeof cursor])),
+}
+const myDatabase = { loadCursor: async () => undefined, transaction: (work) => work(tx) }
+`
+    writeFileSync(join(project, 'changes.mjs'), myDatabase + code)
+    const { stdout } = await run(process.execPath, ['changes.mjs'], {
+      cwd: project,
+      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+    })
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    assert.deepEqual(lines[0], ['upsert', audioId, 'Standup'])
+    assert.deepEqual(lines.at(-1), ['cursor', 'string'])
+  })
+
   test("the README's receiver stores a pushed recording and confirms it", async () => {
     const port = await closedPort()
     const code = readmeExample('## Receiving pushes', [
@@ -122,7 +147,8 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
       ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
       ['.listen(3000)', `.listen(${port}, () => console.log('listening'))`],
     ])
-    const myDatabase = 'const myDatabase = { upsert: async (...row) => console.log(JSON.stringify(row)) }\n'
+    const myDatabase =
+      'const myDatabase = { upsert: async (...row) => console.log(JSON.stringify(row)), remove: async () => {} }\n'
     writeFileSync(join(project, 'receiver.mjs'), myDatabase + code)
     const receiver: ChildProcess = spawn(process.execPath, ['receiver.mjs'], {
       cwd: project,

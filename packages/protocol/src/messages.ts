@@ -132,20 +132,79 @@ export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
 export const PushEventType = {
   AUDIO_READY: 'recording.audio_ready',
   TRANSCRIPT_READY: 'recording.transcript_ready',
+  DELETED: 'recording.deleted',
 } as const
 
-/** DESIGN.md §6: the plaintext of a push to the partner. */
-export const PushEventSchema = Type.Object({
+const pushEventHead = {
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
-  eventType: Type.Union([
-    Type.Literal(PushEventType.AUDIO_READY),
-    Type.Literal(PushEventType.TRANSCRIPT_READY),
-  ]),
   audioId: Type.String({ minLength: 1 }),
-  occurredAt: Instant('when the recording part became available'),
-  data: RecordingDataSchema,
-})
+  occurredAt: Instant('when the recording part became available, or when it was deleted'),
+}
+
+/** DESIGN.md §6: the plaintext of a push to the partner; a deletion's data is `{}` (§10). */
+export const PushEventSchema = Type.Union([
+  Type.Object({
+    ...pushEventHead,
+    eventType: Type.Union([
+      Type.Literal(PushEventType.AUDIO_READY),
+      Type.Literal(PushEventType.TRANSCRIPT_READY),
+    ]),
+    data: RecordingDataSchema,
+  }),
+  Type.Object({
+    ...pushEventHead,
+    eventType: Type.Literal(PushEventType.DELETED),
+    data: Type.Object({}, closed),
+  }),
+])
 export type PushEvent = Static<typeof PushEventSchema>
+
+/** DESIGN.md §10: the change feed's request plaintext. */
+export const ChangesRequestSchema = Type.Object(
+  {
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 200, description: 'opaque: a nextCursor as answered' }),
+    ),
+    size: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'changes per page, default 100' }),
+    ),
+  },
+  closed,
+)
+export type ChangesRequest = Static<typeof ChangesRequestSchema>
+export type ResolvedChangesRequest = { cursor: string | undefined; size: number }
+
+export const ChangeKind = {
+  CREATED: 'created',
+  TRANSCRIPT_ADDED: 'transcript_added',
+  UPDATED: 'updated',
+  DELETED: 'deleted',
+} as const
+export type ChangeKind = (typeof ChangeKind)[keyof typeof ChangeKind]
+
+/** One change of the feed; `data` is the recording's current data, absent once it is deleted. */
+export const ChangeSchema = Type.Object({
+  seq: Type.Integer({ minimum: 1, description: 'increases strictly along the feed' }),
+  audioId: Type.String({ minLength: 1 }),
+  change: Type.Union([
+    Type.Literal(ChangeKind.CREATED),
+    Type.Literal(ChangeKind.TRANSCRIPT_ADDED),
+    Type.Literal(ChangeKind.UPDATED),
+    Type.Literal(ChangeKind.DELETED),
+  ]),
+  at: Instant('when the change was made'),
+  data: Type.Optional(RecordingDataSchema),
+})
+export type Change = Static<typeof ChangeSchema>
+
+/** DESIGN.md §10: the plaintext of the change feed's response `data`. */
+export const ChangePageSchema = Type.Object({
+  specVersion: Type.Literal(SPEC_VERSION),
+  items: Type.Array(ChangeSchema),
+  nextCursor: Type.String({ minLength: 1, description: 'where the next page starts; opaque' }),
+  hasMore: Type.Boolean(),
+})
+export type ChangePage = Static<typeof ChangePageSchema>
 
 /** DESIGN.md §2: every response body. */
 export const ResponseBodySchema = Type.Object({
@@ -243,6 +302,16 @@ export const CallbackPlaintext = messageParser(CallbackPlaintextSchema)
 export const PushEvent = messageParser(PushEventSchema, (event) => {
   checkInstant('occurredAt', event.occurredAt)
 })
+export const ChangePage = messageParser(ChangePageSchema)
+const changesRequest = messageParser(ChangesRequestSchema)
+export const ChangesRequest = {
+  schema: ChangesRequestSchema,
+  /** Validates a change feed request and applies the default size 100. */
+  parse(value: unknown): ResolvedChangesRequest {
+    const request = changesRequest.parse(value)
+    return { cursor: request.cursor, size: request.size ?? MAX_PAGE_SIZE }
+  },
+} satisfies MessageParser<ResolvedChangesRequest>
 export const RecordingFilter = {
   schema: RecordingFilterSchema,
   /** Validates a filter (DESIGN.md §4) and applies the defaults page 1 and size 20. */

@@ -7,9 +7,10 @@ import { Command } from 'commander'
 import { credentialOptions } from './command-support.js'
 import { listenCommand } from './listen-command.js'
 import { exportCommand, queryCommand, tokenCommand } from './query-commands.js'
+import { syncCommand } from './sync-command.js'
 
 const program = new Command('earshot-partner').description(
-  'The Earshot partner kit: get a token, query and export recordings, receive pushes.',
+  'The Earshot partner kit: get a token, query and export recordings, receive pushes, mirror the feed.',
 )
 for (const option of credentialOptions()) program.addOption(option)
 program
@@ -17,6 +18,7 @@ program
   .addCommand(queryCommand())
   .addCommand(exportCommand())
   .addCommand(listenCommand())
+  .addCommand(syncCommand())
 
 const hintOnError = (command: Command): void => {
   command.showHelpAfterError('(add --help for usage)')

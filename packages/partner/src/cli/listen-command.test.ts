@@ -237,6 +237,70 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
     assert.equal(saved.data.title, 'before the crash')
   })
 
+  test('a deleted recording is removed from the store, and the deletion confirmed', async () => {
+    const partner = await createPartner(platform, 'Deleting Co')
+    const data = join(dir, 'deleting')
+    const listener = await listen(['--data', data], credentials(partner, platform.partnerUrl))
+    await setPushUrl(partner, listener.url)
+    const recording = (title: string) => ({
+      deviceUid: 'DEV-DEL',
+      title,
+      recordedAt: '2026-03-01T10:00:00+08:00',
+      denoiseUrl: 'https://media.example/del.mp3',
+      recordDuration: 1000,
+    })
+    const audioId = await ingest(platform, partner.enterpriseId, recording('deleted soon'))
+    const kept = await ingest(platform, partner.enterpriseId, recording('kept'))
+    await eventually(
+      async () => {
+        const rows = await deliveryStates(partner.enterpriseId)
+        return rows.length === 1 && rows[0]?.state === 'confirmed' && rows[0].n === 2
+      },
+      60_000,
+      'both recordings pushed and confirmed',
+    )
+    const removed = await admin(
+      platform,
+      'DELETE',
+      `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
+    )
+    assert.equal(removed.status, 200, JSON.stringify(removed.body))
+    await eventually(
+      async () => {
+        const [row] = await platform.context.db.query<{ state: string }>(
+          `SELECT state FROM deliveries WHERE audio_id = $1 AND event_type = 'recording.deleted'`,
+          [audioId],
+        )
+        return row?.state === 'confirmed'
+      },
+      60_000,
+      'the deletion pushed and confirmed',
+    )
+    await eventually(
+      async () => listener.stderr().includes(`deleted ${audioId} (event `),
+      30_000,
+      'the deletion logged',
+    )
+
+    listener.child.kill('SIGTERM')
+    assert.equal(await listener.exited, 0, listener.stderr())
+    const db = await openDatabase({ dataDir: join(data, 'db') })
+    try {
+      const stored = await db.query<{ audio_id: string }>('SELECT audio_id FROM recordings')
+      assert.deepEqual(
+        stored.map((row) => row.audio_id),
+        [kept],
+      )
+      const tombstones = await db.query<{ audio_id: string }>('SELECT audio_id FROM deleted_recordings')
+      assert.deepEqual(
+        tombstones.map((row) => row.audio_id),
+        [audioId],
+      )
+    } finally {
+      await db.close()
+    }
+  })
+
   test('refuses to start without credentials, or on a data directory in use', async () => {
     const partner = await createPartner(platform, 'Misconfigured Co')
     const missing = await runCli(bin, ['listen', '--port', '0', '--data', join(dir, 'none')], {})

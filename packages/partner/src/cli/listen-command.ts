@@ -30,12 +30,15 @@ const SHUTDOWN_GRACE_MS = 5000
 
 /**
  * `earshot-partner listen --port P --data DIR` (DESIGN.md §9): receives pushes, stores each recording
- * once (a PGlite in DIR/db, or with --store files one JSON file per recording in DIR/recordings) and
- * confirms each with the receipt callback, durably: callbacks not yet confirmed survive a restart.
+ * once (a PGlite in DIR/db, or with --store files one JSON file per recording in DIR/recordings),
+ * removes it again when the platform pushes its deletion (§10), and confirms each push with the receipt
+ * callback, durably: callbacks not yet confirmed survive a restart.
  */
 export function listenCommand(): Command {
   return new Command('listen')
-    .description('receive pushes, store each recording once and confirm it with the receipt callback')
+    .description(
+      'receive pushes, store each recording once (remove it once deleted), confirm each with the callback',
+    )
     .requiredOption('--port <port>', 'the port to listen on (0 picks a free one)', port)
     .requiredOption('--data <dir>', 'the directory for the receiver database (DIR/db) and stored files')
     .option('--host <host>', 'the address to listen on', '127.0.0.1')
@@ -92,6 +95,10 @@ async function listen(options: ListenOptions, command: Command): Promise<void> {
       onRecording: async (push) => {
         await store.save(push)
         log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
+      },
+      onDeleted: async (deletion) => {
+        await store.delete(deletion)
+        log(`deleted ${deletion.audioId} (event ${deletion.eventId}) from ${store.describe(deletion)}`)
       },
     })
     server = createServer((request, response) => {

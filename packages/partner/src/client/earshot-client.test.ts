@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, type JsonObject, open } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/push-receiver'
 import { EarshotClient, type EarshotClientOptions } from './earshot-client.js'
 import {
@@ -460,6 +460,134 @@ describe('EarshotClient against the platform', () => {
       // Undefined fields are left out rather than refused.
       await client.queryAudios({ audioId: undefined, size: 2 })
       assert.equal(recorder.count('/openapi/v1/audios'), 1)
+    })
+  })
+
+  describe('change feed', () => {
+    /** An enterprise of its own: its feed holds only what these tests did. */
+    let feed: TestPartner
+    const feedClient = (extra: Partial<EarshotClientOptions> = {}) =>
+      new EarshotClient({ ...options(), ...feed, baseUrl: platform.partnerUrl, ...extra })
+
+    before(async () => {
+      feed = await createPartner(platform, 'Feed Co')
+      for (let i = 0; i < 12; i++) {
+        await ingest(platform, feed.enterpriseId, { ...recording(i), audioId: `feed-${i}` })
+      }
+    })
+
+    test('iterateChanges follows nextCursor until hasMore is false; the last cursor waits for later changes', async () => {
+      const recorder = recordingFetch()
+      const client = feedClient({ fetch: recorder.fetch })
+      const pages = []
+      for await (const page of client.iterateChanges({ size: 5 })) pages.push(page)
+      assert.deepEqual(
+        pages.map((page) => [page.items.length, page.hasMore]),
+        [
+          [5, true],
+          [5, true],
+          [2, false],
+        ],
+      )
+      assert.equal(recorder.count('/openapi/v1/audios/changes'), 3)
+      const items = pages.flatMap((page) => page.items)
+      assert.deepEqual(
+        items.map((item) => [item.audioId, item.change]),
+        Array.from({ length: 12 }, (_, i) => [`feed-${i}`, 'created']),
+      )
+      assert.ok(items.every((item, i) => i === 0 || item.seq > (items[i - 1]?.seq as number)))
+      for (const page of pages) assert.equal(page.specVersion, '1')
+      // The transcript form comes with its sentences parsed, as in the query.
+      const withTranscript = items[4]
+      assert.ok(withTranscript?.data && isTranscriptData(withTranscript.data))
+      assert.deepEqual(withTranscript.sentences, [
+        { text: 'hello', beginTime: 0, endTime: 500 },
+        { text: '4', beginTime: 500, endTime: 900 },
+      ])
+      assert.equal(items[5]?.sentences, undefined)
+
+      const cursor = pages.at(-1)?.nextCursor as string
+      assert.deepEqual(await client.changes({ cursor }), {
+        specVersion: '1',
+        items: [],
+        nextCursor: cursor,
+        hasMore: false,
+      })
+      const update = await admin(platform, 'PATCH', `/enterprises/${feed.enterpriseId}/recordings/feed-1`, {
+        title: 'renamed',
+      })
+      assert.equal(update.status, 200, JSON.stringify(update.body))
+      const gone = await admin(platform, 'DELETE', `/enterprises/${feed.enterpriseId}/recordings/feed-2`)
+      assert.deepEqual(gone, { status: 200, body: { deleted: 'feed-2' } })
+      const later = await client.changes({ cursor })
+      assert.deepEqual(
+        later.items.map(({ audioId, change, data }) => [audioId, change, data?.title]),
+        [
+          ['feed-1', 'updated', 'renamed'],
+          ['feed-2', 'deleted', undefined],
+        ],
+      )
+      assert.equal(later.hasMore, false)
+      // Read again from the start: the deleted recording's earlier entry has no data any more, and
+      // every entry carries the recording's current data.
+      const first = await client.changes({ size: 3 })
+      assert.deepEqual(
+        first.items.map(({ audioId, data }) => [audioId, data?.title]),
+        [
+          ['feed-0', 'Recording 0'],
+          ['feed-1', 'renamed'],
+          ['feed-2', undefined],
+        ],
+      )
+    })
+
+    test('a request breaking its rule is refused locally as 4001; a cursor the feed did not give by the platform', async () => {
+      const recorder = recordingFetch()
+      const client = feedClient({ fetch: recorder.fetch })
+      const cases: [JsonObject, string][] = [
+        [{ size: 0 }, 'size'],
+        [{ size: 101 }, 'size'],
+        [{ cursor: '' }, 'cursor'],
+        [{ page: 2 }, 'page'],
+      ]
+      for (const [request, field] of cases) {
+        const error = await rejectsWith(client.changes(request), EarshotApiError)
+        assert.equal(error.code, 4001)
+        assert.ok(error.msg.startsWith(`${field}: `), error.msg)
+        assert.equal(error.httpStatus, undefined)
+      }
+      assert.equal(recorder.count('/openapi/v1/audios/changes'), 0)
+
+      const refused = await rejectsWith(client.changes({ cursor: 'not-a-cursor' }), EarshotApiError)
+      assert.equal(refused.code, 4001)
+      assert.equal(refused.httpStatus, 400)
+      assert.match(refused.msg, /^cursor: /)
+      assert.equal(typeof refused.requestId, 'string')
+      // Not retried, and the iterator raises it as well.
+      assert.equal(recorder.count('/openapi/v1/audios/changes'), 1)
+      await assert.rejects(
+        async () => {
+          for await (const _ of client.iterateChanges({ cursor: 'not-a-cursor' })) assert.fail('no page')
+        },
+        { code: 4001 },
+      )
+    })
+
+    test('a page that does not open under the key is refused', async () => {
+      const client = feedClient()
+      const proxy = await startProxy(platform.partnerUrl, (path) =>
+        path === '/openapi/v1/audios/changes'
+          ? { answer: { status: 200, body: { code: 2000, msg: 'success', data: { not: 'an envelope' } } } }
+          : undefined,
+      )
+      try {
+        const viaProxy = feedClient({ baseUrl: proxy.url })
+        const error = await rejectsWith(viaProxy.changes(), EarshotResponseError)
+        assert.match(error.message, /^the change feed response data cannot be opened/)
+      } finally {
+        await proxy.close()
+      }
+      assert.equal((await client.changes({ size: 1 })).items.length, 1)
     })
   })
 

@@ -3,6 +3,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import {
   AccessToken,
   CallbackPlaintext,
+  type Change,
+  ChangePage as ChangePageMessage,
+  ChangesRequest as ChangesRequestMessage,
   type EnvelopeKey,
   errorCatalogue,
   InvalidParameterError,
@@ -76,6 +79,30 @@ export interface AudioPage {
   items: AudioItem[]
 }
 
+/** One change of the feed (DESIGN.md §10), with its data's sentences parsed like AudioItem's. */
+export type ChangeItem = Change & {
+  /** `data.transcriptSentences` parsed, when the data is the transcript form (set A). */
+  sentences?: TranscriptSentence[]
+}
+
+/** A decrypted page of the change feed: the changes after the cursor, oldest first. */
+export interface ChangePage {
+  specVersion: typeof SPEC_VERSION
+  items: ChangeItem[]
+  /** Where the next page starts: pass it as `cursor` to read on (once caught up: the later changes). */
+  nextCursor: string
+  /** More changes were already there beyond this page. */
+  hasMore: boolean
+}
+
+/** Where to read the change feed from (DESIGN.md §10). */
+export interface ChangesRequest {
+  /** A nextCursor as answered; absent, the feed is read from its beginning. */
+  cursor?: string | undefined
+  /** Changes per page, 1 to 100; default 100. */
+  size?: number | undefined
+}
+
 /** An access token as the platform issued it (contract §2.2). */
 export interface AccessTokenInfo {
   accessToken: string
@@ -88,6 +115,7 @@ export interface AccessTokenInfo {
 const TOKEN_PATH = '/openapi/v1/token'
 const AUDIOS_PATH = '/openapi/v1/audios'
 const CALLBACK_PATH = '/openapi/v1/callback'
+const CHANGES_PATH = '/openapi/v1/audios/changes'
 
 const DEFAULT_TIMEOUT_MS = 10_000
 const DEFAULT_RETRIES = 3
@@ -111,7 +139,8 @@ interface Success {
 }
 
 /**
- * A client of the partner API (contract §4): tokens, the recording query and the receipt callback.
+ * A client of the partner API (contract §4): tokens, the recording query, the change feed (DESIGN.md
+ * §10) and the receipt callback.
  * Every request is sealed afresh, transient failures are retried with backoff, and the token is reused
  * until shortly before it expires.
  */
@@ -187,6 +216,50 @@ export class EarshotClient {
       yield result
       if (result.items.length === 0 || result.page * result.size >= result.total) return
       page = result.page + 1
+    }
+  }
+
+  /** One page of the change feed after `request.cursor` (from the beginning without one). */
+  async changes(request: ChangesRequest = {}, options: RequestOptions = {}): Promise<ChangePage> {
+    const plaintext = checkMessage(ChangesRequestMessage, withoutUndefined(request))
+    const eventId = randomUUID()
+    const reply = await this.#authorized(CHANGES_PATH, eventId, plaintext, options)
+    const opened = this.#openData(reply, eventId, 'change feed')
+    try {
+      const page = ChangePageMessage.parse(opened)
+      return {
+        specVersion: page.specVersion,
+        items: page.items.map((item) =>
+          item.data && isTranscriptData(item.data)
+            ? { ...item, sentences: parseTranscriptSentences(item.data.transcriptSentences) }
+            : item,
+        ),
+        nextCursor: page.nextCursor,
+        hasMore: page.hasMore,
+      }
+    } catch (error) {
+      throw new EarshotResponseError(
+        `the change feed response data does not match DESIGN.md §10: ${(error as Error).message}`,
+        reply.httpStatus,
+        { cause: error },
+      )
+    }
+  }
+
+  /**
+   * Every page of the change feed from `request.cursor` (the beginning without one), following
+   * nextCursor until hasMore is false: the last page's nextCursor is where later changes will start.
+   */
+  async *iterateChanges(
+    request: ChangesRequest = {},
+    options: RequestOptions = {},
+  ): AsyncGenerator<ChangePage> {
+    let cursor = request.cursor
+    for (;;) {
+      const page = await this.changes({ cursor, size: request.size }, options)
+      yield page
+      if (!page.hasMore) return
+      cursor = page.nextCursor
     }
   }
 
@@ -321,9 +394,10 @@ export class EarshotClient {
     }
   }
 
-  #openList(reply: Success, eventId: string): AudioPage {
-    const refuse = (what: string, cause?: unknown) =>
-      new EarshotResponseError(`the query response data ${what}`, reply.httpStatus, { cause })
+  /** The response data opened: sealed with our key, answering this very request. */
+  #openData(reply: Success, eventId: string, what: string): unknown {
+    const refuse = (why: string, cause?: unknown) =>
+      new EarshotResponseError(`the ${what} response data ${why}`, reply.httpStatus, { cause })
     let opened: ReturnType<typeof open>
     try {
       opened = open(reply.data, this.#key)
@@ -333,8 +407,13 @@ export class EarshotClient {
     if (opened.envelope.eventId !== eventId || opened.envelope.keyVersion !== this.keyVersion) {
       throw refuse('answers another request: its eventId or keyVersion is not the request’s')
     }
+    return opened.plaintext
+  }
+
+  #openList(reply: Success, eventId: string): AudioPage {
+    const plaintext = this.#openData(reply, eventId, 'query')
     try {
-      const list = RecordingList.parse(opened.plaintext)
+      const list = RecordingList.parse(plaintext)
       return {
         specVersion: list.specVersion,
         page: list.page,
@@ -347,7 +426,11 @@ export class EarshotClient {
         ),
       }
     } catch (error) {
-      throw refuse(`does not match contract 2.4: ${(error as Error).message}`, error)
+      throw new EarshotResponseError(
+        `the query response data does not match contract 2.4: ${(error as Error).message}`,
+        reply.httpStatus,
+        { cause: error },
+      )
     }
   }
 }
@@ -386,7 +469,11 @@ function retryAfter(header: string | null): number | undefined {
   return header !== null && /^\d{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined
 }
 
-function isRetryable(error: unknown): boolean {
+/**
+ * A failure a later attempt may not meet: no connection, a timeout, 5000, 5030, a short 4290, a
+ * gateway's 502/503/504.
+ */
+export function isRetryable(error: unknown): boolean {
   if (error instanceof EarshotNetworkError || error instanceof EarshotTimeoutError) return true
   if (error instanceof EarshotApiError) {
     if (error.code === ResponseCode.RATE_LIMITED) {
@@ -407,10 +494,13 @@ function isTokenRefusal(error: unknown): boolean {
 
 /** The filter without undefined fields, checked as the platform would check it (4001 naming the field). */
 function checkFilter(filter: RecordingFilter): JsonObject {
-  const plaintext = isJsonObject(filter)
-    ? Object.fromEntries(Object.entries(filter).filter(([, value]) => value !== undefined))
-    : filter
-  return checkMessage(RecordingFilter, plaintext)
+  return checkMessage(RecordingFilter, withoutUndefined(filter))
+}
+
+function withoutUndefined(value: unknown): unknown {
+  return isJsonObject(value)
+    ? Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined))
+    : value
 }
 
 function checkMessage(parser: MessageParser<unknown>, value: unknown): JsonObject {

@@ -23,5 +23,6 @@ export {
   createPushReceiver,
   type PushReceiver,
   type PushReceiverOptions,
+  type ReceivedDeletion,
   type ReceivedPush,
 } from './push-receiver.js'

@@ -10,7 +10,12 @@ import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outb
 import { type Database, openDatabase } from '../storage/database.js'
 import { silentLogger } from './logger.js'
 import type { PushAnswer } from './push-exchange.js'
-import { createPushReceiver, type PushReceiver, type ReceivedPush } from './push-receiver.js'
+import {
+  createPushReceiver,
+  type PushReceiver,
+  type ReceivedDeletion,
+  type ReceivedPush,
+} from './push-receiver.js'
 
 const secret = generateSecret()
 const key = loadKey(secret)
@@ -18,7 +23,9 @@ const otherSecret = generateSecret()
 const json = { 'content-type': 'application/json' }
 
 let counter = 0
-function pushEvent(overrides: Partial<PushEvent> = {}): PushEvent {
+type RecordingEvent = Omit<ReceivedPush, 'sentences'>
+
+function pushEvent(overrides: Partial<RecordingEvent> = {}): RecordingEvent {
   const n = ++counter
   return {
     eventId: `evt-${n}`,
@@ -34,6 +41,16 @@ function pushEvent(overrides: Partial<PushEvent> = {}): PushEvent {
     ...overrides,
   }
 }
+function deletionEvent(audioId: string): ReceivedDeletion {
+  return {
+    eventId: `evt-${++counter}`,
+    eventType: 'recording.deleted',
+    audioId,
+    occurredAt: '2026-03-02T10:00:00.000Z',
+    data: {},
+  }
+}
+
 const sealed = (event: PushEvent, withSecret = secret, keyVersion = 1): Envelope =>
   seal(loadKey(withSecret), keyVersion, event.eventId, event as never)
 const body = (envelope: unknown) => JSON.stringify(envelope)
@@ -43,6 +60,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
   let outbox: CallbackOutbox
   let receiver: PushReceiver
   let stored: ReceivedPush[]
+  let deleted: ReceivedDeletion[]
   /** Counts the events whose order a test compares (a confirm call, an answer sent). */
   let step = 0
   /** When each confirm call was made (its step), by audioId. */
@@ -61,7 +79,9 @@ describe('push receiver', { timeout: 120_000 }, () => {
   })
 
   /** A fresh outbox (emptied tables) and receiver for each test. */
-  async function setUp(extra: { keyVersion?: number; keys?: Record<number, string> } = {}) {
+  async function setUp(
+    extra: { keyVersion?: number; keys?: Record<number, string>; withoutOnDeleted?: boolean } = {},
+  ) {
     // (earshot_received_events is a view of the callbacks.) The first time, the outbox has not made the tables yet.
     await shared
       .query('TRUNCATE earshot_receipt_callbacks, earshot_seen_nonces, earshot_receipt_callback_attempts')
@@ -70,6 +90,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
         if ((error as { code?: string }).code !== '42P01') throw error
       })
     stored = []
+    deleted = []
     confirmedAt = new Map()
     confirmCalls = []
     failConfirm = new Set()
@@ -99,6 +120,15 @@ describe('push receiver', { timeout: 120_000 }, () => {
         }
         stored.push(event)
       },
+      onDeleted: extra.withoutOnDeleted
+        ? undefined
+        : async (event: ReceivedDeletion) => {
+            if (failNextStore) {
+              failNextStore = false
+              throw new Error('disk full')
+            }
+            deleted.push(event)
+          },
     }
     receiver = extra.keys
       ? createPushReceiver({ ...common, keys: extra.keys })
@@ -303,6 +333,47 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.equal(stored.length, 1)
   })
 
+  test('a deletion is handed to onDeleted once, answered 2000, and confirmed after the answer', async () => {
+    await setUp()
+    const event = deletionEvent('audio-gone')
+    failNextStore = true
+    const failed = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.deepEqual([failed.status, failed.body.code], [500, 5000])
+    assert.deepEqual(deleted, [])
+    assert.deepEqual(await outbox.callbacks(), [])
+
+    const answer = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.deepEqual(answer.body, { code: 2000, msg: 'success' })
+    assert.deepEqual(deleted, [event])
+    assert.deepEqual(stored, [])
+    answer.afterResponse()
+    await eventually(
+      async () => (await outbox.callbacks({ audioId: event.audioId }))[0]?.state === 'confirmed',
+      10_000,
+      'the deletion confirmed',
+    )
+    const [callback] = await outbox.callbacks({ audioId: event.audioId })
+    assert.equal(callback?.eventType, 'recording.deleted')
+
+    // Pushed again (fresh nonce, same eventId): answered, not handed over again.
+    const again = await receiver.handle({ body: body(sealed(event)), headers: json })
+    assert.equal(again.body.code, 2000)
+    assert.deepEqual(deleted, [event])
+  })
+
+  test('a deletion without onDeleted is answered 5000 and not recorded; its data must be {}', async () => {
+    await setUp({ withoutOnDeleted: true })
+    const refused = await receiver.handle({ body: body(sealed(deletionEvent('audio-x'))), headers: json })
+    assert.deepEqual([refused.status, refused.body.code], [500, 5000])
+    const withData = { ...deletionEvent('audio-y'), data: pushEvent().data }
+    const invalid = await receiver.handle({ body: body(sealed(withData as never)), headers: json })
+    assert.equal(invalid.body.code, 4001)
+    const recordingWithoutData = pushEvent({ data: {} as never })
+    const invalid2 = await receiver.handle({ body: body(sealed(recordingWithoutData)), headers: json })
+    assert.equal(invalid2.body.code, 4001)
+    await nothingRecorded(refused, invalid, invalid2)
+  })
+
   test('refusals: content type 4150, too large 4130, not JSON 4000, bad envelope 4000, bad field 4001', async () => {
     await setUp()
     const valid = body(sealed(pushEvent()))
@@ -350,6 +421,10 @@ describe('push receiver', { timeout: 120_000 }, () => {
     )
     assert.throws(() => createPushReceiver({ outbox: undefined as never, onRecording, secret }), /outbox/)
     assert.throws(() => createPushReceiver({ outbox, onRecording, secret, bodyLimitBytes: 0 }), /bodyLimit/)
+    assert.throws(
+      () => createPushReceiver({ outbox, onRecording, secret, onDeleted: 'delete' as never }),
+      /onDeleted/,
+    )
   })
 
   describe('over node:http', { timeout: 120_000 }, () => {

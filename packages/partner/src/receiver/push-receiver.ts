@@ -10,6 +10,7 @@ import {
   open,
   ProtocolError,
   PushEvent,
+  PushEventType,
   parseTranscriptSentences,
   ResponseCode,
   type ResponseCodeValue,
@@ -23,10 +24,13 @@ import { defaultLogger, type ReceiverLogger } from './logger.js'
 import type { PushAnswer, PushRequest } from './push-exchange.js'
 
 /** A push as handed to onRecording: the event, and for the transcript form its sentences parsed. */
-export type ReceivedPush = PushEvent & {
+export type ReceivedPush = Exclude<PushEvent, ReceivedDeletion> & {
   /** `data.transcriptSentences` parsed, when data is the transcript form; undefined for the audio form. */
   sentences: TranscriptSentence[] | undefined
 }
+
+/** A `recording.deleted` push as handed to onDeleted (DESIGN.md §10); its data is `{}`. */
+export type ReceivedDeletion = Extract<PushEvent, { eventType: typeof PushEventType.DELETED }>
 
 interface CommonOptions {
   /** Records receipts and sends the receipt callbacks once the answer went out. */
@@ -39,6 +43,14 @@ interface CommonOptions {
    * (audioId, eventType).
    */
   onRecording(event: ReceivedPush): Promise<void>
+  /**
+   * Removes the recording `event.audioId` from your storage: the platform deleted it. Called, answered
+   * and confirmed like onRecording, and as idempotent: a recording already gone is no error. A push
+   * of the same audioId arriving after it (a retry overtaken by the deletion) must not bring the
+   * recording back: compare its occurredAt with the deletion's. Without onDeleted a deletion is
+   * answered 5000 (and logged as an error): the platform pushes it again until its schedule runs out.
+   */
+  onDeleted?: ((event: ReceivedDeletion) => Promise<void>) | undefined
   logger?: ReceiverLogger | undefined
   /** Bodies over this are refused with 4130. Default 1 MiB. */
   bodyLimitBytes?: number | undefined
@@ -71,6 +83,8 @@ export interface PushReceiver {
   readonly bodyLimitBytes: number
 }
 
+type Received = ReceivedPush | ReceivedDeletion
+
 const DEFAULT_BODY_LIMIT = 1024 * 1024
 const noop = () => {}
 
@@ -85,8 +99,8 @@ class Refusal extends Error {
 
 /**
  * Receives pushes (DESIGN.md §6): opens and checks each one, refuses replays, answers a repeated
- * eventId with 2000 without handing it over again, hands a new one to onRecording, records it with its
- * receipt callback, answers 2000, and only then lets the outbox call back.
+ * eventId with 2000 without handing it over again, hands a new one to onRecording (a deletion to
+ * onDeleted), records it with its receipt callback, answers 2000, and only then lets the outbox call back.
  */
 export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
   const keys = keyResolver(options)
@@ -99,7 +113,9 @@ export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
     throw new EarshotConfigError('bodyLimitBytes must be a positive whole number')
   }
   const logger = options.logger ?? defaultLogger
-  const onRecording = options.onRecording
+  const { onRecording, onDeleted } = options
+  if (onDeleted !== undefined && typeof onDeleted !== 'function')
+    throw new EarshotConfigError('onDeleted must be a function when given')
 
   /** Nonces being handled: the same envelope twice at once is a replay before the database says so. */
   const nonces = new Set<string>()
@@ -173,19 +189,25 @@ export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
     }
   }
 
-  function duplicate(event: ReceivedPush, wake: () => void): PushAnswer {
+  function duplicate(event: Received, wake: () => void): PushAnswer {
     logger.info('push repeated; already received', { eventId: event.eventId, audioId: event.audioId })
     return answer(ResponseCode.OK, 'success (already received)', wake)
   }
 
-  /** onRecording, then the receipt; false (nothing recorded) when onRecording throws. */
-  async function store(event: ReceivedPush): Promise<boolean> {
+  /** onRecording or onDeleted, then the receipt; false (nothing recorded) when it throws. */
+  async function store(event: Received): Promise<boolean> {
+    const ids = { eventId: event.eventId, audioId: event.audioId }
     try {
-      await onRecording(event)
+      if (event.eventType !== PushEventType.DELETED) await onRecording(event)
+      else if (onDeleted) await onDeleted(event)
+      else {
+        logger.error('a recording was deleted but the receiver has no onDeleted; answering 5000', ids)
+        return false
+      }
     } catch (error) {
-      logger.error('onRecording failed; answering 5000 so that the platform pushes again', {
-        eventId: event.eventId,
-        audioId: event.audioId,
+      const handler = event.eventType === PushEventType.DELETED ? 'onDeleted' : 'onRecording'
+      logger.error(`${handler} failed; answering 5000 so that the platform pushes again`, {
+        ...ids,
         error: messageOf(error),
       })
       return false
@@ -280,10 +302,12 @@ function openPush(text: string, keys: KeyResolver) {
         throw new InvalidParameterError(field, 'must not contain the character U+0000')
       }
     }
+    if (event.eventType === PushEventType.DELETED) return { envelope, event }
     const sentences = isTranscriptData(event.data)
       ? parseSentences(event.data.transcriptSentences)
       : undefined
-    return { envelope, event: { ...event, sentences } satisfies ReceivedPush }
+    const received: Received = { ...event, sentences }
+    return { envelope, event: received }
   } catch (error) {
     if (error instanceof ProtocolError) throw new Refusal(error.responseCode, error.message)
     throw error

@@ -1,18 +1,24 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { open, rename, rm } from 'node:fs/promises'
+import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { ReceivedPush } from '../receiver/push-receiver.js'
+import { PushEventType, parseInstantMicros } from '@earshot/protocol'
+import type { ReceivedDeletion, ReceivedPush } from '../receiver/push-receiver.js'
 import type { Database } from './database.js'
 
 /** Where `earshot-partner listen` keeps what it receives: one entry per (audioId, eventType). */
 export interface RecordingStore {
-  /** Stores the push's recording; a later event of the same (audioId, eventType) replaces it. */
+  /**
+   * Stores the push's recording; a later event of the same (audioId, eventType) replaces it. A push
+   * that occurred before the recording's deletion was stored (a retry overtaken by it) is ignored.
+   */
   save(push: ReceivedPush): Promise<void>
-  describe(push: ReceivedPush): string
+  /** Removes what was stored of the recording and keeps the deletion; one never stored is no error. */
+  delete(deletion: ReceivedDeletion): Promise<void>
+  describe(push: ReceivedPush | ReceivedDeletion): string
 }
 
-/** A `recordings` table beside the receiver's own tables. */
+/** A `recordings` table beside the receiver's own tables, and `deleted_recordings` for deletions. */
 export async function databaseRecordingStore(db: Database): Promise<RecordingStore> {
   await db.query(
     `CREATE TABLE IF NOT EXISTS recordings (
@@ -26,12 +32,21 @@ export async function databaseRecordingStore(db: Database): Promise<RecordingSto
       PRIMARY KEY (audio_id, event_type)
     )`,
   )
+  await db.query(
+    `CREATE TABLE IF NOT EXISTS deleted_recordings (
+      audio_id text PRIMARY KEY,
+      event_id text NOT NULL,
+      occurred_at timestamptz NOT NULL,
+      deleted_at timestamptz NOT NULL DEFAULT now()
+    )`,
+  )
   return {
     async save(push) {
       // A push repeated (same eventId) changes nothing; a newer event of the same kind replaces the row.
       await db.query(
         `INSERT INTO recordings (audio_id, event_type, event_id, occurred_at, data, sentences)
-         VALUES ($1, $2, $3, $4, $5, $6)
+         SELECT $1, $2, $3, $4::timestamptz, $5::jsonb, $6::jsonb
+          WHERE NOT EXISTS (SELECT 1 FROM deleted_recordings WHERE audio_id = $1 AND occurred_at >= $4)
          ON CONFLICT (audio_id, event_type) DO UPDATE
            SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, data = EXCLUDED.data,
                sentences = EXCLUDED.sentences, stored_at = now()
@@ -46,42 +61,86 @@ export async function databaseRecordingStore(db: Database): Promise<RecordingSto
         ],
       )
     },
-    describe: (push) => `the recordings table (${push.audioId}, ${push.eventType})`,
+    async delete(deletion) {
+      await db.query(
+        `WITH tombstone AS (
+           INSERT INTO deleted_recordings (audio_id, event_id, occurred_at) VALUES ($1, $2, $3)
+           ON CONFLICT (audio_id) DO UPDATE
+             SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, deleted_at = now()
+           WHERE deleted_recordings.occurred_at < EXCLUDED.occurred_at
+         )
+         DELETE FROM recordings WHERE audio_id = $1 AND occurred_at <= $3`,
+        [deletion.audioId, deletion.eventId, deletion.occurredAt],
+      )
+    },
+    describe: (event) =>
+      event.eventType === PushEventType.DELETED
+        ? `the recordings table (${event.audioId})`
+        : `the recordings table (${event.audioId}, ${event.eventType})`,
   }
 }
 
-/** One JSON file per (audioId, eventType) in `directory`, written to a temporary file and renamed. */
+/**
+ * One JSON file per (audioId, eventType) in `directory`, written to a temporary file and renamed. A
+ * deletion removes the recording's files and is kept as `<audioId>.recording.deleted.json`.
+ */
 export function fileRecordingStore(directory: string): RecordingStore {
   mkdirSync(directory, { recursive: true })
   // The audioId comes from an authenticated push, but is still no path: '/' and the like are escaped.
-  const fileOf = (push: ReceivedPush) =>
-    join(directory, `${encodeURIComponent(push.audioId)}.${push.eventType}.json`)
+  const fileOf = (audioId: string, eventType: string) =>
+    join(directory, `${encodeURIComponent(audioId)}.${eventType}.json`)
+  /** When the event stored in `file` occurred; undefined when there is no such file. */
+  const occurredAtOf = async (file: string): Promise<bigint | undefined> => {
+    try {
+      return parseInstantMicros((JSON.parse(await readFile(file, 'utf8')) as ReceivedPush).occurredAt)
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+      throw error
+    }
+  }
+  const syncDirectory = async () => {
+    const dir = await open(directory, 'r')
+    try {
+      await dir.sync() // the rename or removal itself
+    } finally {
+      await dir.close()
+    }
+  }
+  const write = async (target: string, event: object) => {
+    const temporary = join(directory, `.${randomBytes(8).toString('hex')}.tmp`)
+    try {
+      const file = await open(temporary, 'wx', 0o644)
+      try {
+        await file.writeFile(`${JSON.stringify(event)}\n`)
+        await file.sync() // on disk before the answer says stored
+      } finally {
+        await file.close()
+      }
+      await rename(temporary, target)
+    } catch (error) {
+      await rm(temporary, { force: true })
+      throw error
+    }
+    await syncDirectory()
+  }
   return {
     async save(push) {
-      const target = fileOf(push)
-      const temporary = join(directory, `.${randomBytes(8).toString('hex')}.tmp`)
+      const deletedAt = await occurredAtOf(fileOf(push.audioId, PushEventType.DELETED))
+      const occurredAt = parseInstantMicros(push.occurredAt) as bigint
+      if (deletedAt !== undefined && deletedAt >= occurredAt) return
       const { sentences, ...event } = push
-      const content = `${JSON.stringify(sentences === undefined ? event : { ...event, sentences })}\n`
-      try {
-        const file = await open(temporary, 'wx', 0o644)
-        try {
-          await file.writeFile(content)
-          await file.sync() // on disk before the answer says stored
-        } finally {
-          await file.close()
-        }
-        await rename(temporary, target)
-      } catch (error) {
-        await rm(temporary, { force: true })
-        throw error
-      }
-      const dir = await open(directory, 'r')
-      try {
-        await dir.sync() // the rename itself
-      } finally {
-        await dir.close()
-      }
+      await write(fileOf(push.audioId, push.eventType), sentences === undefined ? event : push)
     },
-    describe: fileOf,
+    async delete(deletion) {
+      await write(fileOf(deletion.audioId, deletion.eventType), deletion)
+      const deletedAt = parseInstantMicros(deletion.occurredAt) as bigint
+      for (const eventType of [PushEventType.AUDIO_READY, PushEventType.TRANSCRIPT_READY]) {
+        const file = fileOf(deletion.audioId, eventType)
+        const occurredAt = await occurredAtOf(file)
+        if (occurredAt !== undefined && occurredAt <= deletedAt) await rm(file, { force: true })
+      }
+      await syncDirectory()
+    },
+    describe: (event) => fileOf(event.audioId, event.eventType),
   }
 }

@@ -15,8 +15,20 @@ import { ApiError } from '../http/api-error.js'
 import { createServer, type Lifecycle } from '../http/server-options.js'
 import { checkPushUrl } from '../push/address-policy.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
-import { audioIdGenerator, TranscriptPart, toNewRecording } from '../recordings/recording-input.js'
-import { attachTranscript, insertRecordings } from '../recordings/recording-store.js'
+import { endpointRoutes } from '../push/endpoint-routes.js'
+import {
+  audioIdGenerator,
+  RecordingUpdate,
+  TranscriptPart,
+  toNewRecording,
+} from '../recordings/recording-input.js'
+import {
+  attachTranscript,
+  deleteRecording,
+  insertRecordings,
+  updateRecording,
+} from '../recordings/recording-store.js'
+import type { Queryable } from '../storage/database.js'
 import { importJsonLines } from './json-lines-import.js'
 
 export const ADMIN_PREFIX = '/admin/v1'
@@ -128,21 +140,38 @@ export async function buildAdminApi(
   })
 
   app.put(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/:audioId/transcript`, async (request) => {
-    const enterpriseId = enterpriseIdParam(request)
-    const { audioId } = request.params as { audioId: string }
+    const { enterpriseId, audioId } = recordingParams(request)
     const transcript = TranscriptPart.parse(request.body)
-    // An audioId holding U+0000 cannot exist (and PostgreSQL text cannot hold it).
-    const attached =
-      !audioId.includes('\u0000') &&
-      (await db.transaction((tx) => attachTranscript(tx, enterpriseId, audioId, transcript)))
-    if (!attached) {
-      throw new ApiError(
-        ResponseCode.NOT_FOUND,
-        `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
-      )
-    }
+    await onRecording(enterpriseId, audioId, (tx) => attachTranscript(tx, enterpriseId, audioId, transcript))
     return { audioId }
   })
+
+  app.patch(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/:audioId`, async (request) => {
+    const { enterpriseId, audioId } = recordingParams(request)
+    const changes = RecordingUpdate.parse(request.body)
+    await onRecording(enterpriseId, audioId, (tx) => updateRecording(tx, enterpriseId, audioId, changes))
+    return { updated: audioId }
+  })
+
+  app.delete(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/:audioId`, async (request) => {
+    const { enterpriseId, audioId } = recordingParams(request)
+    await onRecording(enterpriseId, audioId, (tx) => deleteRecording(tx, enterpriseId, audioId))
+    return { deleted: audioId }
+  })
+
+  /** Runs a change of one recording in a transaction; 4040 when the enterprise has no such recording. */
+  async function onRecording(
+    enterpriseId: number,
+    audioId: string,
+    change: (tx: Queryable) => Promise<boolean>,
+  ): Promise<void> {
+    // An audioId holding U+0000 cannot exist (and PostgreSQL text cannot hold it).
+    if (!audioId.includes('\u0000') && (await db.transaction(change))) return
+    throw new ApiError(
+      ResponseCode.NOT_FOUND,
+      `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
+    )
+  }
 
   app.post(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/import`, async (request, reply) => {
     const enterpriseId = await existingEnterprise(request)
@@ -156,6 +185,7 @@ export async function buildAdminApi(
   })
 
   deliveryRoutes(app, context, ADMIN_PREFIX)
+  endpointRoutes(app, context, ADMIN_PREFIX)
 
   async function existingEnterprise(request: FastifyRequest): Promise<number> {
     const enterpriseId = enterpriseIdParam(request)
@@ -183,6 +213,13 @@ function enterpriseIdParam(request: FastifyRequest): number {
   const id = /^\d{1,15}$/.test(raw) ? Number(raw) : 0
   if (id < 1) throw new InvalidParameterError('enterpriseId', 'must be a positive integer')
   return id
+}
+
+function recordingParams(request: FastifyRequest): { enterpriseId: number; audioId: string } {
+  return {
+    enterpriseId: enterpriseIdParam(request),
+    audioId: (request.params as { audioId: string }).audioId,
+  }
 }
 
 function noSuchEnterprise(enterpriseId: number): ApiError {

@@ -38,12 +38,14 @@ export interface RotatedKey extends EnterpriseCredentials {
 // server loads).
 import type { ImportProgressLine as ImportLine } from '../admin/json-lines-import.js'
 import type { DeliveryView as Delivery } from '../push/delivery-store.js'
+import type { EndpointView as Endpoint } from '../push/endpoint-health.js'
 
 export type {
   AttemptView as DeliveryAttempt,
   DeliveryState,
   DeliveryView as Delivery,
 } from '../push/delivery-store.js'
+export type { EndpointState, EndpointView as Endpoint } from '../push/endpoint-health.js'
 
 export interface DeliveryQuery {
   enterpriseId?: number | undefined
@@ -120,6 +122,22 @@ export class AdminClient {
     return this.json('PUT', `/enterprises/${enterpriseId}/push-url`, { pushUrl })
   }
 
+  updateRecording(
+    enterpriseId: number,
+    audioId: string,
+    changes: Record<string, string | number>,
+  ): Promise<{ updated: string }> {
+    return this.json(
+      'PATCH',
+      `/enterprises/${enterpriseId}/recordings/${encodeURIComponent(audioId)}`,
+      changes,
+    )
+  }
+
+  deleteRecording(enterpriseId: number, audioId: string): Promise<{ deleted: string }> {
+    return this.json('DELETE', `/enterprises/${enterpriseId}/recordings/${encodeURIComponent(audioId)}`)
+  }
+
   /** Deliveries matching the query, newest first. */
   async listDeliveries(query: DeliveryQuery = {}): Promise<Delivery[]> {
     const params = new URLSearchParams()
@@ -150,6 +168,36 @@ export class AdminClient {
     to: string,
   ): Promise<{ enterpriseId: number; replayed: number }> {
     return this.json('POST', `/enterprises/${enterpriseId}/deliveries/replay`, { from, to })
+  }
+
+  /** How many of an enterprise's deliveries created since `since` an unreceipted replay would push again. */
+  countUnreceipted(
+    enterpriseId: number,
+    since: string,
+  ): Promise<{ enterpriseId: number; since: string; replayable: number; alreadyScheduled: number }> {
+    return this.json('POST', `/enterprises/${enterpriseId}/deliveries/replay-unreceipted`, {
+      since,
+      dryRun: true,
+    })
+  }
+
+  /** Pushes again an enterprise's deliveries created since `since` that were never receipted. */
+  replayUnreceipted(
+    enterpriseId: number,
+    since: string,
+  ): Promise<{ enterpriseId: number; since: string; replayed: number; alreadyScheduled: number }> {
+    return this.json('POST', `/enterprises/${enterpriseId}/deliveries/replay-unreceipted`, { since })
+  }
+
+  /** Every push URL in use or with a health record, with its health. */
+  async listEndpoints(): Promise<Endpoint[]> {
+    const { endpoints } = await this.json<{ endpoints: Endpoint[] }>('GET', '/endpoints')
+    return endpoints
+  }
+
+  /** Makes a push URL healthy again; the deliveries it held resume. */
+  enableEndpoint(url: string): Promise<{ url: string; enabled: true; resumed: number; endpoint: Endpoint }> {
+    return this.json('POST', '/endpoints/enable', { url })
   }
 
   /**

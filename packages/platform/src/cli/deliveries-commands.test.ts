@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
+import { spawn, spawnSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, ingest } from '@earshot/test-kit/calls'
-import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { type CliRun, cleanEnv, runCli } from '@earshot/test-kit/run-cli'
 import { deliveryMachine } from '../push/delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from '../push/delivery-store.js'
 
@@ -23,6 +24,9 @@ function recording(): Record<string, unknown> {
     recordDuration: 1000 + i,
   }
 }
+
+/** util-linux `script`, which runs a command on a pseudo-terminal: how the tests answer a question. */
+const hasScript = spawnSync('script', ['--version']).status === 0
 
 /** The delivery ids a `deliveries list --json` printed, in its order. */
 function deliveryIdsOf(result: CliRun): number[] {
@@ -336,5 +340,164 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
     const badId = await earshot('deliveries', 'replay', 'seven')
     assert.equal(badId.code, 1)
     assert.match(badId.stderr, /delivery id is a positive integer/)
+  })
+
+  /** An enterprise with one delivery in each state given, all created now. */
+  async function deliveriesIn(...states: DeliveryState[]): Promise<{ enterpriseId: number; ids: number[] }> {
+    const { enterpriseId, ids } = await enterpriseWithDeliveries(states.length)
+    for (const [i, state] of states.entries()) await setState(ids[i] as number, state)
+    return { enterpriseId, ids }
+  }
+
+  const SINCE = '2000-01-01T00:00:00Z'
+  const unreceipted = (enterpriseId: number, ...more: string[]) =>
+    earshot(
+      'deliveries',
+      'replay',
+      '--enterprise',
+      String(enterpriseId),
+      '--unreceipted-since',
+      SINCE,
+      ...more,
+    )
+
+  test('replay --unreceipted-since says how many it would replay and, without a terminal, needs --yes', async () => {
+    const { enterpriseId, ids } = await deliveriesIn('acked', 'failed', 'unconfirmed', 'confirmed', 'pending')
+
+    const refused = await unreceipted(enterpriseId)
+    assert.equal(refused.code, 1)
+    assert.equal(refused.stdout, '')
+    assert.equal(
+      refused.stderr,
+      `3 deliveries of enterprise ${enterpriseId} would be replayed, but there is no terminal to confirm on: ` +
+        'add --yes to replay them\n',
+    )
+    assert.deepEqual(await Promise.all(ids.map(stateOf)), [
+      'acked',
+      'failed',
+      'unconfirmed',
+      'confirmed',
+      'pending',
+    ])
+
+    const json = await unreceipted(enterpriseId, '--yes', '--json')
+    assert.equal(json.code, 0, json.stderr)
+    assert.equal(json.stderr, '')
+    assert.deepEqual(JSON.parse(json.stdout), {
+      enterpriseId,
+      since: SINCE,
+      replayed: 3,
+      alreadyScheduled: 1,
+    })
+    assert.deepEqual(await Promise.all(ids.map(stateOf)), [
+      'pending',
+      'pending',
+      'pending',
+      'confirmed',
+      'pending',
+    ])
+
+    const nothing = await unreceipted(enterpriseId)
+    assert.equal(nothing.code, 0, nothing.stderr)
+    assert.equal(
+      nothing.stdout,
+      `Enterprise ${enterpriseId} has no deliveries unreceipted since ${SINCE} to replay ` +
+        '(4 more are pending or in flight already); nothing replayed.\n',
+    )
+
+    const one = await deliveriesIn('acked')
+    const readable = await unreceipted(one.enterpriseId, '--yes')
+    assert.equal(readable.code, 0, readable.stderr)
+    assert.equal(
+      readable.stdout,
+      `Replayed 1 delivery of enterprise ${one.enterpriseId} unreceipted since ${SINCE}: pending again, due now, ` +
+        'with the same eventIds.\n',
+    )
+  })
+
+  /** Runs the CLI on a pseudo-terminal, answers its question, and returns its exit code and output. */
+  async function answering(answer: string, args: string[]): Promise<{ code: number | null; output: string }> {
+    const quoted = [process.execPath, cli, ...args].map((arg) => `'${arg.replaceAll("'", "'\\''")}'`)
+    const child = spawn('script', ['-qec', quoted.join(' '), '/dev/null'], {
+      env: cleanEnv(env),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    })
+    let output = ''
+    let answered = false
+    child.stdout.on('data', (chunk) => {
+      output += chunk
+      if (!answered && output.includes('[y/N]')) {
+        answered = true
+        child.stdin.write(`${answer}\n`)
+      }
+    })
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve))
+    // Without the terminal's cursor movements (readline redraws the question line).
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI escape sequences
+    return { code, output: output.replace(/\r+\n/g, '\n').replace(/\x1b\[[0-9;]*[A-Za-z]/g, '') }
+  }
+
+  test('replay --unreceipted-since asks on a terminal: y replays, anything else replays nothing', {
+    skip: !hasScript && 'needs util-linux script for a terminal',
+  }, async () => {
+    const { enterpriseId, ids } = await deliveriesIn('acked', 'failed')
+    const args = ['deliveries', 'replay', '--enterprise', String(enterpriseId), '--unreceipted-since', SINCE]
+    const question = `Replay 2 deliveries of enterprise ${enterpriseId} unreceipted since ${SINCE}? [y/N] `
+
+    const declined = await answering('n', args)
+    assert.equal(declined.code, 1, declined.output)
+    assert.ok(declined.output.startsWith(`${question}n\n`), declined.output)
+    assert.match(declined.output, /^Nothing replayed\.$/m)
+    assert.deepEqual(await Promise.all(ids.map(stateOf)), ['acked', 'failed'])
+
+    const accepted = await answering('y', args)
+    assert.equal(accepted.code, 0, accepted.output)
+    assert.ok(accepted.output.startsWith(`${question}y\n`), accepted.output)
+    assert.match(
+      accepted.output,
+      new RegExp(`^Replayed 2 deliveries of enterprise ${enterpriseId} unreceipted`, 'm'),
+    )
+    assert.deepEqual(await Promise.all(ids.map(stateOf)), ['pending', 'pending'])
+  })
+
+  test('replay --unreceipted-since goes with --enterprise only; --yes goes with it', async () => {
+    const withId = await earshot(
+      'deliveries',
+      'replay',
+      '1',
+      '--unreceipted-since',
+      SINCE,
+      '--enterprise',
+      '1',
+    )
+    assert.equal(withId.code, 1)
+    assert.match(withId.stderr, /^--unreceipted-since goes with --enterprise only \(got a delivery id\)$/m)
+
+    const withRange = await unreceipted(1, '--from', SINCE, '--to', '2001-01-01T00:00:00Z')
+    assert.equal(withRange.code, 1)
+    assert.match(withRange.stderr, /\(got --from, --to\)$/m)
+
+    const noEnterprise = await earshot('deliveries', 'replay', '--unreceipted-since', SINCE)
+    assert.equal(noEnterprise.code, 1)
+    assert.match(noEnterprise.stderr, /^--unreceipted-since needs --enterprise ID$/m)
+
+    const yesAlone = await earshot('deliveries', 'replay', '1', '--yes')
+    assert.equal(yesAlone.code, 1)
+    assert.match(yesAlone.stderr, /^--yes goes with --unreceipted-since$/m)
+
+    const badTime = await earshot(
+      'deliveries',
+      'replay',
+      '--enterprise',
+      '1',
+      '--unreceipted-since',
+      'yesterday',
+    )
+    assert.equal(badTime.code, 1)
+    assert.match(badTime.stderr, /^error 4001: since: /m)
+
+    const unknown = await unreceipted(999999, '--yes', '--json')
+    assert.equal(unknown.code, 1)
+    assert.equal(JSON.parse(unknown.stdout).error.code, 4040)
   })
 })

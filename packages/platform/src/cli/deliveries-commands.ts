@@ -1,6 +1,7 @@
+import { createInterface } from 'node:readline/promises'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import { DELIVERY_STATES } from '../push/delivery-store.js'
-import type { Delivery, DeliveryAttempt } from './admin-client.js'
+import type { AdminClient, Delivery, DeliveryAttempt } from './admin-client.js'
 import {
   CommandFailure,
   enterpriseIdArgument,
@@ -26,6 +27,8 @@ interface ReplayOptions extends JsonFlag {
   enterprise?: number
   from?: string
   to?: string
+  unreceiptedSince?: string
+  yes?: boolean
 }
 
 /** The platform's page size when --limit is not given. */
@@ -116,7 +119,8 @@ export function deliveriesCommand(): Command {
     .command('replay')
     .description(
       'put failed or unconfirmed deliveries back to pending (same eventId): one by its id, or an ' +
-        "enterprise's created from --from (inclusive) to --to (exclusive)",
+        "enterprise's created from --from (inclusive) to --to (exclusive); with --unreceipted-since, " +
+        'every delivery of the enterprise created since then that the partner never receipted (asks first)',
     )
     .argument('[deliveryId]', 'the delivery to replay', deliveryIdArgument)
     .option(
@@ -129,9 +133,22 @@ export function deliveriesCommand(): Command {
       'created at or after this ISO-8601 instant with an offset, e.g. 2026-01-01T00:00:00Z',
     )
     .option('--to <time>', 'created before this ISO-8601 instant with an offset')
-    .option('--json', 'print {"replayed": N} as JSON')
+    .option(
+      '--unreceipted-since <time>',
+      "push again the enterprise's deliveries created at or after this ISO-8601 instant that were never " +
+        'receipted, acknowledged or not (acked, failed, unconfirmed); pending and in-flight ones are left alone',
+    )
+    .option('--yes', 'with --unreceipted-since: replay without asking')
+    .option(
+      '--json',
+      'print {"replayed": N} as JSON; with --unreceipted-since {"enterpriseId", "since", "replayed", "alreadyScheduled"}',
+    )
     .action(async (deliveryId: number | undefined, options: ReplayOptions, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        if (options.unreceiptedSince !== undefined) {
+          return replayUnreceipted(client, deliveryId, options)
+        }
+        if (options.yes) throw new CommandFailure('--yes goes with --unreceipted-since')
         const range = [
           ['--enterprise', options.enterprise],
           ['--from', options.from],
@@ -170,6 +187,66 @@ export function deliveriesCommand(): Command {
     })
 
   return deliveries
+}
+
+/**
+ * `replay --enterprise ID --unreceipted-since T`: says how many deliveries it would push again, asks on
+ * a terminal (or takes --yes), then replays them. The question goes to stderr, so that stdout holds only
+ * the answer (--json).
+ */
+async function replayUnreceipted(
+  client: AdminClient,
+  deliveryId: number | undefined,
+  options: ReplayOptions,
+): Promise<void> {
+  const others = [
+    ['a delivery id', deliveryId],
+    ['--from', options.from],
+    ['--to', options.to],
+  ] as const
+  const given = others.filter(([, value]) => value !== undefined).map(([name]) => name)
+  if (given.length > 0) {
+    throw new CommandFailure(`--unreceipted-since goes with --enterprise only (got ${given.join(', ')})`)
+  }
+  const { enterprise, unreceiptedSince: since } = options
+  if (enterprise === undefined) throw new CommandFailure('--unreceipted-since needs --enterprise ID')
+  const { replayable, alreadyScheduled } = await client.countUnreceipted(enterprise, since as string)
+  const scheduled =
+    alreadyScheduled === 0
+      ? ''
+      : ` (${alreadyScheduled} more ${alreadyScheduled === 1 ? 'is' : 'are'} pending or in flight already)`
+  if (replayable === 0) {
+    if (options.json) return printJson({ enterpriseId: enterprise, since, replayed: 0, alreadyScheduled })
+    return printLines(
+      `Enterprise ${enterprise} has no deliveries unreceipted since ${since} to replay${scheduled}; nothing replayed.`,
+    )
+  }
+  const question = `Replay ${replayable} ${replayable === 1 ? 'delivery' : 'deliveries'} of enterprise ${enterprise} unreceipted since ${since}? [y/N] `
+  if (!options.yes) {
+    if (!process.stdin.isTTY) {
+      throw new CommandFailure(
+        `${replayable} ${replayable === 1 ? 'delivery' : 'deliveries'} of enterprise ${enterprise} would be ` +
+          `replayed, but there is no terminal to confirm on: add --yes to replay them`,
+      )
+    }
+    if (!(await confirm(question))) throw new CommandFailure('Nothing replayed.')
+  }
+  const result = await client.replayUnreceipted(enterprise, since as string)
+  if (options.json) return printJson(result)
+  printLines(
+    `Replayed ${result.replayed} ${result.replayed === 1 ? 'delivery' : 'deliveries'} of enterprise ${enterprise} ` +
+      `unreceipted since ${since}: pending again, due now, with the same eventIds${scheduled}.`,
+  )
+}
+
+/** Asks a yes/no question on the terminal; only y or yes is a yes. */
+async function confirm(question: string): Promise<boolean> {
+  const terminal = createInterface({ input: process.stdin, output: process.stderr })
+  try {
+    return /^y(es)?$/i.test((await terminal.question(question)).trim())
+  } finally {
+    terminal.close()
+  }
 }
 
 /** Parses a delivery id argument: a positive integer. */

@@ -236,7 +236,7 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
     test('--help lists the commands; serve --help lists the environment variables', async () => {
       const help = await earshot('--help')
       assert.equal(help.code, 0)
-      for (const command of ['serve', 'enterprise', 'recordings'])
+      for (const command of ['serve', 'enterprise', 'recordings', 'deliveries', 'endpoints'])
         assert.match(help.stdout, new RegExp(`^  ${command}`, 'm'))
       const serveHelp = await earshot('serve', '--help')
       assert.equal(serveHelp.code, 0)

@@ -6,6 +6,7 @@
 import { Command, Option } from 'commander'
 import { DEFAULT_ADMIN_URL } from './admin-client.js'
 import { deliveriesCommand } from './deliveries-commands.js'
+import { endpointsCommand } from './endpoint-commands.js'
 import { enterpriseCommand } from './enterprise-commands.js'
 import { recordingsCommand } from './recordings-commands.js'
 import { serveCommand } from './serve-command.js'
@@ -28,6 +29,7 @@ const program = new Command('earshot')
   .addCommand(enterpriseCommand())
   .addCommand(recordingsCommand())
   .addCommand(deliveriesCommand())
+  .addCommand(endpointsCommand())
 
 const hintOnError = (command: Command): void => {
   command.showHelpAfterError('(add --help for usage)')

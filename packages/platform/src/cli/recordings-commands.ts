@@ -4,9 +4,9 @@ import { Command } from 'commander'
 import { AdminApiError } from './admin-client.js'
 import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
-/** `earshot recordings import FILE.jsonl --enterprise ID [--json]`. */
+/** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID --enterprise ID [--json]`. */
 export function recordingsCommand(): Command {
-  const recordings = new Command('recordings').description('ingest recordings')
+  const recordings = new Command('recordings').description('ingest, update and delete recordings')
 
   recordings
     .command('import')
@@ -71,5 +71,53 @@ export function recordingsCommand(): Command {
       })
     })
 
+  recordings
+    .command('update')
+    .description('change fields of a recording; the change feed records it')
+    .argument('<audioId>', 'the recording')
+    .requiredOption('--enterprise <id>', 'the enterprise the recording belongs to', enterpriseIdArgument)
+    .option('--device-uid <uid>', 'the device the recording was made on')
+    .option('--title <title>', 'its title')
+    .option('--recorded-at <instant>', 'when it was recorded (ISO 8601 with an offset)')
+    .option('--denoise-url <url>', 'where its denoised audio is')
+    .option('--record-duration <n>', 'its duration', Number)
+    .option('--json', 'print {"updated": "AUDIO_ID"} as JSON')
+    .action(async (audioId: string, options: UpdateOptions, command: Command) => {
+      const { enterprise, json, ...fields } = options
+      const changes = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined))
+      await runClient(command, { json: Boolean(json) }, async (client) => {
+        const updated = await client.updateRecording(enterprise, audioId, changes)
+        if (json) return printJson(updated)
+        printLines(`Updated recording ${audioId} of enterprise ${enterprise}.`)
+      })
+    })
+
+  recordings
+    .command('delete')
+    .description(
+      'delete a recording: its data leaves the query, the change feed keeps a tombstone, its pending ' +
+        'pushes are cancelled and a recording.deleted event is pushed',
+    )
+    .argument('<audioId>', 'the recording')
+    .requiredOption('--enterprise <id>', 'the enterprise the recording belongs to', enterpriseIdArgument)
+    .option('--json', 'print {"deleted": "AUDIO_ID"} as JSON')
+    .action(async (audioId: string, options: { enterprise: number; json?: boolean }, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const deleted = await client.deleteRecording(options.enterprise, audioId)
+        if (options.json) return printJson(deleted)
+        printLines(`Deleted recording ${audioId} of enterprise ${options.enterprise}.`)
+      })
+    })
+
   return recordings
+}
+
+interface UpdateOptions {
+  enterprise: number
+  json?: boolean
+  deviceUid?: string
+  title?: string
+  recordedAt?: string
+  denoiseUrl?: string
+  recordDuration?: number
 }

@@ -73,6 +73,7 @@ test('push settings follow DESIGN.md §6–§7 and can be compressed for tests',
   assert.equal(defaults.pushTimeoutSeconds, 10)
   assert.equal(defaults.pushAllowPrivate, false)
   assert.equal(defaults.pushDispatch, true)
+  assert.equal(defaults.pushDisableAfterSeconds, 5 * 86_400)
 
   const compressed = loadConfig({
     EARSHOT_PUSH_RETRY_SCHEDULE: '0.2, 0.5,1',
@@ -80,12 +81,14 @@ test('push settings follow DESIGN.md §6–§7 and can be compressed for tests',
     EARSHOT_PUSH_TIMEOUT: '1.5',
     EARSHOT_PUSH_ALLOW_PRIVATE: '1',
     EARSHOT_PUSH_DISPATCH: '0',
+    EARSHOT_PUSH_DISABLE_AFTER: '0.5',
   })
   assert.deepEqual(compressed.pushRetryScheduleSeconds, [0.2, 0.5, 1])
   assert.equal(compressed.pushConfirmWindowSeconds, 0.4)
   assert.equal(compressed.pushTimeoutSeconds, 1.5)
   assert.equal(compressed.pushAllowPrivate, true)
   assert.equal(compressed.pushDispatch, false)
+  assert.equal(compressed.pushDisableAfterSeconds, 0.5)
 
   assert.throws(
     () =>
@@ -93,12 +96,14 @@ test('push settings follow DESIGN.md §6–§7 and can be compressed for tests',
         EARSHOT_PUSH_RETRY_SCHEDULE: '15,abc',
         EARSHOT_PUSH_TIMEOUT: '0',
         EARSHOT_PUSH_ALLOW_PRIVATE: 'yes',
+        EARSHOT_PUSH_DISABLE_AFTER: '5d',
       }),
     (error: unknown) =>
       error instanceof ConfigError &&
       /EARSHOT_PUSH_RETRY_SCHEDULE must be comma-separated seconds/.test(error.message) &&
       /EARSHOT_PUSH_TIMEOUT must be seconds from 0.01 to 300; got "0"/.test(error.message) &&
-      /EARSHOT_PUSH_ALLOW_PRIVATE must be 1 or 0/.test(error.message),
+      /EARSHOT_PUSH_ALLOW_PRIVATE must be 1 or 0/.test(error.message) &&
+      /EARSHOT_PUSH_DISABLE_AFTER must be seconds from 0.01 to 10 years; got "5d"/.test(error.message),
   )
 })
 

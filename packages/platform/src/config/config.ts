@@ -47,6 +47,8 @@ export interface PlatformConfig {
   pushConcurrency: number
   /** Push attempts in flight at once to one push URL, per instance. */
   pushConcurrencyPerUrl: number
+  /** Seconds a push URL may fail with no success before it is disabled (DESIGN.md §10). */
+  pushDisableAfterSeconds: number
   /** Seconds a confirmed delivery and its attempts are kept before they are pruned. */
   deliveryRetentionSeconds: number
 }
@@ -269,6 +271,13 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: integer(1, 10_000),
     rule: 'a number of attempts from 1 to 10000',
     fallback: 16,
+  },
+  pushDisableAfterSeconds: {
+    key: 'pushDisableAfterSeconds',
+    env: 'EARSHOT_PUSH_DISABLE_AFTER',
+    parse: decimalSeconds(0.01, 10 * 365 * 86_400),
+    rule: 'seconds from 0.01 to 10 years',
+    fallback: 5 * 86_400,
   },
   deliveryRetentionSeconds: {
     key: 'deliveryRetentionSeconds',

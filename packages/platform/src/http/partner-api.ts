@@ -3,13 +3,14 @@ import rateLimitPlugin from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import type { RateLimitCheck } from '../auth/envelope-request.js'
 import { tokenRoute } from '../auth/token-route.js'
+import { changeRoutes } from '../changes/change-routes.js'
 import type { PlatformContext } from '../context.js'
 import { recordingRoutes } from '../recordings/partner-routes.js'
 import { ApiError } from './api-error.js'
 import { parseJsonStrictly, requireJsonContentType } from './json-body.js'
 import { createServer, type Lifecycle } from './server-options.js'
 
-/** The partner-facing API: token, audios and callback under /openapi/v1, plus health probes. */
+/** The partner-facing API: token, audios, their changes and callback under /openapi/v1, plus health probes. */
 export async function buildPartnerApi(
   context: PlatformContext,
   lifecycle: Lifecycle,
@@ -56,6 +57,7 @@ export async function buildPartnerApi(
 
   tokenRoute(app, context, rateLimit)
   recordingRoutes(app, context, rateLimit)
+  changeRoutes(app, context, rateLimit)
 
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async (_request, reply) => {

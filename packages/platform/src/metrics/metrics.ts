@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import { COUNTED_STATES, countDueDeliveries, countOpenDeliveries } from '../push/delivery-store.js'
+import { ENDPOINT_STATES, type EndpointView, listEndpoints, urlLabel } from '../push/endpoint-health.js'
 import type { AttemptResult } from '../push/push-sender.js'
 import type { Queryable } from '../storage/database.js'
 
@@ -51,6 +52,42 @@ export function createMetrics(db: Queryable): PlatformMetrics {
     registers: [registry],
     async collect() {
       this.set(await countDueDeliveries(db))
+    },
+  })
+  // Both push URL gauges read one listing per scrape (a scrape collects every metric at once).
+  let listing: Promise<EndpointView[]> | undefined
+  const endpoints = () => {
+    listing ??= listEndpoints(db).finally(() => {
+      listing = undefined
+    })
+    return listing
+  }
+  new Gauge({
+    name: 'earshot_push_endpoints',
+    help: 'Push URLs (in use by an enterprise, or with a health record) by health: healthy, failing, disabled',
+    labelNames: ['state'],
+    registers: [registry],
+    async collect() {
+      const all = await endpoints()
+      for (const state of ENDPOINT_STATES) this.set({ state }, all.filter((e) => e.state === state).length)
+    },
+  })
+  new Gauge({
+    name: 'earshot_push_endpoint_state',
+    help:
+      'One series per push URL that is failing or disabled (value 1), labelled with its state and the URL ' +
+      'without query or fragment; a healthy URL has none, so the series stay few',
+    labelNames: ['url', 'state'],
+    registers: [registry],
+    async collect() {
+      const unhealthy = new Map<string, string>()
+      for (const { url, state } of await endpoints()) {
+        const label = urlLabel(url)
+        if (state === 'disabled' || (state === 'failing' && !unhealthy.has(label)))
+          unhealthy.set(label, state)
+      }
+      this.reset()
+      for (const [url, state] of unhealthy) this.set({ url, state }, 1)
     },
   })
   const push: PushMetrics = {

@@ -462,6 +462,103 @@ for (const backend of testBackends) {
       await refused('POST', '/enterprises/x/deliveries/replay', 4001, /^enterpriseId: /, { from, to })
     })
 
+    test('an unreceipted replay pushes again what was created since and never receipted; dryRun only counts', async () => {
+      const a = await enterpriseWithDeliveries(10)
+      const b = await enterpriseWithDeliveries(1)
+      const [
+        acked,
+        failed,
+        unconfirmed,
+        atSince,
+        confirmed,
+        cancelled,
+        pending,
+        inFlight,
+        earlier,
+        earlierAcked,
+      ] = a.ids as [number, number, number, number, number, number, number, number, number, number]
+      const createdAt: [number, string, DeliveryState][] = [
+        [acked, '2026-02-01T10:00:00Z', 'acked'],
+        [failed, '2026-02-02T10:00:00Z', 'failed'],
+        [unconfirmed, '2026-02-03T10:00:00Z', 'unconfirmed'],
+        [atSince, '2026-02-01T00:00:00Z', 'acked'],
+        [confirmed, '2026-02-01T10:00:00Z', 'confirmed'],
+        [cancelled, '2026-02-01T10:00:00Z', 'cancelled'],
+        [pending, '2026-02-01T10:00:00Z', 'pending'],
+        [inFlight, '2026-02-01T10:00:00Z', 'in_flight'],
+        [earlier, '2026-01-31T23:59:59.999Z', 'failed'],
+        [earlierAcked, '2026-01-31T23:59:59.999Z', 'acked'],
+        [b.ids[0] as number, '2026-02-01T10:00:00Z', 'failed'],
+      ]
+      for (const [id, at, state] of createdAt) {
+        await platform.context.db.query('UPDATE deliveries SET created_at = $2 WHERE delivery_id = $1', [
+          id,
+          at,
+        ])
+        await setState(id, state)
+      }
+      const states = async (ids: number[]) => Promise.all(ids.map(async (id) => (await stored(id))?.state))
+      const before = await states(a.ids)
+      const path = `/enterprises/${a.enterpriseId}/deliveries/replay-unreceipted`
+      // The same instant written with a +08:00 offset, echoed as given.
+      const since = '2026-02-01T08:00:00+08:00'
+
+      const dryRun = await call('POST', path, { since, dryRun: true })
+      assert.equal(dryRun.status, 200, JSON.stringify(dryRun.body))
+      assert.deepEqual(dryRun.body, {
+        enterpriseId: a.enterpriseId,
+        since,
+        replayable: 4,
+        alreadyScheduled: 2,
+      })
+      assert.deepEqual(await states(a.ids), before, 'a dry run moves nothing')
+
+      const reply = await call('POST', path, { since, dryRun: false })
+      assert.equal(reply.status, 200, JSON.stringify(reply.body))
+      assert.deepEqual(reply.body, { enterpriseId: a.enterpriseId, since, replayed: 4, alreadyScheduled: 2 })
+      for (const id of [acked, failed, unconfirmed, atSince]) {
+        assert.deepEqual(await stored(id), { state: 'pending', due: true, failures: 0, acks: 0 })
+      }
+      assert.deepEqual(await states([confirmed, cancelled, pending, inFlight, earlier, earlierAcked]), [
+        'confirmed',
+        'cancelled',
+        'pending',
+        'in_flight',
+        'failed',
+        'acked',
+      ])
+      assert.equal((await stored(pending))?.failures, 15, 'a pending delivery is left as it is')
+      assert.deepEqual(await states(b.ids), ['failed'], 'another enterprise’s deliveries are left alone')
+
+      const again = await call('POST', path, { since })
+      assert.deepEqual(again.body, { enterpriseId: a.enterpriseId, since, replayed: 0, alreadyScheduled: 6 })
+    })
+
+    test('an unreceipted replay refuses bad bodies (4001 naming the field), unknown enterprises (4040)', async () => {
+      const { enterpriseId } = await enterpriseWithDeliveries(0)
+      const path = `/enterprises/${enterpriseId}/deliveries/replay-unreceipted`
+      const since = '2026-02-01T00:00:00Z'
+      await refused('POST', path, 4001, /^since: .*explicit offset/, { since: '2026-02-01T00:00:00' })
+      await refused('POST', path, 4001, /^since: /, {})
+      await refused('POST', path, 4001, /^since: /, { since: 1767225600000, dryRun: true })
+      await refused('POST', path, 4001, /^dryRun: must be true or false$/, { since, dryRun: 'yes' })
+      await refused('POST', path, 4001, /^from: is not a field/, { since, from: since })
+      await refused('POST', path, 4000, /JSON object/, [since])
+      await refused('POST', path, 4000, /JSON object/)
+      await refused(
+        'POST',
+        '/enterprises/999999/deliveries/replay-unreceipted',
+        4040,
+        /^no enterprise 999999$/,
+        {
+          since,
+        },
+      )
+      await refused('POST', '/enterprises/x/deliveries/replay-unreceipted', 4001, /^enterpriseId: /, {
+        since,
+      })
+    })
+
     test('every delivery route needs the admin token', async () => {
       const { enterpriseId, ids } = await enterpriseWithDeliveries(1)
       const deliveryId = ids[0] as number
@@ -474,6 +571,11 @@ for (const backend of testBackends) {
           'POST',
           `/enterprises/${enterpriseId}/deliveries/replay`,
           { from: '2000-01-01T00:00:00Z', to: '2100-01-01T00:00:00Z' },
+        ],
+        [
+          'POST',
+          `/enterprises/${enterpriseId}/deliveries/replay-unreceipted`,
+          { since: '2000-01-01T00:00:00Z' },
         ],
       ]
       for (const token of [null, 'not-the-admin-token']) {

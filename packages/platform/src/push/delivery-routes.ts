@@ -13,6 +13,7 @@ import {
   REPLAYABLE_STATES,
   replayDeliveries,
 } from './delivery-store.js'
+import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 
 export const DEFAULT_DELIVERY_LIMIT = 100
 export const MAX_DELIVERY_LIMIT = 1000
@@ -21,6 +22,7 @@ const ID_RULE = 'must be a positive integer'
 const AUDIO_ID_RULE = 'must be 1 to 128 printable ASCII characters'
 const LIST_FIELDS = ['enterpriseId', 'state', 'audioId', 'before', 'limit'] as const
 const RANGE_FIELDS = ['from', 'to'] as const
+const UNRECEIPTED_FIELDS = ['since', 'dryRun'] as const
 
 /**
  * The operators' view of push deliveries (DESIGN.md §7): list, show, replay. Replaying puts a failed or
@@ -30,6 +32,10 @@ const RANGE_FIELDS = ['from', 'to'] as const
  * - GET  {prefix}/deliveries/:deliveryId → the delivery with its attempts
  * - POST {prefix}/deliveries/:deliveryId/replay → {deliveryId, replayed: true, delivery}
  * - POST {prefix}/enterprises/:enterpriseId/deliveries/replay {from, to} → {enterpriseId, replayed}
+ * - POST {prefix}/enterprises/:enterpriseId/deliveries/replay-unreceipted {since, dryRun?}
+ *     → {enterpriseId, since, replayable, alreadyScheduled} with dryRun: true, else
+ *       {enterpriseId, since, replayed, alreadyScheduled}: every delivery created since that was never
+ *       receipted (acked, failed, unconfirmed) is pushed again; pending and in-flight ones are left alone
  */
 export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
   const { db } = context
@@ -71,6 +77,16 @@ export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, p
     const { from, to } = replayRange(request.body)
     const replayed = await replayDeliveries(db, { enterpriseId, from, to })
     return { enterpriseId, replayed }
+  })
+
+  app.post(`${prefix}/enterprises/:enterpriseId/deliveries/replay-unreceipted`, async (request) => {
+    const enterpriseId = idParam(request, 'enterpriseId')
+    const { since, dryRun } = unreceiptedReplay(request.body)
+    if (!(await enterpriseExists(db, enterpriseId))) {
+      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+    }
+    if (dryRun) return { enterpriseId, since, ...(await countUnreceipted(db, enterpriseId, since)) }
+    return { enterpriseId, since, ...(await replayUnreceipted(db, enterpriseId, since)) }
   })
 }
 
@@ -146,6 +162,22 @@ function replayRange(body: unknown): { from: string; to: string } {
   const end = instant('to', to)
   if (start >= end) throw new InvalidParameterError('from', 'must be before to')
   return { from: from as string, to: to as string }
+}
+
+/** The body of an unreceipted replay: {since, dryRun?}, since an ISO instant with an explicit offset. */
+function unreceiptedReplay(body: unknown): { since: string; dryRun: boolean } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"since", "dryRun"}')
+  }
+  for (const name of Object.keys(body)) {
+    if (!(UNRECEIPTED_FIELDS as readonly string[]).includes(name)) {
+      throw new InvalidParameterError(name, 'is not a field of an unreceipted replay; give since and dryRun')
+    }
+  }
+  const { since, dryRun = false } = body as Record<string, unknown>
+  instant('since', since)
+  if (typeof dryRun !== 'boolean') throw new InvalidParameterError('dryRun', 'must be true or false')
+  return { since: since as string, dryRun }
 }
 
 function instant(field: string, value: unknown): number {

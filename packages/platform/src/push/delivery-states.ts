@@ -36,6 +36,13 @@ export const deliveryMachine = defineQueueMachine({
     { from: 'unconfirmed', to: 'confirmed', on: 'receipt' },
     { from: 'failed', to: 'pending', on: 'replay' }, // by an operator
     { from: 'unconfirmed', to: 'pending', on: 'replay' },
+    // An operator's replay of what the partner never receipted, acknowledged or not (`deliveries replay
+    // --unreceipted-since`); a plain `replay` still takes failed and unconfirmed ones only.
+    ...(['acked', 'failed', 'unconfirmed'] as const).map((from) => ({
+      from,
+      to: 'pending' as const,
+      on: 'unreceipted_replay',
+    })),
     // Recording deleted (DESIGN.md §10):
     ...(['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
       from,
@@ -53,3 +60,6 @@ export const REPLAYABLE_STATES: readonly DeliveryState[] = deliveryMachine.sourc
 
 /** The states a receipt callback confirms an acknowledged delivery from. */
 export const RECEIPT_STATES: readonly DeliveryState[] = deliveryMachine.sources('receipt', 'confirmed')
+
+/** The states a recording's deletion cancels a delivery from: any but confirmed. */
+export const CANCELLABLE_STATES: readonly DeliveryState[] = deliveryMachine.sources('deletion')

@@ -3,7 +3,13 @@ import { defineQueue, sqlList } from '@earshot/support/queue'
 import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
-import { type DeliveryState, deliveryMachine, MAX_REPUSHES, REPLAYABLE_STATES } from './delivery-states.js'
+import {
+  CANCELLABLE_STATES,
+  type DeliveryState,
+  deliveryMachine,
+  MAX_REPUSHES,
+  REPLAYABLE_STATES,
+} from './delivery-states.js'
 
 /*
  * Durable push deliveries (DESIGN.md §6). One row per event; `due_at` says when a dispatcher must next
@@ -60,7 +66,8 @@ export interface ClaimedDelivery {
   pushUrl: string | null
   disabled: boolean
   key: { keyVersion: number; secret: string } | undefined
-  recording: RecordingRow
+  /** Undefined once the recording is deleted: its only open delivery then is `recording.deleted`. */
+  recording: RecordingRow | undefined
 }
 
 interface ClaimRow extends RecordingRow {
@@ -76,7 +83,7 @@ interface ClaimRow extends RecordingRow {
 }
 
 /** The outcomes an attempt is recorded with. */
-export type AttemptOutcome = 'acked' | 'failed' | 'aborted'
+export type AttemptOutcome = 'acked' | 'failed' | 'aborted' | 'gone'
 
 /**
  * Deliveries as a durable queue (@earshot/support/queue): a claim joins what a push needs; a delivery
@@ -98,12 +105,15 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
   },
   machine: deliveryMachine,
   channel: PUSH_CHANNEL,
+  // The enterprises whose push URL is disabled (endpoint-health.ts): their deliveries wait, unclaimed.
+  pausedGroups: `SELECT e.enterprise_id::text FROM push_endpoints p
+                  JOIN enterprises e ON e.push_url = p.url WHERE p.disabled_at IS NOT NULL`,
   claimed: {
     select: `j.event_id, j.event_type, j.audio_id, j.enterprise_id, ${isoTime('j.occurred_at')} AS occurred_at,
              j.failures, e.push_url, e.disabled_at IS NOT NULL AS disabled, k.key_version, k.secret,
              ${RECORDING_DATA_COLUMNS}`,
     joins: `JOIN enterprises e ON e.enterprise_id = j.enterprise_id
-            JOIN recordings r ON r.audio_id = j.audio_id
+            LEFT JOIN recordings r ON r.audio_id = j.audio_id
             LEFT JOIN LATERAL (SELECT key_version, secret FROM enterprise_keys
                                 WHERE enterprise_id = j.enterprise_id AND retires_at IS NULL
                                 ORDER BY key_version DESC LIMIT 1) k ON true`,
@@ -122,7 +132,7 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
           claimed.secret === null
             ? undefined
             : { keyVersion: claimed.key_version as number, secret: claimed.secret },
-        recording: claimed,
+        recording: claimed.device_uid === null ? undefined : claimed,
       }
     },
   },
@@ -247,6 +257,25 @@ export async function replayDeliveries(
   const replayed = row?.replayed ?? 0
   if (replayed > 0) await deliveryQueue.notify(db)
   return replayed
+}
+
+/**
+ * Cancels every delivery of a recording not yet confirmed, as its deletion does (DESIGN.md §10); returns
+ * how many. An attempt in flight then moves nothing: its claim is no longer current.
+ */
+export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<number> {
+  const [row] = await tx.query<{ cancelled: number }>(
+    `WITH chosen AS (
+       SELECT delivery_id FROM deliveries WHERE audio_id = $1 AND state IN (${sqlList(CANCELLABLE_STATES)})
+        ORDER BY delivery_id FOR NO KEY UPDATE),
+     cancelled AS (
+       UPDATE deliveries d SET state = 'cancelled', due_at = NULL, claimed_by = NULL
+         FROM chosen WHERE d.delivery_id = chosen.delivery_id
+       RETURNING 1)
+     SELECT count(*) AS cancelled FROM cancelled`,
+    [audioId],
+  )
+  return row?.cancelled ?? 0
 }
 
 /**

@@ -1,4 +1,5 @@
-import { type EnvelopeKey, loadKey, type PushEvent, seal } from '@earshot/protocol'
+import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '@earshot/protocol'
+import { batcher } from '@earshot/support/batcher'
 import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
 import type { PushAttemptResult, PushMetrics } from '../metrics/metrics.js'
@@ -6,6 +7,7 @@ import { recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
+import { type EndpointOutcome, recordEndpointOutcomes, urlLabel } from './endpoint-health.js'
 import { type AttemptResult, createPushSender, type PushSender } from './push-sender.js'
 
 export type PushSettings = Pick<
@@ -16,6 +18,7 @@ export type PushSettings = Pick<
   | 'pushAllowPrivate'
   | 'pushConcurrency'
   | 'pushConcurrencyPerUrl'
+  | 'pushDisableAfterSeconds'
 >
 
 export interface DispatcherLogger {
@@ -28,7 +31,7 @@ export interface DispatcherOptions {
   settings: PushSettings
   logger: DispatcherLogger
   metrics?: PushMetrics | undefined
-  /** Epoch milliseconds, for the attempt's recorded start. */
+  /** Epoch milliseconds, for the attempt's recorded start and its push URL's health. */
   clock?: () => number
   randomBytes: (size: number) => Buffer
 }
@@ -47,14 +50,22 @@ export interface Dispatcher {
 
 /** One push as the dispatcher's work step reports it. */
 interface Pushed extends WorkResult {
+  /** `gone`: answered 410 Gone, which disabled the push URL; it does not count as a failure. */
   outcome: AttemptOutcome
   result: AttemptResult
 }
+
+const GONE = 410
+const GONE_ERROR = 'HTTP 410 Gone: the push URL is disabled until an operator enables it again'
 
 /**
  * Pushes due deliveries (DESIGN.md §6) with a queue runner: claims with SKIP LOCKED, at most
  * `pushConcurrency` held and `pushConcurrencyPerUrl` sending per push URL, every attempt recorded, then
  * what comes next: the confirm window after an ack, the retry schedule (±10% jitter) after a failure.
+ * Every attempt that reached a push URL (or failed to) counts in the URL's health (endpoint-health.ts);
+ * a disabled URL's deliveries are not claimed. A 410 Gone disables the URL before its attempt is
+ * recorded, and puts the delivery back to pending, due now, as it was: no step of its retry schedule
+ * is spent, and it waits with the URL's other deliveries for an operator to enable it again.
  */
 export async function startDispatcher({
   db,
@@ -79,6 +90,28 @@ export async function startDispatcher({
     return key
   }
   const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
+  const now = clock ?? Date.now
+
+  // One statement records the outcomes of the attempts that ended meanwhile; attempts do not wait for
+  // it, except a 410, whose URL must be disabled before the delivery is pending again.
+  const recordHealth = batcher(async (outcomes: EndpointOutcome[]) => {
+    const disabled = await recordEndpointOutcomes(db, outcomes, settings.pushDisableAfterSeconds)
+    for (const { url, reason } of disabled) {
+      logger.warn(
+        { url: urlLabel(url), reason },
+        'push URL disabled: its deliveries wait until it is enabled again',
+      )
+    }
+    return outcomes.map(() => undefined)
+  })
+  let lastHealth: Promise<unknown> = Promise.resolve()
+  const health = (outcome: EndpointOutcome): Promise<void> => {
+    const recorded = recordHealth(outcome)
+    lastHealth = recorded.catch((error: unknown) =>
+      logger.warn({ err: error, url: urlLabel(outcome.url) }, 'could not record the push URL health'),
+    )
+    return recorded
+  }
 
   /** Seals and sends one push. Throws when the push cannot even be made (a stored key that fails to load). */
   async function push(
@@ -95,13 +128,8 @@ export async function startDispatcher({
     if (!delivery.pushUrl) return notSendable('the enterprise has no push URL')
     if (delivery.disabled) return notSendable('the enterprise is disabled')
     if (!delivery.key) return notSendable('the enterprise has no current key')
-    const event: PushEvent = {
-      eventId: delivery.eventId,
-      eventType: delivery.eventType,
-      audioId: delivery.audioId,
-      occurredAt: delivery.occurredAt,
-      data: recordingData(delivery.recording),
-    }
+    const event = pushEvent(delivery)
+    if (!event) return notSendable('the recording was deleted')
     const envelope = seal(keyOf(delivery.key.secret), delivery.key.keyVersion, delivery.eventId, event, {
       randomBytes,
     })
@@ -111,7 +139,7 @@ export async function startDispatcher({
       body: JSON.stringify(envelope),
       signal,
     })
-    return {
+    const attempted: Pushed = {
       ok: sent.acked,
       outcome: sent.acked ? 'acked' : 'failed',
       result: sent.result,
@@ -119,6 +147,19 @@ export async function startDispatcher({
       error: sent.error,
       columns: { http_status: sent.httpStatus ?? null, response_code: sent.responseCode ?? null },
     }
+    // An attempt cut off by a shutdown says nothing about the push URL.
+    if (sent.result === 'aborted') return attempted
+    const outcome: EndpointOutcome = { url: delivery.pushUrl, at: now(), ok: sent.acked, error: sent.error }
+    if (sent.httpStatus !== GONE) {
+      void health(outcome).catch(() => {})
+      return attempted
+    }
+    // Should the URL fail to be disabled (the database failed), this is an ordinary failed attempt.
+    const disabled = await health({ ...outcome, gone: true }).then(
+      () => true,
+      () => false,
+    )
+    return disabled ? { ...attempted, outcome: 'gone', error: GONE_ERROR } : attempted
   }
 
   // The lease outlives any one attempt; heartbeats renew it while an attempt waits or runs.
@@ -132,8 +173,9 @@ export async function startDispatcher({
     clock,
     work: push,
     next(claim, attempt) {
-      if (attempt.kind === 'done' && attempt.result.ok) {
-        return { state: 'acked', delaySeconds: settings.pushConfirmWindowSeconds }
+      if (attempt.kind === 'done') {
+        if (attempt.result.ok) return { state: 'acked', delaySeconds: settings.pushConfirmWindowSeconds }
+        if (attempt.result.outcome === 'gone') return { state: 'pending', delaySeconds: 0 }
       }
       const delay = retryDelay(settings.pushRetryScheduleSeconds, claim.job.failures, random)
       return delay === undefined ? { state: 'failed' } : { state: 'pending', delaySeconds: delay }
@@ -152,7 +194,17 @@ export async function startDispatcher({
     wake: runner.wake,
     async stop(graceMs) {
       await runner.stop(graceMs)
+      await lastHealth
       await sender.close()
     },
   }
+}
+
+/** The event a delivery pushes; undefined for a recording part whose recording is gone. */
+function pushEvent(delivery: ClaimedDelivery): PushEvent | undefined {
+  const head = { eventId: delivery.eventId, audioId: delivery.audioId, occurredAt: delivery.occurredAt }
+  if (delivery.eventType === PushEventType.DELETED)
+    return { ...head, eventType: delivery.eventType, data: {} }
+  if (!delivery.recording) return undefined
+  return { ...head, eventType: delivery.eventType, data: recordingData(delivery.recording) }
 }

@@ -80,6 +80,32 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
 export const TranscriptPart = messageParser(TranscriptPartSchema, checkTranscriptSize)
 
 /**
+ * An operator's update of a recording (DESIGN.md §10): any of its fields but the audioId and the
+ * transcript part (which has its own route); the audio part's two fields go together.
+ */
+export const RecordingUpdateSchema = Type.Object(
+  {
+    deviceUid: Type.Optional(Text(1, MAX_DEVICE_UID_LENGTH)),
+    title: Type.Optional(Text(0, MAX_TITLE_LENGTH)),
+    recordedAt: Type.Optional(Type.String({ description: ISO_INSTANT_RULE })),
+    denoiseUrl: Type.Optional(Text(1, MAX_DENOISE_URL_LENGTH)),
+    recordDuration: Type.Optional(Count),
+  },
+  { additionalProperties: false },
+)
+export type RecordingUpdate = Static<typeof RecordingUpdateSchema>
+
+export const RecordingUpdate = messageParser(RecordingUpdateSchema, (update) => {
+  checkInstant('recordedAt', update.recordedAt)
+  if (Object.keys(update).length === 0) {
+    throw new InvalidParameterError(
+      '',
+      'name at least one of deviceUid, title, recordedAt, denoiseUrl, recordDuration',
+    )
+  }
+})
+
+/**
  * The UTF-8 bytes of a transcript part as JSON in the recording's data (DESIGN.md §4, set A):
  * `{"transcriptId", "transcriptText", "transcriptSentences" (the sentences serialized into a string),
  * "durationMs", "wordsCount"}`, exactly as the query and the push send it.

@@ -8,7 +8,7 @@ import {
 } from '@earshot/protocol'
 import { sqlList } from '@earshot/support/queue'
 import { RECEIPT_STATES } from '../push/delivery-states.js'
-import { type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
+import { cancelDeliveries, type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
 import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from './recording-data.js'
@@ -136,6 +136,83 @@ export async function attachTranscript(
   return true
 }
 
+/** The fields an operator's update may change (recording-input.ts, RecordingUpdate). */
+export interface RecordingChanges {
+  deviceUid?: string | undefined
+  title?: string | undefined
+  recordedAt?: string | undefined
+  denoiseUrl?: string | undefined
+  recordDuration?: number | undefined
+}
+
+const CHECK_VIOLATION = '23514'
+
+/**
+ * Changes the fields given of a recording; call it inside a transaction. An audio part given to a recording
+ * that had none schedules its push (DESIGN.md §6). The feed records the change (change-feed-schema.ts).
+ * False when the enterprise has no such recording.
+ */
+export async function updateRecording(
+  tx: Queryable,
+  enterpriseId: number,
+  audioId: string,
+  changes: RecordingChanges,
+): Promise<boolean> {
+  const rows = await tx
+    .query<{ audio_added: boolean }>(
+      `UPDATE recordings r SET device_uid = coalesce($3, r.device_uid), title = coalesce($4, r.title),
+              recorded_at = coalesce($5::timestamptz, r.recorded_at), denoise_url = coalesce($6, r.denoise_url),
+              record_duration = coalesce($7, r.record_duration)
+         FROM (SELECT denoise_url FROM recordings WHERE enterprise_id = $1 AND audio_id = $2 FOR UPDATE) before
+        WHERE r.enterprise_id = $1 AND r.audio_id = $2
+        RETURNING before.denoise_url IS NULL AND r.denoise_url IS NOT NULL AS audio_added`,
+      [
+        enterpriseId,
+        audioId,
+        changes.deviceUid ?? null,
+        changes.title ?? null,
+        changes.recordedAt ?? null,
+        changes.denoiseUrl ?? null,
+        changes.recordDuration ?? null,
+      ],
+    )
+    .catch((error: unknown) => {
+      if ((error as { code?: string }).code !== CHECK_VIOLATION) throw error
+      throw new InvalidParameterError(
+        'denoiseUrl',
+        'the recording has no audio part: give both denoiseUrl and recordDuration to add one',
+      )
+    })
+  const [row] = rows
+  if (!row) return false
+  if (row.audio_added) {
+    await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.AUDIO_READY }])
+  }
+  return true
+}
+
+/**
+ * Deletes a recording (DESIGN.md §10); call it inside a transaction. Its data goes, its audioId stays taken
+ * by a tombstone, its deliveries not yet confirmed are cancelled, and a `recording.deleted` push is
+ * scheduled. The feed records the deletion (change-feed-schema.ts). False when the enterprise has no such
+ * recording.
+ */
+export async function deleteRecording(
+  tx: Queryable,
+  enterpriseId: number,
+  audioId: string,
+): Promise<boolean> {
+  const deleted = await tx.query(
+    `WITH deleted AS (DELETE FROM recordings WHERE enterprise_id = $1 AND audio_id = $2 RETURNING audio_id)
+     INSERT INTO recording_tombstones (audio_id, enterprise_id) SELECT audio_id, $1 FROM deleted RETURNING 1`,
+    [enterpriseId, audioId],
+  )
+  if (deleted.length === 0) return false
+  await cancelDeliveries(tx, audioId)
+  await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.DELETED }])
+  return true
+}
+
 /**
  * One page of an enterprise's recordings matching the filter (DESIGN.md §4): newest first by
  * recordedAt then audioId, startTime ≤ recordedAt < endTime, and the exact total of all matches. One
@@ -226,11 +303,18 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
   // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
   // so that two statements over overlapping rows wait for each other rather than deadlock.
+  // A deleted recording is still the partner's to confirm when the partner had it: a receipt, or a push of
+  // it acknowledged or in flight (the deletion's own push, whose callback may overtake its ack record).
   const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
-    `WITH owned AS (SELECT r.audio_id, r.enterprise_id
-                      FROM recordings r
-                      JOIN (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)) AS asked
-                        ON r.audio_id = asked.a AND r.enterprise_id = asked.e),
+    `WITH asked AS (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)),
+          owned AS (SELECT r.audio_id, r.enterprise_id
+                      FROM recordings r JOIN asked ON r.audio_id = asked.a AND r.enterprise_id = asked.e
+                    UNION ALL
+                    SELECT t.audio_id, t.enterprise_id
+                      FROM recording_tombstones t JOIN asked ON t.audio_id = asked.a AND t.enterprise_id = asked.e
+                     WHERE EXISTS (SELECT 1 FROM receipts WHERE audio_id = t.audio_id)
+                        OR EXISTS (SELECT 1 FROM deliveries WHERE audio_id = t.audio_id
+                                                              AND (acks > 0 OR state = 'in_flight'))),
           added AS (INSERT INTO receipts (audio_id, enterprise_id)
                     SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
                     ON CONFLICT (audio_id) DO NOTHING),

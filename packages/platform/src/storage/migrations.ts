@@ -1,6 +1,8 @@
 import { dueCheckSql, stateCheckSql, sweepIndexSql, transitionGuardSql } from '@earshot/support/queue'
 import { CREDENTIALS_CHANNEL } from '../auth/credential-cache.js'
+import { changeFeedStatements } from '../changes/change-feed-schema.js'
 import { deliveryMachine } from '../push/delivery-states.js'
+import { endpointHealthStatements } from '../push/endpoint-health-schema.js'
 import type { Database } from './database.js'
 
 /**
@@ -219,6 +221,16 @@ export const migrations: Migration[] = [
     version: 9,
     name: "recording counters per enterprise and UTC minute: a window's ragged edges count a minute's recordings at most",
     statements: addedCounterStatements(MINUTES, [...MIGRATION_5_COUNTERS, DEVICE_MONTHS, MINUTES]),
+  },
+  {
+    version: 10,
+    name: 'the change feed: every change of a recording numbered in commit order; deletions leave tombstones',
+    statements: changeFeedStatements(),
+  },
+  {
+    version: 11,
+    name: 'the health of every push URL: failing, disabled after a while or at once on 410 Gone, enabled again by an operator',
+    statements: endpointHealthStatements(),
   },
 ]
 

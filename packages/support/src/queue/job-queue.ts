@@ -67,6 +67,12 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
   }
   /** Waiting states: the state (SQL) a job moves to once its due_at passes. */
   timers?: readonly { state: S; next: string }[]
+  /**
+   * A query (SQL) of the group keys whose ready jobs are not claimed for now, e.g. those of a partner
+   * endpoint an operator must re-enable: they stay ready, in due order, and count for nothing the sweep
+   * reports due. Claims and sweeps read past them in the due index, so keep such backlogs exceptional.
+   */
+  pausedGroups?: string
 }
 
 export interface ClaimOptions<Id extends JobId> {
@@ -139,7 +145,7 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
   /**
    * Moves up to `limit` jobs whose due_at passed out of the claimed state (lease over: back to ready)
    * and out of waiting states (their timer's next state); returns how many, and the seconds until the
-   * next job falls due (0: one is due now; undefined: none waits).
+   * next job falls due (0: one is due now; undefined: none waits), ready jobs of paused groups left out.
    */
   sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }>
   /** Wakes the runners listening (after the transaction commits, when inside one). */
@@ -192,6 +198,9 @@ export function defineQueue<S extends string, Id extends JobId, J>(
   const claimed = `'${machine.claimed}'`
   const finals = sqlList(machine.final)
   const notifySql = `SELECT pg_notify('${spec.channel}', '')`
+  const unpaused = spec.pausedGroups
+    ? `(group_key IS NULL OR group_key NOT IN (${spec.pausedGroups}))`
+    : 'true'
 
   // The candidates are locked in due order; those past their group's room are left out of the update, and
   // their locks end with the statement. The claims come back in the order they were due in.
@@ -200,7 +209,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
     return `WITH candidates AS (
        SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
         WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
-          AND (group_key IS NULL OR group_key <> ALL($3::text[]))
+          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused}
         ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
         LIMIT $2
           FOR NO KEY UPDATE SKIP LOCKED),
@@ -287,7 +296,7 @@ export function defineQueue<S extends string, Id extends JobId, J>(
        RETURNING 1)
      SELECT (SELECT count(*) FROM expired) AS moved,
             (SELECT greatest(extract(epoch FROM min(due_at) - now()), 0)::float8 FROM ${t}
-              WHERE due_at IS NOT NULL) AS seconds`
+              WHERE due_at IS NOT NULL AND (state <> ${ready} OR ${unpaused})) AS seconds`
 
   const checkNext = (next: Next<S>) => {
     if (!machine.allows(machine.claimed, next.state))

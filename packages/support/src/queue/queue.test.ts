@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
 import type { Database } from '../storage/database.js'
-import type { Claim, ClaimRef } from './job-queue.js'
+import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
 import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
 import {
   addJobs,
@@ -315,6 +315,51 @@ for (const backend of testBackends) {
         due: true,
       })
       assert.equal((await jobQueue.sweep(db, 100)).nextDueSeconds, 0)
+    })
+
+    test("a paused group's ready jobs stay ready, unclaimed and not due for the sweep; resumed, in due order", async () => {
+      await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
+      await db.query(`INSERT INTO paused_groups VALUES ('p') ON CONFLICT DO NOTHING`)
+      const pausing = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
+      const held = await addJobs(db, ['p0', 'p1'], { group: 'p' })
+      const [free] = await addJobs(db, ['free'])
+      const [other] = await addJobs(db, ['o0'], { group: 'o' })
+      const [later] = await addJobs(db, ['later'], { dueInSeconds: 3600 })
+      const claims = await pausing.claim(db, {
+        claimant: 'a',
+        limit: 10,
+        leaseSeconds: LEASE,
+        ids: [held[0] as number],
+      })
+      assert.deepEqual(
+        claims.map((c) => c.id),
+        [free, other],
+        'neither by due order nor by name',
+      )
+      const swept = await pausing.sweep(db, 100)
+      assert.ok(
+        swept.nextDueSeconds !== undefined && swept.nextDueSeconds > LEASE - 5,
+        'next due: the leases, not the held jobs',
+      )
+      assert.equal(
+        (await jobQueue.sweep(db, 100)).nextDueSeconds,
+        0,
+        'a queue without pausedGroups sees them',
+      )
+
+      // A claim of the paused group still in flight when it was paused ends its lease as usual.
+      await db.query(`UPDATE jobs SET group_key = 'p' WHERE job_id = $1`, [other])
+      await db.query(`UPDATE jobs SET due_at = now() - interval '1 second' WHERE job_id = $1`, [other])
+      assert.equal((await pausing.sweep(db, 100)).moved, 1)
+      assert.equal((await jobRow(db, other as number))?.state, 'pending')
+
+      await db.query(`DELETE FROM paused_groups WHERE group_key = 'p'`)
+      const resumed = await pausing.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE })
+      assert.deepEqual(
+        resumed.map((c) => c.id),
+        [...held, other],
+      )
+      assert.equal((await jobRow(db, later as number))?.state, 'pending')
     })
   })
 }

@@ -1,0 +1,87 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { AudioRecordingData } from '@earshot/protocol'
+import type { ChangeItem, ChangePage } from '../client/earshot-client.js'
+import { EarshotConfigError } from '../client/errors.js'
+import { type Database, openDatabase } from '../storage/database.js'
+import { type ChangeMirror, openChangeMirror } from './change-mirror.js'
+
+const data = (title: string): AudioRecordingData => ({
+  deviceUid: 'DEV-1',
+  title,
+  denoiseUrl: 'https://media.example/a.mp3',
+  recordDuration: 10,
+})
+let seq = 0
+const item = (audioId: string, change: ChangeItem['change'], title?: string): ChangeItem => ({
+  seq: ++seq,
+  audioId,
+  change,
+  at: '2026-03-01T10:00:00Z',
+  ...(title !== undefined && { data: data(title) }),
+})
+const page = (cursor: string, ...items: ChangeItem[]): ChangePage => ({
+  specVersion: '1',
+  items,
+  nextCursor: cursor,
+  hasMore: false,
+})
+
+describe('the change mirror', { timeout: 60_000 }, () => {
+  let db: Database
+  let mirror: ChangeMirror
+  const titles = async () =>
+    Object.fromEntries((await mirror.recordings()).map((r) => [r.audioId, r.data.title]))
+
+  before(async () => {
+    db = await openDatabase({})
+    mirror = await openChangeMirror(db, 7)
+  })
+  after(async () => {
+    await db?.close()
+  })
+
+  test('applies a page: upserts with the current data, deletes, skips what was deleted since', async () => {
+    assert.equal(await mirror.cursor(), undefined)
+    const first = page(
+      'c1',
+      item('a', 'created', 'A now'),
+      item('b', 'created'), // deleted since: no data
+      item('a', 'updated', 'A now'),
+      item('b', 'deleted'),
+      item('c', 'created'), // deleted since, its deletion on a later page
+      item('d', 'created', 'D'),
+    )
+    assert.equal(await mirror.apply(first, undefined), true)
+    assert.deepEqual(await titles(), { a: 'A now', d: 'D' })
+    assert.equal(await mirror.cursor(), 'c1')
+
+    assert.equal(await mirror.apply(page('c2', item('c', 'deleted'), item('d', 'deleted')), 'c1'), true)
+    assert.deepEqual(await titles(), { a: 'A now' })
+    const [state] = await db.query('SELECT enterprise_id, cursor, last_seq, applied FROM mirror_state')
+    assert.deepEqual(state, { enterprise_id: 7, cursor: 'c2', last_seq: seq, applied: 8 })
+  })
+
+  test('a page read from a cursor no longer stored is not applied', async () => {
+    const stale = page('c-stale', item('e', 'created', 'E'))
+    assert.equal(await mirror.apply(stale, 'c1'), false)
+    assert.equal(await mirror.cursor(), 'c2')
+    assert.deepEqual(await titles(), { a: 'A now' })
+  })
+
+  test('an older change never overwrites a newer one', async () => {
+    const newer = item('a', 'updated', 'A newest')
+    const older = { ...item('a', 'updated', 'A older'), seq: newer.seq - 1 }
+    assert.equal(await mirror.apply(page('c3', newer), 'c2'), true)
+    assert.equal(await mirror.apply(page('c4', older), 'c3'), true)
+    assert.deepEqual(await titles(), { a: 'A newest' })
+  })
+
+  test("another enterprise's mirror is refused", async () => {
+    await assert.rejects(openChangeMirror(db, 8), (error: Error) => {
+      assert.ok(error instanceof EarshotConfigError)
+      assert.equal(error.message, 'this mirror holds the recordings of enterprise 7, not of enterprise 8')
+      return true
+    })
+  })
+})

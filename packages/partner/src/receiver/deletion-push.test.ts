@@ -1,0 +1,111 @@
+import assert from 'node:assert/strict'
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { after, before, describe, test } from 'node:test'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/push-receiver'
+import { EarshotClient } from '../client/earshot-client.js'
+import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
+import { silentLogger } from './logger.js'
+import { createPushReceiver, type ReceivedDeletion, type ReceivedPush } from './push-receiver.js'
+
+describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
+  let platform: TestPlatform
+  let server: Server | undefined
+  let outbox: CallbackOutbox | undefined
+
+  before(async () => {
+    platform = await startTestPlatform('pglite', { pushAllowPrivate: true })
+  })
+  after(async () => {
+    server?.closeAllConnections()
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)))
+    await outbox?.close()
+    await platform?.stop()
+  })
+
+  test('reaches onDeleted exactly once, and the platform confirms it by the callback', async () => {
+    const partner = await createPartner(platform, 'Deleting Co')
+    const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
+    outbox = await openCallbackOutbox({
+      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      logger: silentLogger,
+    })
+    const stored: ReceivedPush[] = []
+    const deleted: ReceivedDeletion[] = []
+    const receiver = createPushReceiver({
+      secret: partner.secret,
+      outbox,
+      logger: silentLogger,
+      onRecording: async (push) => void stored.push(push),
+      onDeleted: async (deletion) => void deleted.push(deletion),
+    })
+    server = createServer(receiver.handler)
+    await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve))
+    const pushUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/earshot/push`
+    const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
+    assert.equal(set.status, 200)
+
+    const audioId = await ingest(platform, partner.enterpriseId, {
+      deviceUid: 'DEV-DEL',
+      title: 'to be deleted',
+      recordedAt: '2026-03-01T10:00:00+08:00',
+      denoiseUrl: 'https://media.example/deleted.mp3',
+      recordDuration: 1000,
+    })
+    const deliveries = async () =>
+      (
+        await admin<{ deliveries: { eventType: string; state: string; eventId: string }[] }>(
+          platform,
+          'GET',
+          `/deliveries?audioId=${audioId}`,
+        )
+      ).body.deliveries
+    // The partner had it: the push was acknowledged and confirmed before the deletion.
+    await eventually(
+      async () => (await deliveries())[0]?.state === 'confirmed',
+      30_000,
+      'the recording pushed and confirmed',
+    )
+    const removed = await admin(
+      platform,
+      'DELETE',
+      `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
+    )
+    assert.deepEqual(removed, { status: 200, body: { deleted: audioId } })
+
+    const deletion = await eventually(
+      async () =>
+        (await deliveries()).find((d) => d.eventType === 'recording.deleted' && d.state === 'confirmed'),
+      30_000,
+      'the deletion pushed and confirmed by the callback',
+    )
+    // Confirmed is final: the platform pushes it no more, so these are all the calls there will be.
+    assert.deepEqual(deleted, [
+      {
+        eventId: deletion.eventId,
+        eventType: 'recording.deleted',
+        audioId,
+        occurredAt: deleted[0]?.occurredAt,
+        data: {},
+      },
+    ])
+    assert.ok(Date.parse(deleted[0]?.occurredAt as string) > 0)
+    assert.deepEqual(
+      stored.map((push) => [push.audioId, push.eventType]),
+      [[audioId, 'recording.audio_ready']],
+    )
+    // The outbox records the outcome just after the platform took the callback.
+    const outboxOf = outbox
+    await eventually(
+      async () => (await outboxOf.callbacks({ audioId })).every((callback) => callback.state === 'confirmed'),
+      30_000,
+      'the outbox to record both confirmations',
+    )
+    assert.deepEqual((await outbox.callbacks({ audioId })).map((callback) => callback.eventType).sort(), [
+      'recording.audio_ready',
+      'recording.deleted',
+    ])
+  })
+})

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import type { Change } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { createPartner } from '@earshot/test-kit/calls'
+import { deleteRecording, insertRecordings, updateRecording } from '../recordings/recording-store.js'
+import { readChanges } from './change-feed.js'
+
+/**
+ * DESIGN.md §10: a change is visible only once every change numbered before it is committed or abandoned.
+ * Eight writers commit transactions of one to four changes in whatever order the database finishes them,
+ * some rolled back; four readers follow the feed meanwhile. Each must see every committed change exactly
+ * once, in seq order, and nothing of what was rolled back.
+ */
+
+const WRITERS = 8
+const READERS = 4
+const CHANGES = 10_000
+const PER_WRITER = CHANGES / WRITERS
+
+class Abandoned extends Error {}
+
+const yieldTurn = () => new Promise((resolve) => setImmediate(resolve))
+
+for (const backend of testBackends) {
+  describe(`the change feed under concurrent writers (${backend})`, { timeout: 240_000 }, () => {
+    let platform: TestPlatform
+    let enterpriseId: number
+
+    before(async () => {
+      platform = await startTestPlatform(backend)
+      ;({ enterpriseId } = await createPartner(platform, 'Concurrent'))
+    })
+    after(async () => {
+      await platform?.stop()
+    })
+
+    test(`${WRITERS} writers, ${CHANGES} changes, ${READERS} readers: each reader sees every change once, in order`, async () => {
+      const { db } = platform.context
+      let writing = true
+
+      async function writer(w: number): Promise<number> {
+        const own: string[] = []
+        let made = 0
+        let abandoned = 0
+        for (let t = 0; made < PER_WRITER; t++) {
+          const size = Math.min(1 + ((w + t) % 4), PER_WRITER - made)
+          const abandon = t % 17 === 5
+          try {
+            await db.transaction(async (tx) => {
+              for (let i = 0; i < size; i++) {
+                const existing = own[(t * 7 + i) % Math.max(own.length, 1)]
+                const kind = own.length > 4 ? (t + i) % 5 : 0
+                if (kind === 3 && existing) {
+                  await updateRecording(tx, enterpriseId, existing, { title: `t${t}-${i}` })
+                } else if (kind === 4 && existing && !abandon) {
+                  await deleteRecording(tx, enterpriseId, existing)
+                  own.splice(own.indexOf(existing), 1)
+                } else {
+                  const audioId = `w${w}-t${t}-${i}`
+                  await insertRecordings(tx, enterpriseId, [
+                    {
+                      audioId,
+                      deviceUid: `dev-${w}`,
+                      title: audioId,
+                      recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, made + i)).toISOString(),
+                      denoiseUrl: `https://cdn.example/${audioId}.mp3`,
+                      recordDuration: 1,
+                    },
+                  ])
+                  if (!abandon) own.push(audioId)
+                }
+                // Let other writers' transactions start and commit while this one is open.
+                await yieldTurn()
+              }
+              if (abandon) throw new Abandoned()
+            })
+            made += size
+          } catch (error) {
+            if (!(error instanceof Abandoned)) throw error
+            abandoned++
+          }
+        }
+        return abandoned
+      }
+
+      async function reader(): Promise<Change[]> {
+        const seen: Change[] = []
+        let cursor: string | undefined
+        for (;;) {
+          const stillWriting = writing
+          const page = await readChanges(db, enterpriseId, { cursor, size: 100 })
+          seen.push(...page.items)
+          cursor = page.nextCursor
+          if (!page.hasMore && !stillWriting) return seen
+          // Caught up: poll again shortly, as a partner following the feed would.
+          if (!page.hasMore) await new Promise((resolve) => setTimeout(resolve, 5))
+        }
+      }
+
+      const readers = Array.from({ length: READERS }, reader)
+      const abandoned = await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w))).finally(
+        () => {
+          writing = false
+        },
+      )
+      assert.ok(
+        abandoned.every((n) => n > 0),
+        'every writer rolled some transactions back',
+      )
+      const seenByReaders = await Promise.all(readers)
+
+      const { items: truth, hasMore } = await readChanges(db, enterpriseId, { cursor: undefined, size: 100 })
+      assert.equal(truth.length, 100)
+      assert.ok(hasMore)
+      const full = seenByReaders[0] ?? []
+      assert.equal(full.length, CHANGES, 'every committed change, nothing rolled back')
+      // Seqs are contiguous: numbers are handed out at commit, so an abandoned transaction leaves no gap.
+      full.forEach((change, i) => {
+        assert.equal(change.seq, (full[0]?.seq ?? 0) + i)
+      })
+      const key = (change: Change) => `${change.seq}:${change.audioId}:${change.change}`
+      for (const seen of seenByReaders) assert.deepEqual(seen.map(key), full.map(key))
+      const [committed] = await db.query<{ n: number }>(
+        'SELECT count(*)::int AS n FROM recording_changes WHERE enterprise_id = $1',
+        [enterpriseId],
+      )
+      assert.equal(committed?.n, CHANGES)
+      assert.deepEqual(
+        full.filter((change) => change.audioId.includes('-t5-')).map((change) => change.change),
+        [],
+        'a transaction rolled back leaves no change',
+      )
+    })
+  })
+}

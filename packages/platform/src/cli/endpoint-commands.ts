@@ -1,0 +1,68 @@
+import { Command } from 'commander'
+import type { Endpoint } from './admin-client.js'
+import { printJson, printLines, runClient, table } from './client-command.js'
+
+interface JsonFlag {
+  json?: boolean
+}
+
+/** `earshot endpoints list|enable`: the health of push URLs (DESIGN.md §10). */
+export function endpointsCommand(): Command {
+  const endpoints = new Command('endpoints').description(
+    'show the health of push URLs; enable a disabled one again, resuming the deliveries it held',
+  )
+
+  endpoints
+    .command('list')
+    .description('list every push URL with its health (healthy, failing, disabled) and why')
+    .option('--json', 'print the push URLs as a JSON array')
+    .action(async (options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const found = await client.listEndpoints()
+        if (options.json) return printJson(found)
+        if (found.length === 0) return printLines('No push URLs: no enterprise has one.')
+        const rows = found.map((endpoint) => [
+          endpoint.url,
+          endpoint.state,
+          endpoint.enterprises.join(',') || '-',
+          String(endpoint.consecutiveFailures),
+          endpoint.lastSuccessAt ?? '-',
+          endpoint.lastFailureAt ?? '-',
+        ])
+        printLines(
+          ...table(['URL', 'STATE', 'ENTERPRISES', 'FAILURES', 'LAST SUCCESS', 'LAST FAILURE'], rows),
+          ...found.filter((endpoint) => endpoint.reason !== null).flatMap(describeTrouble),
+        )
+      })
+    })
+
+  endpoints
+    .command('enable')
+    .description('make a push URL healthy again: the deliveries it held are pushed, in due order')
+    .argument('<url>', 'the push URL, as `earshot endpoints list` shows it')
+    .option('--json', 'print {"url", "enabled", "resumed", "endpoint"} as JSON')
+    .action(async (url: string, options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const enabled = await client.enableEndpoint(url)
+        if (options.json) return printJson(enabled)
+        printLines(
+          `Enabled ${enabled.url}: it is healthy again; ` +
+            (enabled.resumed === 0
+              ? 'it held no deliveries.'
+              : `${enabled.resumed} held ${enabled.resumed === 1 ? 'delivery resumes' : 'deliveries resume'}, in due order.`),
+        )
+      })
+    })
+
+  return endpoints
+}
+
+function describeTrouble(endpoint: Endpoint): string[] {
+  const lines = [`${endpoint.url} is ${endpoint.state}: ${endpoint.reason}`]
+  if (endpoint.state === 'disabled') {
+    lines.push(
+      `  Its deliveries are kept pending. Once the partner fixed it: earshot endpoints enable ${endpoint.url}`,
+    )
+  }
+  return lines
+}

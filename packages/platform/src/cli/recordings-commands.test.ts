@@ -1,0 +1,114 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { createPartner, ingest } from '@earshot/test-kit/calls'
+import { runCli } from '@earshot/test-kit/run-cli'
+
+/** `earshot recordings update|delete` (DESIGN.md §10). */
+
+const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+
+describe('earshot recordings update and delete', { timeout: 60_000 }, () => {
+  let platform: TestPlatform
+  let env: Record<string, string>
+  let enterpriseId: number
+  const earshot = (...args: string[]) => runCli(cli, args, env)
+
+  async function row(audioId: string): Promise<{ title: string; record_duration: number } | undefined> {
+    const [found] = await platform.context.db.query<{ title: string; record_duration: number }>(
+      'SELECT title, record_duration FROM recordings WHERE audio_id = $1',
+      [audioId],
+    )
+    return found
+  }
+
+  before(async () => {
+    platform = await startTestPlatform('pglite')
+    env = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
+    ;({ enterpriseId } = await createPartner(platform, 'Cli'))
+    for (const audioId of ['cli-1', 'cli-2']) {
+      await ingest(platform, enterpriseId, {
+        audioId,
+        deviceUid: 'dev',
+        title: audioId,
+        recordedAt: '2026-02-01T00:00:00Z',
+        denoiseUrl: `https://cdn.example/${audioId}.mp3`,
+        recordDuration: 5,
+      })
+    }
+  })
+  after(async () => {
+    await platform?.stop()
+  })
+
+  test('update --json changes the fields given and prints {"updated": AUDIO_ID}', async () => {
+    const json = await earshot(
+      'recordings',
+      'update',
+      'cli-1',
+      '--enterprise',
+      String(enterpriseId),
+      '--title',
+      'Renamed',
+      '--record-duration',
+      '9',
+      '--json',
+    )
+    assert.equal(json.code, 0, json.stderr)
+    assert.deepEqual(JSON.parse(json.stdout), { updated: 'cli-1' })
+    assert.deepEqual(await row('cli-1'), { title: 'Renamed', record_duration: 9 })
+
+    const refused = await earshot(
+      'recordings',
+      'update',
+      'cli-1',
+      '--enterprise',
+      String(enterpriseId),
+      '--json',
+    )
+    assert.equal(refused.code, 1)
+    assert.match(refused.stderr, /error 4001: .*at least one/)
+    const badNumber = await earshot(
+      'recordings',
+      'update',
+      'cli-1',
+      '--enterprise',
+      String(enterpriseId),
+      '--record-duration',
+      'long',
+    )
+    assert.equal(badNumber.code, 1)
+    assert.match(badNumber.stderr, /recordDuration/)
+  })
+
+  test('delete --json prints {"deleted": AUDIO_ID}; an unknown audioId exits non-zero with 4040', async () => {
+    const json = await earshot(
+      'recordings',
+      'delete',
+      'cli-2',
+      '--enterprise',
+      String(enterpriseId),
+      '--json',
+    )
+    assert.equal(json.code, 0, json.stderr)
+    assert.equal(json.stdout, '{"deleted": "cli-2"}\n')
+    assert.equal(await row('cli-2'), undefined)
+
+    const again = await earshot(
+      'recordings',
+      'delete',
+      'cli-2',
+      '--enterprise',
+      String(enterpriseId),
+      '--json',
+    )
+    assert.equal(again.code, 1)
+    assert.match(again.stderr, /^error 4040: enterprise \d+ has no recording "cli-2"$/m)
+    assert.equal(JSON.parse(again.stdout).error.code, 4040)
+
+    const readable = await earshot('recordings', 'delete', 'cli-1', '--enterprise', String(enterpriseId))
+    assert.equal(readable.code, 0, readable.stderr)
+    assert.match(readable.stdout, /^Deleted recording cli-1 of enterprise \d+\.$/m)
+  })
+})

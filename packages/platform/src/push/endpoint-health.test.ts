@@ -1,0 +1,457 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import {
+  admin,
+  createPartner,
+  expectCode,
+  ingest,
+  type Reply,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
+import {
+  callbackSender,
+  eventually,
+  type PushAnswer,
+  startTestReceiver,
+  type TestReceiver,
+} from '@earshot/test-kit/push-receiver'
+import type { PlatformConfig } from '../config/config.js'
+import type { DeliveryView } from './delivery-store.js'
+import { type EndpointView, recordEndpointOutcomes } from './endpoint-health.js'
+
+/** Push URL health (DESIGN.md §10): failing, disabled (after a while, or at once on 410), enabled again. */
+
+const DISABLE_AFTER = 2
+
+/** Compressed timings: retries every 0.2 s for 6 s, so a failing URL outlives its 2 s window. */
+const settings: Partial<PlatformConfig> = {
+  pushRetryScheduleSeconds: Array.from({ length: 30 }, () => 0.2),
+  pushConfirmWindowSeconds: 5,
+  pushTimeoutSeconds: 0.5,
+  pushDisableAfterSeconds: DISABLE_AFTER,
+  // One push at a time per URL: held deliveries arrive in the order they are pushed.
+  pushConcurrencyPerUrl: 1,
+}
+
+const OK: PushAnswer = { status: 200, body: { code: 2000 } }
+const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+
+let recordingCounter = 0
+const recording = () => ({
+  deviceUid: 'DEV-HEALTH',
+  title: `health ${++recordingCounter}`,
+  recordedAt: '2026-03-01T10:00:00+08:00',
+  denoiseUrl: `https://media.example/health-${recordingCounter}.mp3`,
+  recordDuration: 1000,
+})
+
+for (const backend of testBackends) {
+  describe(`${backend}: push URL health (DESIGN.md §10)`, { timeout: 120_000 }, () => {
+    let platform: TestPlatform
+    const receivers: TestReceiver[] = []
+    before(async () => {
+      platform = await startTestPlatform(backend, settings)
+    })
+    after(async () => {
+      for (const receiver of receivers) await receiver.close()
+      await platform?.stop()
+    })
+
+    /** The partner's receiver answering `answer()` (read on every push), calling back after each 2000. */
+    async function receiverFor(partner: TestPartner, answer: () => PushAnswer): Promise<TestReceiver> {
+      const callback = callbackSender(() => platform.partnerUrl, partner)
+      const receiver = await startTestReceiver(partner.secret, {
+        answer,
+        afterAnswer: (push, answered) => {
+          if ((answered.body as { code?: number }).code === 2000) void callback(push.event.audioId)
+        },
+      })
+      receivers.push(receiver)
+      return receiver
+    }
+
+    async function pushTo(partner: TestPartner, url: string): Promise<void> {
+      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
+        pushUrl: url,
+      })
+      assert.equal(set.status, 200, JSON.stringify(set.body))
+    }
+
+    /** A new enterprise pushing to its own receiver. */
+    async function endpointFor(answer: () => PushAnswer) {
+      const partner = await createPartner(platform)
+      const receiver = await receiverFor(partner, answer)
+      await pushTo(partner, receiver.url)
+      return { enterpriseId: partner.enterpriseId, partner, receiver }
+    }
+
+    async function endpoint(url: string): Promise<EndpointView | undefined> {
+      const { status, body } = await admin<{ endpoints: EndpointView[] }>(platform, 'GET', '/endpoints')
+      assert.equal(status, 200, JSON.stringify(body))
+      return body.endpoints.find((each) => each.url === url)
+    }
+    const inState = async (url: string, state: EndpointView['state']) => {
+      const found = await endpoint(url)
+      return found?.state === state && found
+    }
+
+    /** The endpoint once a success is recorded (attempts do not wait for their URL's health). */
+    const succeeded = async (url: string) => {
+      const found = await endpoint(url)
+      return found?.lastSuccessAt ? found : undefined
+    }
+
+    async function deliveriesOf(enterpriseId: number): Promise<DeliveryView[]> {
+      const { status, body } = await admin<{ deliveries: DeliveryView[] }>(
+        platform,
+        'GET',
+        `/deliveries?enterpriseId=${enterpriseId}`,
+      )
+      assert.equal(status, 200, JSON.stringify(body))
+      return body.deliveries.reverse()
+    }
+    const allConfirmed = async (enterpriseId: number, count: number) => {
+      const deliveries = await deliveriesOf(enterpriseId)
+      return deliveries.length === count && deliveries.every((d) => d.state === 'confirmed') && deliveries
+    }
+
+    async function claimNumbers(enterpriseId: number): Promise<number[]> {
+      const rows = await platform.context.db.query<{ claim_no: number }>(
+        'SELECT claim_no FROM deliveries WHERE enterprise_id = $1 ORDER BY delivery_id',
+        [enterpriseId],
+      )
+      return rows.map((row) => row.claim_no)
+    }
+
+    /** A delivery of another, healthy push URL made now and confirmed: the dispatcher claimed after now. */
+    async function anotherEnterpriseConfirmed(): Promise<void> {
+      const { enterpriseId: other } = await endpointFor(() => OK)
+      await ingest(platform, other, recording())
+      await eventually(() => allConfirmed(other, 1), 15_000, "another URL's delivery confirmed")
+    }
+
+    test('410 Gone disables the URL at once for every enterprise on it; its deliveries wait, pending, until it is enabled', async () => {
+      let answer: PushAnswer = { status: 410, body: { code: 4040, msg: 'gone' } }
+      const { enterpriseId: first, receiver } = await endpointFor(() => answer)
+      const sharing = await createPartner(platform)
+      const second = sharing.enterpriseId
+      await pushTo(sharing, receiver.url)
+
+      await ingest(platform, first, recording())
+      const disabled = await eventually(() => inState(receiver.url, 'disabled'), 15_000, 'disabled')
+      assert.match(disabled.reason ?? '', /^HTTP 410 Gone at \d{4}-\d\d-\d\dT[\d:.]+Z$/)
+      assert.match(disabled.disabledAt ?? '', ISO)
+      assert.equal(disabled.reason, `HTTP 410 Gone at ${disabled.disabledAt}`)
+      assert.deepEqual(disabled.enterprises, [first, second])
+      assert.equal(disabled.consecutiveFailures, 1)
+      assert.equal(disabled.lastFailureAt, disabled.disabledAt)
+      assert.equal(disabled.lastSuccessAt, null)
+
+      // The 410 attempt is recorded, and the delivery is pending again without spending a retry.
+      const [gone] = await eventually(
+        async () => {
+          const deliveries = await deliveriesOf(first)
+          return deliveries[0]?.state === 'pending' && deliveries[0].attempts.length === 1 && deliveries
+        },
+        10_000,
+        'the delivery pending again after its 410',
+      )
+      assert.ok(gone)
+      assert.deepEqual(
+        gone.attempts.map((a) => [a.outcome, a.httpStatus]),
+        [['gone', 410]],
+      )
+      const [failures] = await platform.context.db.query<{ failures: number }>(
+        'SELECT failures FROM deliveries WHERE delivery_id = $1',
+        [gone.deliveryId],
+      )
+      assert.equal(failures?.failures, 0)
+
+      // New events for the URL accumulate, pending and never claimed, while later ones elsewhere go out.
+      await ingest(platform, second, recording())
+      await ingest(platform, first, recording())
+      await anotherEnterpriseConfirmed()
+      for (const enterpriseId of [first, second]) {
+        const deliveries = await deliveriesOf(enterpriseId)
+        assert.ok(
+          deliveries.every((d) => d.state === 'pending'),
+          JSON.stringify(deliveries.map((d) => d.state)),
+        )
+      }
+      assert.deepEqual(await claimNumbers(first), [1, 0], 'only the first was ever claimed')
+      assert.deepEqual(await claimNumbers(second), [0])
+      assert.equal(receiver.received.length, 1)
+
+      // An enterprise moving to another push URL takes its held deliveries along.
+      await pushTo(sharing, (await receiverFor(sharing, () => OK)).url)
+      await eventually(() => allConfirmed(second, 1), 15_000, 'pushed to the new URL')
+      assert.deepEqual((await endpoint(receiver.url))?.enterprises, [first])
+
+      const metrics = await fetch(`${platform.adminUrl}/metrics`, {
+        headers: { authorization: `Bearer ${platform.adminToken}` },
+      }).then((response) => response.text())
+      assert.match(metrics, /^earshot_push_endpoints\{state="disabled"\} [1-9]\d*$/m)
+      assert.ok(
+        metrics.includes(`earshot_push_endpoint_state{url="${receiver.url}",state="disabled"} 1\n`),
+        metrics,
+      )
+
+      answer = OK
+      const enabled = await admin<{ url: string; enabled: boolean; resumed: number; endpoint: EndpointView }>(
+        platform,
+        'POST',
+        '/endpoints/enable',
+        { url: receiver.url },
+      )
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      assert.equal(enabled.body.url, receiver.url)
+      assert.equal(enabled.body.enabled, true)
+      assert.equal(enabled.body.resumed, 2)
+      assert.equal(enabled.body.endpoint.state, 'healthy')
+      assert.equal(enabled.body.endpoint.reason, null)
+      assert.equal(enabled.body.endpoint.disabledAt, null)
+
+      const [firstHeld, firstLater] = await eventually(() => allConfirmed(first, 2), 15_000, 'resumed')
+      assert.deepEqual(
+        firstHeld?.attempts.map((a) => a.outcome),
+        ['gone', 'acked'],
+      )
+      // Pushed again in the order they were due.
+      assert.deepEqual(
+        receiver.received.slice(1).map((push) => push.event.eventId),
+        [firstHeld?.eventId, firstLater?.eventId],
+      )
+      const healthy = await eventually(() => succeeded(receiver.url), 10_000, 'the success recorded')
+      assert.equal(healthy?.state, 'healthy')
+      assert.equal(healthy?.consecutiveFailures, 0)
+      assert.equal(healthy?.failingSince, null)
+    })
+
+    test(`failing for longer than EARSHOT_PUSH_DISABLE_AFTER (${DISABLE_AFTER} s) with no success disables the URL`, async () => {
+      let answer: PushAnswer = { status: 503, body: { code: 5030 } }
+      const { enterpriseId, receiver } = await endpointFor(() => answer)
+      await ingest(platform, enterpriseId, recording())
+
+      const failing = await eventually(() => inState(receiver.url, 'failing'), 10_000, 'failing')
+      assert.ok(failing.consecutiveFailures >= 1)
+      assert.match(failing.failingSince ?? '', ISO)
+      assert.match(failing.reason ?? '', /^\d+ failed attempts? (in a row )?since .+; last: HTTP 503$/)
+      assert.equal(failing.disabledAt, null)
+
+      const disabled = await eventually(() => inState(receiver.url, 'disabled'), 15_000, 'disabled')
+      assert.equal(
+        disabled.reason,
+        `failing since ${failing.failingSince} for longer than EARSHOT_PUSH_DISABLE_AFTER (${DISABLE_AFTER} s); last: HTTP 503`,
+      )
+      assert.equal(disabled.failingSince, failing.failingSince)
+      const failedFor = Date.parse(disabled.disabledAt ?? '') - Date.parse(failing.failingSince ?? '')
+      assert.ok(failedFor >= DISABLE_AFTER * 1000, `disabled after ${failedFor} ms of failures`)
+      assert.ok(disabled.consecutiveFailures >= 2)
+
+      // Held, not failed: its retry schedule (6 s) is not spent.
+      const [held] = await eventually(
+        async () => {
+          const deliveries = await deliveriesOf(enterpriseId)
+          return deliveries[0]?.state === 'pending' && deliveries
+        },
+        10_000,
+        'the delivery pending',
+      )
+      assert.ok(held)
+      const claims = await claimNumbers(enterpriseId)
+      // Once its retry is due, a delivery made later elsewhere is claimed and this one is not.
+      await eventually(
+        async () => {
+          const [row] = await platform.context.db.query<{ due: boolean }>(
+            'SELECT due_at <= now() AS due FROM deliveries WHERE delivery_id = $1',
+            [held.deliveryId],
+          )
+          return row?.due
+        },
+        5_000,
+        'the held retry due',
+      )
+      await anotherEnterpriseConfirmed()
+      assert.deepEqual(await claimNumbers(enterpriseId), claims)
+      const attempts = (await deliveriesOf(enterpriseId))[0]?.attempts.length
+
+      answer = OK
+      const enabled = await admin(platform, 'POST', '/endpoints/enable', { url: receiver.url })
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      const [confirmed] = await eventually(() => allConfirmed(enterpriseId, 1), 15_000, 'confirmed')
+      assert.equal(confirmed?.attempts.length, (attempts ?? 0) + 1)
+      assert.equal(confirmed?.attempts.at(-1)?.outcome, 'acked')
+    })
+
+    test('a success makes a failing URL healthy again', async () => {
+      let pushes = 0
+      const { enterpriseId, receiver } = await endpointFor(() =>
+        ++pushes <= 2 ? { status: 503, body: { code: 5030 } } : OK,
+      )
+      await ingest(platform, enterpriseId, recording())
+      const [delivery] = await eventually(() => allConfirmed(enterpriseId, 1), 15_000, 'confirmed')
+      assert.deepEqual(
+        delivery?.attempts.map((a) => a.outcome),
+        ['failed', 'failed', 'acked'],
+      )
+      const healthy = await eventually(() => succeeded(receiver.url), 10_000, 'the success recorded')
+      assert.deepEqual(
+        { ...healthy, lastSuccessAt: undefined, lastFailureAt: undefined },
+        {
+          url: receiver.url,
+          state: 'healthy',
+          reason: null,
+          failingSince: null,
+          lastSuccessAt: undefined,
+          lastFailureAt: undefined,
+          consecutiveFailures: 0,
+          disabledAt: null,
+          enterprises: [enterpriseId],
+        },
+      )
+      assert.ok(Date.parse(healthy?.lastFailureAt ?? '') <= Date.parse(healthy?.lastSuccessAt ?? ''))
+    })
+
+    test('outcomes: the last of a batch decides; failures add up over batches; a disabled URL stays so', async () => {
+      const { db } = platform.context
+      const url = 'https://recorded.example/push?token=hidden'
+      const at = Date.parse('2026-05-01T00:00:00Z')
+      const view = async () => endpoint(url)
+      const outcome = (seconds: number, ok: boolean, error = 'HTTP 500') => ({
+        url,
+        at: at + seconds * 1000,
+        ok,
+        ...(!ok && { error }),
+      })
+
+      assert.deepEqual(
+        await recordEndpointOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60),
+        [],
+      )
+      let seen = await view()
+      assert.equal(seen?.state, 'failing')
+      assert.equal(seen?.consecutiveFailures, 1, 'only the failure after the success')
+      assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
+      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:00:02.000Z')
+      assert.equal(seen?.reason, '1 failed attempt since 2026-05-01T00:00:03.000Z; last: HTTP 500')
+      assert.deepEqual(seen?.enterprises, [])
+
+      await recordEndpointOutcomes(db, [outcome(30, false, 'HTTP 502')], 60)
+      seen = await view()
+      assert.equal(seen?.consecutiveFailures, 2)
+      assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
+      assert.equal(seen?.reason, '2 failed attempts in a row since 2026-05-01T00:00:03.000Z; last: HTTP 502')
+
+      assert.deepEqual(await recordEndpointOutcomes(db, [outcome(63, false, 'timeout')], 60), [
+        {
+          url,
+          reason:
+            'failing since 2026-05-01T00:00:03.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: timeout',
+        },
+      ])
+      assert.deepEqual(await recordEndpointOutcomes(db, [outcome(64, true)], 60), [], 'disabled once only')
+      seen = await view()
+      assert.equal(seen?.state, 'disabled')
+      assert.equal(seen?.disabledAt, '2026-05-01T00:01:03.000Z')
+      assert.equal(seen?.consecutiveFailures, 0, 'the success is recorded')
+      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:01:04.000Z')
+
+      const metrics = await fetch(`${platform.adminUrl}/metrics`, {
+        headers: { authorization: `Bearer ${platform.adminToken}` },
+      }).then((response) => response.text())
+      assert.ok(
+        metrics.includes(
+          'earshot_push_endpoint_state{url="https://recorded.example/push",state="disabled"} 1\n',
+        ),
+        'labelled without the query, which may carry a secret',
+      )
+      assert.ok(!metrics.includes('token=hidden'))
+
+      const enabled = await admin<{ resumed: number; endpoint: EndpointView }>(
+        platform,
+        'POST',
+        '/endpoints/enable',
+        { url },
+      )
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      assert.equal(enabled.body.resumed, 0)
+      assert.equal(enabled.body.endpoint.state, 'healthy')
+      assert.equal(enabled.body.endpoint.consecutiveFailures, 0)
+
+      // A URL's first batch may disable it already: failing for longer than the window, or gone.
+      const fresh = (path: string, ...outcomes: { seconds: number; ok: boolean; gone?: boolean }[]) =>
+        recordEndpointOutcomes(
+          db,
+          outcomes.map((o) => ({
+            ...outcome(o.seconds, o.ok),
+            url: `https://fresh.example/${path}`,
+            gone: o.gone,
+          })),
+          60,
+        )
+      assert.deepEqual(
+        (await fresh('slow', { seconds: 0, ok: false }, { seconds: 61, ok: false })).map((d) => d.reason),
+        [
+          'failing since 2026-05-01T00:00:00.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: HTTP 500',
+        ],
+      )
+      assert.deepEqual(
+        (await fresh('gone', { seconds: 1, ok: false, gone: true }, { seconds: 2, ok: true })).map(
+          (d) => d.reason,
+        ),
+        ['HTTP 410 Gone at 2026-05-01T00:00:01.000Z'],
+      )
+      assert.equal((await endpoint('https://fresh.example/gone'))?.state, 'disabled')
+    })
+
+    test('the endpoint routes refuse a bad body (4000, 4001 naming the field) and an unknown URL (4040)', async () => {
+      const call = async (body: unknown, contentType = 'application/json'): Promise<Reply> => {
+        const response = await fetch(`${platform.adminUrl}/admin/v1/endpoints/enable`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': contentType },
+          body: typeof body === 'string' ? body : JSON.stringify(body),
+        })
+        return {
+          status: response.status,
+          headers: response.headers,
+          body: (await response.json()) as Reply['body'],
+        }
+      }
+      const refused = async (body: unknown, code: number, msg: RegExp) => {
+        const reply = await call(body)
+        expectCode(reply, code)
+        assert.match(reply.body.msg as string, msg)
+      }
+      await refused([], 4000, /JSON object/)
+      await refused({}, 4001, /^url: is required/)
+      await refused({ url: 42 }, 4001, /^url: /)
+      await refused({ url: 'not a url' }, 4001, /^url: /)
+      await refused({ url: 'ftp://files.example/push' }, 4001, /^url: /)
+      await refused({ url: 'https://x.example/push', force: true }, 4001, /^force: is not a field/)
+      await refused({ url: 'https://unknown.example/push' }, 4040, /https:\/\/unknown\.example\/push/)
+
+      // A URL an enterprise uses but no attempt reached yet: healthy, listed, and enabling it is harmless.
+      const partner = await createPartner(platform)
+      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
+        pushUrl: 'http://127.0.0.1:9/untouched',
+      })
+      assert.equal(set.status, 200)
+      assert.deepEqual(await endpoint('http://127.0.0.1:9/untouched'), {
+        url: 'http://127.0.0.1:9/untouched',
+        state: 'healthy',
+        reason: null,
+        failingSince: null,
+        lastSuccessAt: null,
+        lastFailureAt: null,
+        consecutiveFailures: 0,
+        disabledAt: null,
+        enterprises: [partner.enterpriseId],
+      })
+      const enabled = await call({ url: 'HTTP://127.0.0.1:9/untouched' })
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      assert.equal(enabled.body.url, 'http://127.0.0.1:9/untouched', 'compared as push URLs are stored')
+      assert.equal(enabled.body.resumed, 0)
+    })
+  })
+}

@@ -1,0 +1,251 @@
+import { sqlList } from '@earshot/support/queue'
+import { isoTime } from '../enterprises/enterprise-store.js'
+import type { Queryable } from '../storage/database.js'
+import { deliveryQueue } from './delivery-store.js'
+
+/*
+ * The health of every push URL (DESIGN.md §10): `healthy`; `failing` once an attempt failed; `disabled`
+ * after EARSHOT_PUSH_DISABLE_AFTER of failures with no success in between, or at once when the partner
+ * answers 410 Gone. A success makes a failing URL healthy again; a disabled one stays disabled (an
+ * attempt still in flight when it was disabled may succeed) until an operator enables it. Several
+ * enterprises may share a push URL: health is the URL's, and disabling it holds the deliveries of every
+ * enterprise pushing to it — kept pending, in due order, never dropped.
+ */
+
+export const ENDPOINT_STATES = ['healthy', 'failing', 'disabled'] as const
+export type EndpointState = (typeof ENDPOINT_STATES)[number]
+
+/** How one attempt went for its push URL. */
+export interface EndpointOutcome {
+  url: string
+  /** Epoch milliseconds: when the attempt ended. */
+  at: number
+  ok: boolean
+  /** The partner answered 410 Gone: the URL is disabled at once. */
+  gone?: boolean
+  error?: string | undefined
+}
+
+/** One URL's outcomes of a batch, in the order they ended. */
+interface Summary {
+  url: string
+  /** Failures after the last success of the batch (all of them when there was none). */
+  failures: number
+  failingSince: number | null
+  lastSuccessAt: number | null
+  lastFailureAt: number | null
+  lastError: string | null
+  goneAt: number | null
+}
+
+function summarize(outcomes: readonly EndpointOutcome[]): Summary[] {
+  const byUrl = new Map<string, Summary>()
+  for (const outcome of [...outcomes].sort((a, b) => a.at - b.at)) {
+    let summary = byUrl.get(outcome.url)
+    if (!summary) {
+      summary = {
+        url: outcome.url,
+        failures: 0,
+        failingSince: null,
+        lastSuccessAt: null,
+        lastFailureAt: null,
+        lastError: null,
+        goneAt: null,
+      }
+      byUrl.set(outcome.url, summary)
+    }
+    if (outcome.ok) {
+      summary.lastSuccessAt = outcome.at
+      summary.failures = 0
+      summary.failingSince = null
+    } else {
+      summary.failures++
+      summary.failingSince ??= outcome.at
+      summary.lastFailureAt = outcome.at
+      summary.lastError = outcome.error ?? null
+      if (outcome.gone) summary.goneAt = outcome.at
+    }
+  }
+  return [...byUrl.values()]
+}
+
+/** The window's reason, given the SQL of the instant the URL has been failing since. */
+const windowReason = (failingSince: string, lastError: string) =>
+  `'failing since ' || ${isoTime(failingSince)} || ' for longer than EARSHOT_PUSH_DISABLE_AFTER (' || $8::float8 || ' s)'
+   || coalesce('; last: ' || ${lastError}, '')`
+
+// x: the batch's summary of a URL as a row of its own (what the URL's row would be without a past);
+// p: the row as it was. A success in the batch starts the count of failures afresh.
+const failingSince = `CASE WHEN EXCLUDED.last_success_at IS NOT NULL THEN EXCLUDED.failing_since
+                           ELSE coalesce(p.failing_since, EXCLUDED.failing_since) END`
+const overdue = (since: string, lastFailure: string) =>
+  `${since} <= ${lastFailure} - make_interval(secs => $8::float8)`
+
+const recordSql = `WITH b AS (
+     SELECT x.url, x.failures, to_timestamp(x.failing_ms / 1000) AS failing_since,
+            to_timestamp(x.success_ms / 1000) AS last_success_at, to_timestamp(x.failure_ms / 1000) AS last_failure_at,
+            x.last_error, to_timestamp(x.gone_ms / 1000) AS gone_at
+       FROM unnest($1::text[], $2::int[], $3::float8[], $4::float8[], $5::float8[], $6::text[], $7::float8[])
+         AS x(url, failures, failing_ms, success_ms, failure_ms, last_error, gone_ms)),
+   prior AS (SELECT url, disabled_at FROM push_endpoints WHERE url IN (SELECT url FROM b)),
+   recorded AS (
+     INSERT INTO push_endpoints AS p (url, consecutive_failures, failing_since, last_success_at, last_failure_at,
+                                      last_error, disabled_at, disabled_reason)
+     SELECT b.url, b.failures, b.failing_since, b.last_success_at, b.last_failure_at, b.last_error,
+            CASE WHEN b.gone_at IS NOT NULL THEN b.gone_at
+                 WHEN ${overdue('b.failing_since', 'b.last_failure_at')} THEN b.last_failure_at END,
+            CASE WHEN b.gone_at IS NOT NULL THEN 'HTTP 410 Gone at ' || ${isoTime('b.gone_at')}
+                 WHEN ${overdue('b.failing_since', 'b.last_failure_at')}
+                 THEN ${windowReason('b.failing_since', 'b.last_error')} END
+       FROM b ORDER BY b.url
+     ON CONFLICT (url) DO UPDATE SET
+       consecutive_failures = CASE WHEN EXCLUDED.last_success_at IS NOT NULL THEN EXCLUDED.consecutive_failures
+                                   ELSE p.consecutive_failures + EXCLUDED.consecutive_failures END,
+       failing_since = ${failingSince},
+       last_success_at = greatest(p.last_success_at, EXCLUDED.last_success_at),
+       last_failure_at = greatest(p.last_failure_at, EXCLUDED.last_failure_at),
+       last_error = coalesce(EXCLUDED.last_error, p.last_error),
+       disabled_at = coalesce(p.disabled_at, EXCLUDED.disabled_at,
+                              CASE WHEN ${overdue(failingSince, 'EXCLUDED.last_failure_at')}
+                                   THEN EXCLUDED.last_failure_at END),
+       disabled_reason = CASE WHEN p.disabled_at IS NOT NULL THEN p.disabled_reason
+                              WHEN EXCLUDED.disabled_at IS NOT NULL THEN EXCLUDED.disabled_reason
+                              WHEN ${overdue(failingSince, 'EXCLUDED.last_failure_at')}
+                              THEN ${windowReason(`(${failingSince})`, 'EXCLUDED.last_error')} END
+     RETURNING p.url, p.disabled_at, p.disabled_reason)
+   SELECT r.url, r.disabled_reason AS reason FROM recorded r LEFT JOIN prior USING (url)
+    WHERE r.disabled_at IS NOT NULL AND prior.disabled_at IS NULL`
+
+/**
+ * Records a batch of attempts' outcomes in the health of their URLs, one statement; returns the URLs it
+ * disabled, with why. Times are the platform's clock (epoch ms), as the outcomes give them.
+ */
+export async function recordEndpointOutcomes(
+  db: Queryable,
+  outcomes: readonly EndpointOutcome[],
+  disableAfterSeconds: number,
+): Promise<{ url: string; reason: string }[]> {
+  if (outcomes.length === 0) return []
+  const batch = summarize(outcomes)
+  const column = <T>(pick: (s: Summary) => T) => batch.map(pick)
+  return db.query<{ url: string; reason: string }>(recordSql, [
+    column((s) => s.url),
+    column((s) => s.failures),
+    column((s) => s.failingSince),
+    column((s) => s.lastSuccessAt),
+    column((s) => s.lastFailureAt),
+    column((s) => s.lastError),
+    column((s) => s.goneAt),
+    disableAfterSeconds,
+  ])
+}
+
+export interface EndpointView {
+  url: string
+  state: EndpointState
+  /** Why it is disabled, or what is failing; null when healthy. */
+  reason: string | null
+  failingSince: string | null
+  lastSuccessAt: string | null
+  lastFailureAt: string | null
+  /** Failed attempts since the last success (or since it was enabled). */
+  consecutiveFailures: number
+  disabledAt: string | null
+  /** The enterprises pushing to it now. */
+  enterprises: number[]
+}
+
+interface EndpointRow {
+  url: string
+  consecutiveFailures: number | null
+  failingSince: string | null
+  lastSuccessAt: string | null
+  lastFailureAt: string | null
+  lastError: string | null
+  disabledAt: string | null
+  disabledReason: string | null
+  enterprises: number[] | string | null
+}
+
+// Every URL with a health record or an enterprise pushing to it; one without a record is healthy.
+const endpointsSql = `WITH urls AS (
+     SELECT url FROM push_endpoints WHERE $1::text IS NULL OR url = $1
+     UNION
+     SELECT push_url FROM enterprises WHERE push_url IS NOT NULL AND ($1::text IS NULL OR push_url = $1))
+   SELECT u.url, p.consecutive_failures AS "consecutiveFailures", ${isoTime('p.failing_since')} AS "failingSince",
+          ${isoTime('p.last_success_at')} AS "lastSuccessAt", ${isoTime('p.last_failure_at')} AS "lastFailureAt",
+          p.last_error AS "lastError", ${isoTime('p.disabled_at')} AS "disabledAt", p.disabled_reason AS "disabledReason",
+          (SELECT json_agg(e.enterprise_id ORDER BY e.enterprise_id) FROM enterprises e WHERE e.push_url = u.url)
+            AS enterprises
+     FROM urls u LEFT JOIN push_endpoints p ON p.url = u.url
+    ORDER BY u.url`
+
+function viewOf(row: EndpointRow): EndpointView {
+  const failures = row.consecutiveFailures ?? 0
+  const state: EndpointState = row.disabledAt !== null ? 'disabled' : failures > 0 ? 'failing' : 'healthy'
+  const failing =
+    failures > 0
+      ? `${failures} failed ${failures === 1 ? 'attempt' : 'attempts in a row'} since ${row.failingSince}` +
+        (row.lastError === null ? '' : `; last: ${row.lastError}`)
+      : null
+  // json_agg arrives parsed from PostgreSQL, as text from PGlite.
+  const enterprises = typeof row.enterprises === 'string' ? JSON.parse(row.enterprises) : row.enterprises
+  return {
+    url: row.url,
+    state,
+    reason: state === 'disabled' ? row.disabledReason : failing,
+    failingSince: row.failingSince,
+    lastSuccessAt: row.lastSuccessAt,
+    lastFailureAt: row.lastFailureAt,
+    consecutiveFailures: failures,
+    disabledAt: row.disabledAt,
+    enterprises: enterprises ?? [],
+  }
+}
+
+/** Every push URL in use or with a health record, by URL. */
+export async function listEndpoints(db: Queryable): Promise<EndpointView[]> {
+  return (await db.query<EndpointRow>(endpointsSql, [null])).map(viewOf)
+}
+
+export async function getEndpoint(db: Queryable, url: string): Promise<EndpointView | undefined> {
+  const [row] = await db.query<EndpointRow>(endpointsSql, [url])
+  return row && viewOf(row)
+}
+
+/**
+ * Makes a push URL healthy again; undefined when no enterprise pushes to it and it has no record. The
+ * deliveries it held are pending already: a retry that was still waiting for its time is due now too,
+ * and dispatchers are woken, so they go out in due order. Returns how many deliveries it held (none
+ * unless it was disabled).
+ */
+export async function enableEndpoint(db: Queryable, url: string): Promise<{ resumed: number } | undefined> {
+  const [row] = await db.query<{ known: boolean; resumed: number }>(
+    `WITH enabled AS (
+       UPDATE push_endpoints p SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
+                                   disabled_reason = NULL
+         FROM push_endpoints old WHERE p.url = $1 AND old.url = p.url
+       RETURNING old.disabled_at IS NOT NULL AS was_disabled),
+     held AS (
+       SELECT d.delivery_id, d.due_at FROM deliveries d
+        WHERE (SELECT was_disabled FROM enabled)
+          AND d.enterprise_id IN (SELECT enterprise_id FROM enterprises WHERE push_url = $1)
+          AND d.state IN (${sqlList([deliveryQueue.spec.machine.ready])})
+        ORDER BY d.delivery_id FOR NO KEY UPDATE),
+     due AS (
+       UPDATE deliveries d SET due_at = now() FROM held WHERE d.delivery_id = held.delivery_id AND held.due_at > now())
+     SELECT EXISTS (SELECT 1 FROM enabled) OR EXISTS (SELECT 1 FROM enterprises WHERE push_url = $1) AS known,
+            (SELECT count(*) FROM held) AS resumed`,
+    [url],
+  )
+  if (!row?.known) return undefined
+  if (row.resumed > 0) await deliveryQueue.notify(db)
+  return { resumed: row.resumed }
+}
+
+/** A push URL as metrics and logs show it: without its query and fragment, which may carry a secret. */
+export function urlLabel(url: string): string {
+  if (!URL.canParse(url)) return '(invalid URL)'
+  const { protocol, host, pathname } = new URL(url)
+  return `${protocol}//${host}${pathname}`
+}

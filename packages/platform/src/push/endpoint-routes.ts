@@ -1,0 +1,52 @@
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import type { FastifyInstance } from 'fastify'
+import type { PlatformContext } from '../context.js'
+import { ApiError } from '../http/api-error.js'
+import { type EndpointView, enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
+
+const URL_RULE = 'is required: the push URL, an absolute http:// or https:// URL'
+const MAX_URL_LENGTH = 2048
+
+/**
+ * The operators' view of push URL health (DESIGN.md §10): list every push URL with its state and why,
+ * and enable a disabled (or failing) one again, which resumes the deliveries it held.
+ *
+ * - GET  {prefix}/endpoints → {endpoints}, by URL
+ * - POST {prefix}/endpoints/enable {url} → {url, enabled: true, resumed, endpoint}
+ */
+export function endpointRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
+  const { db } = context
+
+  app.get(
+    `${prefix}/endpoints`,
+    async (): Promise<{ endpoints: EndpointView[] }> => ({ endpoints: await listEndpoints(db) }),
+  )
+
+  app.post(`${prefix}/endpoints/enable`, async (request) => {
+    const url = urlOf(request.body)
+    const enabled = await enableEndpoint(db, url)
+    const endpoint = enabled && (await getEndpoint(db, url))
+    if (!enabled || !endpoint) {
+      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise pushes to ${url} and it has no health record`)
+    }
+    return { url, enabled: true, resumed: enabled.resumed, endpoint }
+  })
+}
+
+/** The body of an enable: {url}, compared as enterprises' push URLs are stored (normalized). */
+function urlOf(body: unknown): string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"url"}')
+  }
+  for (const name of Object.keys(body)) {
+    if (name !== 'url') throw new InvalidParameterError(name, 'is not a field of an enable; give only url')
+  }
+  const { url } = body as { url?: unknown }
+  if (typeof url !== 'string' || url.length > MAX_URL_LENGTH || !URL.canParse(url)) {
+    throw new InvalidParameterError('url', URL_RULE)
+  }
+  const parsed = new URL(url)
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new InvalidParameterError('url', URL_RULE)
+  return parsed.href
+}
