@@ -4,11 +4,13 @@ import { connect } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as pause } from 'node:timers/promises'
 import {
+  ChangePage,
   type EnvelopeKey,
   generateSecret,
   httpStatusOf,
   isResponseCode,
   loadKey,
+  type MessageParser,
   open,
   RecordingList,
   ResponseCode,
@@ -34,6 +36,7 @@ const SEED = envInteger('EARSHOT_FUZZ_SEED', randomInt(2 ** 32))
 const CONCURRENCY = envInteger('EARSHOT_FUZZ_CONCURRENCY', 8) || 1
 const BODY_LIMIT = 64 * 1024
 const PATHS = { token: '/openapi/v1/token', audios: '/openapi/v1/audios', callback: '/openapi/v1/callback' }
+const CHANGES_PATH = '/openapi/v1/audios/changes'
 
 function envInteger(name: string, fallback: number): number {
   const text = process.env[name]
@@ -210,6 +213,8 @@ interface Planned {
   labels: string[]
   /** A 2000 answer to a query must open under this key to a valid page. */
   queryKey?: EnvelopeKey
+  /** What the sealed answer of a query holds: a page of recordings, or of changes on the feed's path. */
+  answer?: MessageParser<unknown>
   http?: { method: string; path: string; headers: Record<string, string>; body?: Buffer }
   /** Bytes written on a fresh connection, which is then half-closed. */
   /**
@@ -294,7 +299,7 @@ function plan(index: number, fx: Fixtures, depth = 0): Planned {
       `${path}#x`,
       path.replace('v1', 'v2'),
       `${path}/../token`,
-      '/openapi/v1/audios/changes',
+      CHANGES_PATH,
       '/',
     ])
     labels.push(`path ${path}`)
@@ -304,17 +309,18 @@ function plan(index: number, fx: Fixtures, depth = 0): Planned {
     labels.push(`method ${method}`)
   }
   const queryKey = endpoint === 'audios' ? key : undefined
+  const answer = path === CHANGES_PATH ? ChangePage : RecordingList
 
   if (random.chance(0.05)) {
     return {
       labels,
-      ...(queryKey && { queryKey }),
+      ...(queryKey && { queryKey, answer }),
       raw: rawRequest(random, method, path, headers, body, labels),
     }
   }
   return {
     labels,
-    ...(queryKey && { queryKey }),
+    ...(queryKey && { queryKey, answer }),
     http: { method, path, headers, ...(method !== 'GET' && { body }) },
   }
 }
@@ -956,7 +962,7 @@ function judge(answer: Answer, planned: Planned): string | undefined {
   if (data !== undefined && code !== ResponseCode.OK) return `data on a refusal: ${shown}`
   if (code === ResponseCode.OK && planned.queryKey && data !== undefined) {
     try {
-      RecordingList.parse(open(data, planned.queryKey).plaintext)
+      ;(planned.answer ?? RecordingList).parse(open(data, planned.queryKey).plaintext)
     } catch (error) {
       return `a query answer that does not open to a page: ${String(error)}`
     }
