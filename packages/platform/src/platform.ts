@@ -8,7 +8,7 @@ import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context.js'
 import { buildPartnerApi } from './http/partner-api.js'
-import type { Lifecycle } from './http/server-options.js'
+import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/server-options.js'
 import { createMetrics } from './metrics/metrics.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
@@ -32,6 +32,8 @@ export interface RunningPlatform {
   adminToken: string
   adminTokenGenerated: boolean
   context: PlatformContext
+  /** The routes each listener serves, for the test that checks they are all documented. */
+  routes: { partner: readonly RouteSummary[]; admin: readonly RouteSummary[] }
   /** Stops taking requests, finishes those in flight (bounded by the shutdown grace), closes storage. */
   close(): Promise<void>
 }
@@ -111,6 +113,7 @@ export async function startPlatform({
       adminToken,
       adminTokenGenerated: config.adminToken === undefined,
       context,
+      routes: { partner: registeredRoutes(partner), admin: registeredRoutes(admin) },
       close: () => {
         closing ??= (async () => {
           lifecycle.shuttingDown = true

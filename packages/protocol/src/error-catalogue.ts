@@ -28,6 +28,8 @@ export interface CatalogueEntry {
   readonly httpStatus: number
   /** The message used when nothing more specific may be said. */
   readonly defaultMessage: string
+  /** When the code is answered (DESIGN.md §2), for the API's documentation. */
+  readonly when: string
 }
 
 const defaultMessages: Record<ResponseCodeName, string> = {
@@ -47,6 +49,26 @@ const defaultMessages: Record<ResponseCodeName, string> = {
   UNAVAILABLE: 'the service is unavailable; retry later',
 }
 
+const occasions: Record<ResponseCodeName, string> = {
+  OK: 'success',
+  INVALID_REQUEST: 'the body is not JSON, the envelope is malformed, or its plaintext is not a JSON object',
+  INVALID_PARAMETER:
+    'a field breaks its rule (size over 100, a bad time, an unknown field, a missing audioId); msg names the field',
+  UNAUTHORIZED: 'the bearer token is missing, malformed or unknown',
+  TOKEN_EXPIRED: "the token's validity has passed",
+  DECRYPTION_FAILED:
+    'the envelope does not open: wrong key, unknown or retired keyVersion, unknown enterprise on the token request, or an enterpriseId not matching the token; one message for all',
+  FORBIDDEN: 'the enterprise is disabled',
+  NOT_FOUND: "the audioId (or another resource) is unknown to the caller's enterprise",
+  REPLAYED:
+    'the envelope nonce was already accepted under the same enterprise and keyVersion; re-seal on retry',
+  PAYLOAD_TOO_LARGE: 'the body is over the size limit',
+  UNSUPPORTED_MEDIA_TYPE: 'the Content-Type is not application/json, or the body is compressed or not UTF-8',
+  RATE_LIMITED: 'the per-enterprise rate limit is exceeded; Retry-After says when to retry',
+  INTERNAL_ERROR: 'anything unexpected; no detail leaks',
+  UNAVAILABLE: 'the instance is shutting down or overloaded; retry, on another instance',
+}
+
 /** HTTP status = code / 10, rounded down (DESIGN.md §2). */
 export function httpStatusOf(code: number): number {
   return Math.floor(code / 10)
@@ -55,7 +77,13 @@ export function httpStatusOf(code: number): number {
 export const errorCatalogue: ReadonlyMap<ResponseCodeValue, CatalogueEntry> = new Map(
   (Object.entries(ResponseCode) as [ResponseCodeName, ResponseCodeValue][]).map(([name, code]) => [
     code,
-    Object.freeze({ code, name, httpStatus: httpStatusOf(code), defaultMessage: defaultMessages[name] }),
+    Object.freeze({
+      code,
+      name,
+      httpStatus: httpStatusOf(code),
+      defaultMessage: defaultMessages[name],
+      when: occasions[name],
+    }),
   ]),
 )
 

@@ -36,7 +36,13 @@ export {
 } from './errors.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
 export * from './messages.js'
-export { ISO_INSTANT_RULE, MAX_FRACTION_DIGITS, parseInstant, parseInstantMicros } from './time.js'
+export {
+  ISO_INSTANT_PATTERN,
+  ISO_INSTANT_RULE,
+  MAX_FRACTION_DIGITS,
+  parseInstant,
+  parseInstantMicros,
+} from './time.js'
 export {
   parseTranscriptSentences,
   serializeTranscriptSentences,

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
+import Type from 'typebox'
 import { InvalidParameterError } from './errors.js'
 import {
   AccessToken,
@@ -8,11 +9,14 @@ import {
   isTranscriptData,
   MAX_ENTERPRISE_ID,
   MAX_PAGE,
+  messageParser,
   PushEvent,
   RecordingFilter,
   RecordingList,
+  RULE,
   TokenPlaintext,
   TokenPlaintextSchema,
+  UNKNOWN_FIELD_RULE,
 } from './messages.js'
 
 function refusal(fn: () => unknown): InvalidParameterError {
@@ -275,6 +279,57 @@ describe('one time precision: microseconds', { timeout: 10_000 }, () => {
     )
     assert.doesNotThrow(() =>
       RecordingFilter.parse({ startTime: '2026-03-01T10:00:00.999999Z', endTime: '2026-03-01T10:00:01Z' }),
+    )
+  })
+})
+
+describe('rule annotations', { timeout: 10_000 }, () => {
+  const parser = messageParser(
+    Type.Object(
+      {
+        dryRun: Type.Optional(Type.Boolean({ [RULE]: 'must be true or false' })),
+        url: Type.Optional(
+          Type.Union([Type.String({ maxLength: 5 }), Type.Null()], { [RULE]: 'must be a URL or null' }),
+        ),
+        tags: Type.Optional(
+          Type.Array(Type.Object({ name: Type.String({ minLength: 1, [RULE]: 'must not be empty' }) })),
+        ),
+        plain: Type.Optional(Type.Integer({ minimum: 1 })),
+        needed: Type.String({ [RULE]: 'must be a string' }),
+      },
+      {
+        additionalProperties: false,
+        [UNKNOWN_FIELD_RULE]: 'is not a field here; give dryRun, url, tags, plain',
+      },
+    ),
+  )
+
+  test("a field's rule words every refusal of that field, through its branches and items", () => {
+    assert.equal(
+      refusal(() => parser.parse({ needed: '', dryRun: 'yes' })).message,
+      'dryRun: must be true or false',
+    )
+    assert.equal(refusal(() => parser.parse({ needed: '', url: 42 })).message, 'url: must be a URL or null')
+    assert.equal(
+      refusal(() => parser.parse({ needed: '', url: 'x'.repeat(6) })).message,
+      'url: must be a URL or null',
+    )
+    assert.equal(
+      refusal(() => parser.parse({ needed: '', tags: [{ name: 'a' }, { name: '' }] })).message,
+      'tags[1].name: must not be empty',
+    )
+  })
+
+  test("an unknown field gets the object's rule; a missing one and an unannotated one keep the plain wording", () => {
+    assert.equal(
+      refusal(() => parser.parse({ needed: '', force: true })).message,
+      'force: is not a field here; give dryRun, url, tags, plain',
+    )
+    assert.equal(refusal(() => parser.parse({})).message, 'needed: is required')
+    assert.match(refusal(() => parser.parse({ needed: '', plain: 0 })).message, /^plain: must be >= 1$/)
+    assert.match(
+      refusal(() => parser.parse({ needed: '', tags: [{}] })).message,
+      /^tags\[0\]\.name: is required$/,
     )
   })
 })

@@ -215,6 +215,15 @@ export const ResponseBodySchema = Type.Object({
 })
 export type ResponseBody<Data = unknown> = { code: number; msg?: string; requestId?: string; data?: Data }
 
+/**
+ * Annotations that word a schema's refusals for people, kept in the schema so that its published
+ * description (OpenAPI allows x- extensions in a schema) states the same rules. On a field's schema,
+ * RULE is the rule stated when the field breaks any of its keywords (its `required` aside); on an
+ * object's, UNKNOWN_FIELD_RULE is the rule stated for a field the object does not have.
+ */
+export const RULE = 'x-earshot-rule'
+export const UNKNOWN_FIELD_RULE = 'x-earshot-unknown-field'
+
 export interface MessageParser<T> {
   readonly schema: TSchema
   /** Returns the value typed, or throws InvalidParameterError naming the first field that breaks its rule. */
@@ -233,14 +242,14 @@ export function messageParser<S extends TSchema>(
   return {
     schema,
     parse(value) {
-      if (!validator.Check(value)) throw firstError(validator, value)
+      if (!validator.Check(value)) throw firstError(schema, validator, value)
       check?.(value)
       return value as Static<S>
     },
   }
 }
 
-function firstError(validator: Validator, value: unknown): InvalidParameterError {
+function firstError(schema: TSchema, validator: Validator, value: unknown): InvalidParameterError {
   const [error] = validator.Errors(value).filter((e) => e.keyword !== 'boolean')
   if (!error) return new InvalidParameterError('', 'the message does not match its schema')
   const at = error.instancePath
@@ -252,12 +261,16 @@ function firstError(validator: Validator, value: unknown): InvalidParameterError
   if (error.keyword === 'required' && params.requiredProperties?.[0]) {
     return new InvalidParameterError(fieldName(`${at}/${params.requiredProperties[0]}`), 'is required')
   }
+  const [failing, ...around] = schemasAlong(schema, error.schemaPath)
   if (error.keyword === 'additionalProperties' && params.additionalProperties?.[0]) {
+    const rule = failing?.[UNKNOWN_FIELD_RULE]
     return new InvalidParameterError(
       fieldName(`${at}/${params.additionalProperties[0]}`),
-      'is not a known field',
+      typeof rule === 'string' ? rule : 'is not a known field',
     )
   }
+  const rule = [failing, ...around].find((each) => typeof each?.[RULE] === 'string')?.[RULE]
+  if (typeof rule === 'string') return new InvalidParameterError(fieldName(at), rule)
   if (error.keyword === 'pattern' && params.pattern === ISO_INSTANT_PATTERN) {
     return new InvalidParameterError(fieldName(at), ISO_INSTANT_RULE)
   }
@@ -265,6 +278,40 @@ function firstError(validator: Validator, value: unknown): InvalidParameterError
     return new InvalidParameterError(fieldName(at), 'must not contain the character U+0000')
   }
   return new InvalidParameterError(fieldName(at), error.message)
+}
+
+/** Keywords holding named or numbered subschemas; the others that hold a schema hold one. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', 'dependentSchemas', '$defs', 'prefixItems'])
+const BRANCHES = new Set(['anyOf', 'oneOf', 'allOf'])
+
+/**
+ * The schema at a schema path ('#/properties/u/anyOf/0'), then those it is a branch of (anyOf, oneOf,
+ * allOf) up to the schema of the field itself: the schemas whose rule a refusal there may state.
+ */
+function schemasAlong(root: TSchema, schemaPath: string): Record<string, unknown>[] {
+  const steps = schemaPath
+    .split('/')
+    .slice(1)
+    .map((step) => step.replaceAll('~1', '/').replaceAll('~0', '~'))
+  const along: { schema: Record<string, unknown>; via?: string }[] = [
+    { schema: root as Record<string, unknown> },
+  ]
+  for (let index = 0; index < steps.length; ) {
+    const keyword = steps[index] as string
+    const holder = along.at(-1)?.schema[keyword] as Record<string, unknown> | undefined
+    const container = SCHEMA_MAPS.has(keyword) || BRANCHES.has(keyword)
+    const next = container ? holder?.[steps[index + 1] as string] : holder
+    if (typeof next !== 'object' || next === null) return []
+    along.push({ schema: next as Record<string, unknown>, via: keyword })
+    index += container ? 2 : 1
+  }
+  const schemas: Record<string, unknown>[] = []
+  for (let index = along.length - 1; index >= 0; index--) {
+    const { schema, via } = along[index] as (typeof along)[number]
+    schemas.push(schema)
+    if (!via || !BRANCHES.has(via)) break
+  }
+  return schemas
 }
 
 /** '/items/0/data/title' → 'items[0].data.title' */

@@ -2,7 +2,10 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context.js'
+import { apiReference } from '../docs/api-reference.js'
+import { NewEnterprise, PushUrlChange } from '../enterprises/enterprise-input.js'
 import {
   createEnterprise,
   disableEnterprise,
@@ -57,7 +60,7 @@ export async function buildAdminApi(
   const expected = digest(adminToken)
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
-    if (request.url === '/healthz') return
+    if (isPublicPath(request.url)) return
     if (lifecycle.shuttingDown) throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
     const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
     if (!given || !timingSafeEqual(digest(given), expected)) {
@@ -81,22 +84,12 @@ export async function buildAdminApi(
     return reply.type(registry.contentType).send(await registry.metrics())
   })
 
+  apiReference(app, 'admin')
+
   app.post(`${ADMIN_PREFIX}/enterprises`, async (request, reply) => {
-    const body = objectBody(request)
-    const name = body.name
-    if (
-      typeof name !== 'string' ||
-      name.trim().length === 0 ||
-      name.length > 200 ||
-      name.includes('\u0000')
-    ) {
-      throw new InvalidParameterError(
-        'name',
-        'must be a non-empty string of at most 200 characters, without U+0000',
-      )
-    }
+    const body = NewEnterprise.parse(objectBody(request))
     const pushUrl = await checkPushUrl(body.pushUrl, config.pushAllowPrivate)
-    const created = await createEnterprise(db, name.trim(), pushUrl, context.randomBytes)
+    const created = await createEnterprise(db, body.name.trim(), pushUrl, context.randomBytes)
     // Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
     context.credentials.invalidate(created.enterpriseId)
     return reply.code(201).send(created)
@@ -127,7 +120,10 @@ export async function buildAdminApi(
 
   app.put(`${ADMIN_PREFIX}/enterprises/:enterpriseId/push-url`, async (request) => {
     const enterpriseId = enterpriseIdParam(request)
-    const pushUrl = await checkPushUrl(objectBody(request).pushUrl, config.pushAllowPrivate)
+    const pushUrl = await checkPushUrl(
+      PushUrlChange.parse(objectBody(request)).pushUrl,
+      config.pushAllowPrivate,
+    )
     if (!(await setPushUrl(db, enterpriseId, pushUrl))) throw noSuchEnterprise(enterpriseId)
     return { enterpriseId, pushUrl }
   })
@@ -186,6 +182,7 @@ export async function buildAdminApi(
 
   deliveryRoutes(app, context, ADMIN_PREFIX)
   endpointRoutes(app, context, ADMIN_PREFIX)
+  consoleRoutes(app, context, ADMIN_PREFIX)
 
   async function existingEnterprise(request: FastifyRequest): Promise<number> {
     const enterpriseId = enterpriseIdParam(request)
@@ -194,6 +191,21 @@ export async function buildAdminApi(
   }
 
   return app
+}
+
+/**
+ * What the admin listener serves without the token: the health probe, the API's description and the
+ * console's pages and assets (the console signs in with the token, and sends it on every API call).
+ */
+const PUBLIC_PATHS = ['/healthz', '/openapi.json']
+const PUBLIC_PREFIXES = ['/docs', '/console']
+
+function isPublicPath(url: string): boolean {
+  const path = url.split('?', 1)[0] ?? ''
+  return (
+    PUBLIC_PATHS.includes(path) ||
+    PUBLIC_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
+  )
 }
 
 function digest(value: string): Buffer {

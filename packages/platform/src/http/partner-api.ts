@@ -5,6 +5,7 @@ import type { RateLimitCheck } from '../auth/envelope-request.js'
 import { tokenRoute } from '../auth/token-route.js'
 import { changeRoutes } from '../changes/change-routes.js'
 import type { PlatformContext } from '../context.js'
+import { apiReference } from '../docs/api-reference.js'
 import { recordingRoutes } from '../recordings/partner-routes.js'
 import { ApiError } from './api-error.js'
 import { parseJsonStrictly, requireJsonContentType } from './json-body.js'
@@ -58,6 +59,7 @@ export async function buildPartnerApi(
   tokenRoute(app, context, rateLimit)
   recordingRoutes(app, context, rateLimit)
   changeRoutes(app, context, rateLimit)
+  apiReference(app, 'partner')
 
   app.get('/healthz', async () => ({ status: 'ok' }))
   app.get('/readyz', async (_request, reply) => {

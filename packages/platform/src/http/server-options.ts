@@ -13,6 +13,19 @@ export interface Lifecycle {
   shuttingDown: boolean
 }
 
+/** A route a server registered: its method and URL pattern (`/admin/v1/deliveries/:deliveryId`). */
+export interface RouteSummary {
+  method: string
+  url: string
+}
+
+const routesOf = new WeakMap<FastifyInstance, RouteSummary[]>()
+
+/** Every route a server made by createServer registered, HEAD twins included (the documents' test). */
+export function registeredRoutes(app: FastifyInstance): readonly RouteSummary[] {
+  return routesOf.get(app) ?? []
+}
+
 export interface ListenerLimits {
   bodyLimit: number
   /** Seconds a whole request may take to arrive; its headers get no more than EARSHOT_REQUEST_TIMEOUT. */
@@ -50,6 +63,11 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     clientErrorHandler,
   })
   app.server.maxConnections = config.maxConnections
+  const routes: RouteSummary[] = []
+  routesOf.set(app, routes)
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routes.push({ method, url: route.url })
+  })
   installErrorHandling(app)
   app.addHook('preParsing', async (request) => {
     requireHost(request)

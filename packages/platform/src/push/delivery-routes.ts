@@ -1,12 +1,21 @@
-import { InvalidParameterError, ISO_INSTANT_RULE, parseInstant, ResponseCode } from '@earshot/protocol'
+import {
+  checkInstant,
+  InvalidParameterError,
+  ISO_INSTANT_PATTERN,
+  ISO_INSTANT_RULE,
+  messageParser,
+  ResponseCode,
+  RULE,
+  UNKNOWN_FIELD_RULE,
+} from '@earshot/protocol'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import Type from 'typebox'
 import type { PlatformContext } from '../context.js'
 import { enterpriseExists } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
 import {
   DELIVERY_STATES,
   type DeliveryFilter,
-  type DeliveryState,
   type DeliveryView,
   getDelivery,
   listDeliveries,
@@ -19,10 +28,85 @@ export const DEFAULT_DELIVERY_LIMIT = 100
 export const MAX_DELIVERY_LIMIT = 1000
 
 const ID_RULE = 'must be a positive integer'
-const AUDIO_ID_RULE = 'must be 1 to 128 printable ASCII characters'
-const LIST_FIELDS = ['enterpriseId', 'state', 'audioId', 'before', 'limit'] as const
-const RANGE_FIELDS = ['from', 'to'] as const
-const UNRECEIPTED_FIELDS = ['since', 'dryRun'] as const
+
+/** A positive integer as query text: up to 15 digits, not all zeros. */
+const IdText = (description: string, rule: string) =>
+  Type.String({ pattern: '^0*[1-9][0-9]*$', maxLength: 15, description, [RULE]: rule })
+const Instant = (description: string) =>
+  Type.String({ pattern: ISO_INSTANT_PATTERN, description, [RULE]: ISO_INSTANT_RULE })
+
+/** The list's query string; every field optional, each given once. */
+export const DeliveryListQuerySchema = Type.Object(
+  {
+    enterpriseId: Type.Optional(IdText('only deliveries of this enterprise', ID_RULE)),
+    state: Type.Optional(
+      Type.Enum(DELIVERY_STATES, {
+        description: 'only deliveries in this state',
+        [RULE]: `must be one of ${DELIVERY_STATES.join(', ')}`,
+      }),
+    ),
+    audioId: Type.Optional(
+      Type.String({
+        pattern: '^[\\x21-\\x7e]{1,128}$',
+        description: 'only deliveries of this recording',
+        [RULE]: 'must be 1 to 128 printable ASCII characters',
+      }),
+    ),
+    before: Type.Optional(
+      IdText(
+        'only deliveries with a smaller id: the last deliveryId of a page, for the next one',
+        'must be a delivery id (a positive integer)',
+      ),
+    ),
+    limit: Type.Optional(
+      Type.String({
+        pattern: '^0*([1-9][0-9]{0,2}|1000)$',
+        maxLength: 15,
+        description: `deliveries per page, default ${DEFAULT_DELIVERY_LIMIT}`,
+        [RULE]: `must be an integer from 1 to ${MAX_DELIVERY_LIMIT}`,
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a filter; use enterpriseId, state, audioId, before, limit',
+  },
+)
+const deliveryListQuery = messageParser(DeliveryListQuerySchema)
+
+/** A range replay: the enterprise's failed and unconfirmed deliveries created from `from` until `to`. */
+export const ReplayRangeSchema = Type.Object(
+  {
+    from: Instant("inclusive lower bound on the deliveries' creation time"),
+    to: Instant("exclusive upper bound on the deliveries' creation time"),
+  },
+  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field of a replay; give only from and to' },
+)
+const replayRange = messageParser(ReplayRangeSchema, ({ from, to }) => {
+  const start = checkInstant('from', from) as bigint
+  if (start >= (checkInstant('to', to) as bigint))
+    throw new InvalidParameterError('from', 'must be before to')
+})
+
+/** An unreceipted replay: every delivery created since `since` that was never receipted. */
+export const UnreceiptedReplaySchema = Type.Object(
+  {
+    since: Instant("inclusive lower bound on the deliveries' creation time"),
+    dryRun: Type.Optional(
+      Type.Boolean({
+        description: 'true: only count what would be replayed; default false',
+        [RULE]: 'must be true or false',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a field of an unreceipted replay; give since and dryRun',
+  },
+)
+const unreceiptedReplay = messageParser(UnreceiptedReplaySchema, ({ since }) => {
+  checkInstant('since', since)
+})
 
 /**
  * The operators' view of push deliveries (DESIGN.md §7): list, show, replay. Replaying puts a failed or
@@ -74,14 +158,14 @@ export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, p
     if (!(await enterpriseExists(db, enterpriseId))) {
       throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
     }
-    const { from, to } = replayRange(request.body)
+    const { from, to } = replayRange.parse(jsonObject(request.body, '{"from", "to"}'))
     const replayed = await replayDeliveries(db, { enterpriseId, from, to })
     return { enterpriseId, replayed }
   })
 
   app.post(`${prefix}/enterprises/:enterpriseId/deliveries/replay-unreceipted`, async (request) => {
     const enterpriseId = idParam(request, 'enterpriseId')
-    const { since, dryRun } = unreceiptedReplay(request.body)
+    const { since, dryRun = false } = unreceiptedReplay.parse(jsonObject(request.body, '{"since", "dryRun"}'))
     if (!(await enterpriseExists(db, enterpriseId))) {
       throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
     }
@@ -106,82 +190,25 @@ function positiveInteger(raw: unknown): number | undefined {
   return value >= 1 ? value : undefined
 }
 
-/** Validates the list query: every field optional, each given at most once, no unknown fields. */
+/** Validates the list query (each field given once: a repeated one arrives as an array). */
 function deliveryFilter(query: unknown): DeliveryFilter {
-  const fields = (query ?? {}) as Record<string, unknown>
-  for (const [name, value] of Object.entries(fields)) {
-    if (!(LIST_FIELDS as readonly string[]).includes(name)) {
-      throw new InvalidParameterError(name, `is not a filter; use ${LIST_FIELDS.join(', ')}`)
-    }
-    if (typeof value !== 'string') throw new InvalidParameterError(name, 'must be given once')
+  for (const [name, value] of Object.entries(query ?? {})) {
+    if (Array.isArray(value)) throw new InvalidParameterError(name, 'must be given once')
   }
-  const text = fields as Partial<Record<(typeof LIST_FIELDS)[number], string>>
+  const text = deliveryListQuery.parse(query ?? {})
   const filter: DeliveryFilter = { limit: DEFAULT_DELIVERY_LIMIT }
-  if (text.enterpriseId !== undefined) {
-    filter.enterpriseId = positiveInteger(text.enterpriseId)
-    if (filter.enterpriseId === undefined) throw new InvalidParameterError('enterpriseId', ID_RULE)
-  }
-  if (text.state !== undefined) {
-    if (!(DELIVERY_STATES as readonly string[]).includes(text.state)) {
-      throw new InvalidParameterError('state', `must be one of ${DELIVERY_STATES.join(', ')}`)
-    }
-    filter.state = text.state as DeliveryState
-  }
-  if (text.audioId !== undefined) {
-    if (!/^[\x21-\x7e]{1,128}$/.test(text.audioId)) throw new InvalidParameterError('audioId', AUDIO_ID_RULE)
-    filter.audioId = text.audioId
-  }
-  if (text.before !== undefined) {
-    filter.before = positiveInteger(text.before)
-    if (filter.before === undefined) {
-      throw new InvalidParameterError('before', 'must be a delivery id (a positive integer)')
-    }
-  }
-  if (text.limit !== undefined) {
-    const limit = positiveInteger(text.limit)
-    if (limit === undefined || limit > MAX_DELIVERY_LIMIT) {
-      throw new InvalidParameterError('limit', `must be an integer from 1 to ${MAX_DELIVERY_LIMIT}`)
-    }
-    filter.limit = limit
-  }
+  if (text.enterpriseId !== undefined) filter.enterpriseId = Number(text.enterpriseId)
+  if (text.state !== undefined) filter.state = text.state
+  if (text.audioId !== undefined) filter.audioId = text.audioId
+  if (text.before !== undefined) filter.before = Number(text.before)
+  if (text.limit !== undefined) filter.limit = Number(text.limit)
   return filter
 }
 
-/** The body of a range replay: {from, to}, ISO instants with an explicit offset, from before to. */
-function replayRange(body: unknown): { from: string; to: string } {
+/** A body that is not a JSON object is not a request of this kind at all: 4000, not a field's 4001. */
+function jsonObject(body: unknown, shape: string): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"from", "to"}')
+    throw new ApiError(ResponseCode.INVALID_REQUEST, `the body must be a JSON object ${shape}`)
   }
-  for (const name of Object.keys(body)) {
-    if (!(RANGE_FIELDS as readonly string[]).includes(name)) {
-      throw new InvalidParameterError(name, 'is not a field of a replay; give only from and to')
-    }
-  }
-  const { from, to } = body as Record<string, unknown>
-  const start = instant('from', from)
-  const end = instant('to', to)
-  if (start >= end) throw new InvalidParameterError('from', 'must be before to')
-  return { from: from as string, to: to as string }
-}
-
-/** The body of an unreceipted replay: {since, dryRun?}, since an ISO instant with an explicit offset. */
-function unreceiptedReplay(body: unknown): { since: string; dryRun: boolean } {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"since", "dryRun"}')
-  }
-  for (const name of Object.keys(body)) {
-    if (!(UNRECEIPTED_FIELDS as readonly string[]).includes(name)) {
-      throw new InvalidParameterError(name, 'is not a field of an unreceipted replay; give since and dryRun')
-    }
-  }
-  const { since, dryRun = false } = body as Record<string, unknown>
-  instant('since', since)
-  if (typeof dryRun !== 'boolean') throw new InvalidParameterError('dryRun', 'must be true or false')
-  return { since: since as string, dryRun }
-}
-
-function instant(field: string, value: unknown): number {
-  const parsed = typeof value === 'string' ? parseInstant(value) : undefined
-  if (parsed === undefined) throw new InvalidParameterError(field, `is required and ${ISO_INSTANT_RULE}`)
-  return parsed
+  return body
 }

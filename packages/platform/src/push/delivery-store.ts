@@ -183,6 +183,9 @@ export interface DeliveryFilter {
   audioId?: string | undefined
   /** Only deliveries with a smaller id: the cursor for the next page, newest first. */
   before?: number | undefined
+  /** Only deliveries created at or after `from` and before `to` (ISO instants), as a range replay takes. */
+  from?: string | undefined
+  to?: string | undefined
   limit: number
 }
 
@@ -204,6 +207,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
     `SELECT ${deliveryColumns} FROM deliveries d
       WHERE ($1::int8 IS NULL OR d.enterprise_id = $1) AND ($2::text IS NULL OR d.state = $2)
         AND ($3::text IS NULL OR d.audio_id = $3) AND ($4::int8 IS NULL OR d.delivery_id < $4)
+        AND ($6::timestamptz IS NULL OR d.created_at >= $6) AND ($7::timestamptz IS NULL OR d.created_at < $7)
       ORDER BY d.delivery_id DESC LIMIT $5`,
     [
       filter.enterpriseId ?? null,
@@ -211,6 +215,8 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       filter.audioId ?? null,
       filter.before ?? null,
       filter.limit,
+      filter.from ?? null,
+      filter.to ?? null,
     ],
   )
   return rows.map(withParsedAttempts)
@@ -230,6 +236,24 @@ function withParsedAttempts(row: DeliveryView): DeliveryView {
   return { ...row, attempts: typeof attempts === 'string' ? JSON.parse(attempts) : attempts }
 }
 
+/** What a range replay selects (before the state): an enterprise's deliveries created in [from, to). */
+const RANGE_SELECTION =
+  'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'
+
+/** The deliveries an enterprise's range replay would put back to pending now (a dry run of it). */
+export async function countReplayable(
+  db: Queryable,
+  selection: { enterpriseId: number; from: string; to: string },
+): Promise<number> {
+  const [row] = await db.query<{ replayable: number }>(
+    `SELECT count(*) AS replayable FROM deliveries
+      WHERE state IN (${sqlList(REPLAYABLE_STATES)})
+        AND ${RANGE_SELECTION}`,
+    [selection.enterpriseId, selection.from, selection.to],
+  )
+  return row?.replayable ?? 0
+}
+
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
  * re-push allowance; returns how many. Same eventId: the partner dedups. Rows are locked in id order, as
@@ -243,7 +267,7 @@ export async function replayDeliveries(
     `WITH chosen AS (
        SELECT delivery_id FROM deliveries
         WHERE state IN (${sqlList(REPLAYABLE_STATES)})
-          AND ${'deliveryId' in selection ? 'delivery_id = $1' : 'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'}
+          AND ${'deliveryId' in selection ? 'delivery_id = $1' : RANGE_SELECTION}
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
        UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = 0

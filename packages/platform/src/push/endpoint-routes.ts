@@ -1,11 +1,36 @@
-import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import {
+  InvalidParameterError,
+  messageParser,
+  ResponseCode,
+  RULE,
+  UNKNOWN_FIELD_RULE,
+} from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
+import Type from 'typebox'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import { type EndpointView, enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
 
-const URL_RULE = 'is required: the push URL, an absolute http:// or https:// URL'
+const URL_RULE = 'must be the push URL, an absolute http:// or https:// URL'
 const MAX_URL_LENGTH = 2048
+
+/** An enable: the push URL, compared as enterprises' push URLs are stored (normalized). */
+export const EndpointEnableSchema = Type.Object(
+  {
+    url: Type.String({
+      maxLength: MAX_URL_LENGTH,
+      description: 'the push URL, as an enterprise has it (it is normalized before it is compared)',
+      [RULE]: URL_RULE,
+    }),
+  },
+  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field of an enable; give only url' },
+)
+const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
+  const parsed = URL.canParse(url) ? new URL(url) : undefined
+  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') {
+    throw new InvalidParameterError('url', URL_RULE)
+  }
+})
 
 /**
  * The operators' view of push URL health (DESIGN.md §10): list every push URL with its state and why,
@@ -33,20 +58,10 @@ export function endpointRoutes(app: FastifyInstance, context: PlatformContext, p
   })
 }
 
-/** The body of an enable: {url}, compared as enterprises' push URLs are stored (normalized). */
+/** The URL of an enable, normalized as enterprises' push URLs are stored. */
 function urlOf(body: unknown): string {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"url"}')
   }
-  for (const name of Object.keys(body)) {
-    if (name !== 'url') throw new InvalidParameterError(name, 'is not a field of an enable; give only url')
-  }
-  const { url } = body as { url?: unknown }
-  if (typeof url !== 'string' || url.length > MAX_URL_LENGTH || !URL.canParse(url)) {
-    throw new InvalidParameterError('url', URL_RULE)
-  }
-  const parsed = new URL(url)
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
-    throw new InvalidParameterError('url', URL_RULE)
-  return parsed.href
+  return new URL(endpointEnable.parse(body).url).href
 }

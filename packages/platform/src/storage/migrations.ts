@@ -232,6 +232,11 @@ export const migrations: Migration[] = [
     name: 'the health of every push URL: failing, disabled after a while or at once on 410 Gone, enabled again by an operator',
     statements: endpointHealthStatements(),
   },
+  {
+    version: 12,
+    name: "the operators' overview reads the last hour of push attempts without scanning them all",
+    statements: ['CREATE INDEX delivery_attempts_started ON delivery_attempts (started_at)'],
+  },
 ]
 
 /**

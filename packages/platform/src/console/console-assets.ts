@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import type { FastifyInstance } from 'fastify'
+
+/** The console's files, shipped beside dist/ (tsc copies no file that is not TypeScript). */
+const CONSOLE_DIR = new URL('../../console/', import.meta.url)
+
+const FILES = {
+  'index.html': 'text/html; charset=utf-8',
+  'console.js': 'text/javascript; charset=utf-8',
+  'console.css': 'text/css; charset=utf-8',
+} as const
+
+/**
+ * The pages may run their own script and stylesheet and call this listener, nothing else: no inline
+ * script or style, no other origin, no framing.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+/**
+ * Serves the operators' console at `/console`: three files read once at startup and served from memory.
+ * Only these names are routes, so no request path ever reaches the file system. They are revalidated
+ * on every load (ETag), so an upgraded platform serves its new console at once.
+ */
+export function consoleAssets(app: FastifyInstance, mountPath: string): void {
+  for (const [name, contentType] of Object.entries(FILES)) {
+    const body = readFileSync(new URL(name, CONSOLE_DIR))
+    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+    const paths =
+      name === 'index.html'
+        ? [mountPath, `${mountPath}/`, `${mountPath}/index.html`]
+        : [`${mountPath}/${name}`]
+    for (const path of paths) {
+      app.get(path, async (request, reply) => {
+        reply.headers({
+          'cache-control': 'no-cache',
+          etag,
+          'content-security-policy': CONTENT_SECURITY_POLICY,
+          'x-content-type-options': 'nosniff',
+          'referrer-policy': 'no-referrer',
+          'cross-origin-opener-policy': 'same-origin',
+        })
+        if (request.headers['if-none-match'] === etag) return reply.code(304).send()
+        return reply.type(contentType).send(body)
+      })
+    }
+  }
+}

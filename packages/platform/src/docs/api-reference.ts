@@ -1,0 +1,125 @@
+import { createHash } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { dirname, join } from 'node:path'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { adminApiDocument } from './admin-document.js'
+import type { Json } from './openapi.js'
+import { partnerApiDocument } from './partner-document.js'
+
+const DOCUMENTS: Record<'partner' | 'admin', () => Json> = {
+  partner: partnerApiDocument,
+  admin: adminApiDocument,
+}
+
+/** Swagger UI's files, served from the installed swagger-ui-dist package: the page loads nothing else. */
+const SWAGGER_UI = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
+const SWAGGER_UI_FILES = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+} as const
+
+// validatorUrl: null, or Swagger UI would send the document to validator.swagger.io for a badge.
+const START_SCRIPT = `window.addEventListener('load', () => {
+  window.ui = SwaggerUIBundle({
+    url: '/openapi.json',
+    dom_id: '#reference',
+    deepLinking: true,
+    validatorUrl: null,
+    layout: 'BaseLayout',
+  })
+})
+`
+
+/**
+ * Swagger UI sets inline styles and shows data: images; apart from that the page runs its own files
+ * and calls this listener ("Try it out"), nothing else.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
+
+interface Asset {
+  body: Buffer
+  type: string
+  etag: string
+}
+
+let swaggerUiAssets: Map<string, Asset> | undefined
+
+/** Read once per process, on first use, and shared by both listeners (the bundle is 1.5 MB). */
+function swaggerUi(): Map<string, Asset> {
+  swaggerUiAssets ??= new Map(
+    Object.entries(SWAGGER_UI_FILES).map(([name, type]) => [
+      name,
+      asset(readFileSync(join(SWAGGER_UI, name)), type),
+    ]),
+  )
+  return swaggerUiAssets
+}
+
+function asset(body: Buffer | string, type: string): Asset {
+  const bytes = Buffer.from(body)
+  return {
+    body: bytes,
+    type,
+    etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`,
+  }
+}
+
+/**
+ * The listener's API reference: its OpenAPI 3.1 document at GET /openapi.json and a page rendering it
+ * at GET /docs (Swagger UI, served from this listener). The admin listener serves these without the
+ * admin token (admin-api.ts); they say nothing the source does not.
+ */
+export function apiReference(app: FastifyInstance, listener: 'partner' | 'admin'): void {
+  const document = DOCUMENTS[listener]()
+  const title = `${(document.info as { title: string }).title} reference`
+  const files = new Map<string, Asset>([
+    ['/openapi.json', asset(JSON.stringify(document), 'application/json; charset=utf-8')],
+    ['/docs', asset(page(title), 'text/html; charset=utf-8')],
+    ['/docs/reference.js', asset(START_SCRIPT, 'text/javascript; charset=utf-8')],
+  ])
+  for (const [path, served] of files) app.get(path, async (request, reply) => send(request, reply, served))
+  for (const name of Object.keys(SWAGGER_UI_FILES)) {
+    app.get(`/docs/${name}`, async (request, reply) => send(request, reply, swaggerUi().get(name) as Asset))
+  }
+}
+
+function send(request: FastifyRequest, reply: FastifyReply, { body, type, etag }: Asset): FastifyReply {
+  reply.headers({
+    'cache-control': 'no-cache',
+    etag,
+    'content-security-policy': CONTENT_SECURITY_POLICY,
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+  })
+  if (request.headers['if-none-match'] === etag) return reply.code(304).send()
+  return reply.type(type).send(body)
+}
+
+function page(title: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title}</title>
+<link rel="icon" href="data:,">
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+<div id="reference"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/reference.js"></script>
+</body>
+</html>
+`
+}

@@ -1,0 +1,35 @@
+import { messageParser, RULE } from '@earshot/protocol'
+import Type from 'typebox'
+
+export const MAX_NAME_LENGTH = 200
+const MAX_PUSH_URL_LENGTH = 2048
+
+/**
+ * A push URL as a body gives it; address-policy.ts's checkPushUrl then judges where it leads (scheme,
+ * credentials, the addresses it resolves to). Absent or null: no push URL.
+ */
+const PushUrl = Type.Optional(
+  Type.Union([Type.String({ maxLength: MAX_PUSH_URL_LENGTH }), Type.Null()], {
+    description:
+      "where the platform pushes the enterprise's events: an absolute http(s) URL without credentials that resolves to public addresses (loopback and private ones too with EARSHOT_PUSH_ALLOW_PRIVATE=1), or null for none",
+    [RULE]: `must be an absolute http:// or https:// URL of at most ${MAX_PUSH_URL_LENGTH} characters, or null`,
+  }),
+)
+
+/** An operator's new enterprise (DESIGN.md §7); the name is stored trimmed. Other fields are ignored. */
+export const NewEnterpriseSchema = Type.Object({
+  name: Type.String({
+    minLength: 1,
+    maxLength: MAX_NAME_LENGTH,
+    // Something besides white space, and no U+0000 anywhere.
+    pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$',
+    description: "the enterprise's name, for operators",
+    [RULE]: `must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, without U+0000`,
+  }),
+  pushUrl: PushUrl,
+})
+export const NewEnterprise = messageParser(NewEnterpriseSchema)
+
+/** A push URL set or cleared; other fields are ignored. */
+export const PushUrlChangeSchema = Type.Object({ pushUrl: PushUrl })
+export const PushUrlChange = messageParser(PushUrlChangeSchema)
