@@ -167,8 +167,14 @@ describe('other messages', { timeout: 10_000 }, () => {
     assert.doesNotThrow(() =>
       PushEvent.parse({ ...base, eventType: 'recording.transcript_ready', data: transcriptData }),
     )
+    assert.doesNotThrow(() => PushEvent.parse({ ...base, eventType: 'recording.deleted', data: {} }))
+    // Each kind is checked in its own form, so a refusal names the field at fault, not the eventType.
     assert.equal(
       refusal(() => PushEvent.parse({ ...base, eventType: 'recording.deleted', data: audioData })).field,
+      'data.deviceUid',
+    )
+    assert.equal(
+      refusal(() => PushEvent.parse({ ...base, eventType: 'recording.moved', data: {} })).field,
       'eventType',
     )
     assert.equal(

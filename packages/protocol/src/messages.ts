@@ -141,22 +141,25 @@ const pushEventHead = {
   occurredAt: Instant('when the recording part became available, or when it was deleted'),
 }
 
-/** DESIGN.md §6: the plaintext of a push to the partner; a deletion's data is `{}` (§10). */
-export const PushEventSchema = Type.Union([
-  Type.Object({
-    ...pushEventHead,
-    eventType: Type.Union([
-      Type.Literal(PushEventType.AUDIO_READY),
-      Type.Literal(PushEventType.TRANSCRIPT_READY),
-    ]),
-    data: RecordingDataSchema,
-  }),
-  Type.Object({
-    ...pushEventHead,
-    eventType: Type.Literal(PushEventType.DELETED),
-    data: Type.Object({}, closed),
-  }),
-])
+/** DESIGN.md §6: the plaintext of a push of a recording part. */
+export const RecordingPushEventSchema = Type.Object({
+  ...pushEventHead,
+  eventType: Type.Union([
+    Type.Literal(PushEventType.AUDIO_READY),
+    Type.Literal(PushEventType.TRANSCRIPT_READY),
+  ]),
+  data: RecordingDataSchema,
+})
+
+/** DESIGN.md §10: the plaintext of a recording's deletion pushed; its data is `{}`. */
+export const DeletionPushEventSchema = Type.Object({
+  ...pushEventHead,
+  eventType: Type.Literal(PushEventType.DELETED),
+  data: Type.Object({}, closed),
+})
+
+/** DESIGN.md §6: the plaintext of a push to the partner. */
+export const PushEventSchema = Type.Union([RecordingPushEventSchema, DeletionPushEventSchema])
 export type PushEvent = Static<typeof PushEventSchema>
 
 /** DESIGN.md §10: the change feed's request plaintext. */
@@ -346,9 +349,19 @@ export const TokenPlaintext = messageParser(TokenPlaintextSchema)
 export const AccessToken = messageParser(AccessTokenSchema)
 export const RecordingList = messageParser(RecordingListSchema)
 export const CallbackPlaintext = messageParser(CallbackPlaintextSchema)
-export const PushEvent = messageParser(PushEventSchema, (event) => {
+const checkOccurredAt = (event: { occurredAt: string }) => {
   checkInstant('occurredAt', event.occurredAt)
-})
+}
+const recordingPushEvent = messageParser(RecordingPushEventSchema, checkOccurredAt)
+const deletionPushEvent = messageParser(DeletionPushEventSchema, checkOccurredAt)
+export const PushEvent = {
+  schema: PushEventSchema,
+  /** Validates a push against the form its eventType names, so that a refusal names the field at fault. */
+  parse(value: unknown): PushEvent {
+    const deletion = (value as { eventType?: unknown } | null)?.eventType === PushEventType.DELETED
+    return deletion ? deletionPushEvent.parse(value) : recordingPushEvent.parse(value)
+  },
+} satisfies MessageParser<PushEvent>
 export const ChangePage = messageParser(ChangePageSchema)
 const changesRequest = messageParser(ChangesRequestSchema)
 export const ChangesRequest = {

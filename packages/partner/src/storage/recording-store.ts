@@ -4,7 +4,7 @@ import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PushEventType, parseInstantMicros } from '@earshot/protocol'
 import type { ReceivedDeletion, ReceivedPush } from '../receiver/push-receiver.js'
-import type { Database } from './database.js'
+import type { Database, Queryable } from './database.js'
 
 /** Where `earshot-partner listen` keeps what it receives: one entry per (audioId, eventType). */
 export interface RecordingStore {
@@ -40,37 +40,49 @@ export async function databaseRecordingStore(db: Database): Promise<RecordingSto
       deleted_at timestamptz NOT NULL DEFAULT now()
     )`,
   )
+  // A push and the recording's deletion stored at once (receivers sharing a PostgreSQL) would each miss
+  // the other's uncommitted row, and the recording would come back: one recording is written at a time,
+  // and the statement runs after the lock, so it sees what the other committed.
+  const oneAtATime = (audioId: string, write: (tx: Queryable) => Promise<unknown>) =>
+    db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [audioId])
+      await write(tx)
+    })
   return {
     async save(push) {
       // A push repeated (same eventId) changes nothing; a newer event of the same kind replaces the row.
-      await db.query(
-        `INSERT INTO recordings (audio_id, event_type, event_id, occurred_at, data, sentences)
+      await oneAtATime(push.audioId, (tx) =>
+        tx.query(
+          `INSERT INTO recordings (audio_id, event_type, event_id, occurred_at, data, sentences)
          SELECT $1, $2, $3, $4::timestamptz, $5::jsonb, $6::jsonb
           WHERE NOT EXISTS (SELECT 1 FROM deleted_recordings WHERE audio_id = $1 AND occurred_at >= $4)
          ON CONFLICT (audio_id, event_type) DO UPDATE
            SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, data = EXCLUDED.data,
                sentences = EXCLUDED.sentences, stored_at = now()
          WHERE recordings.event_id <> EXCLUDED.event_id AND recordings.occurred_at <= EXCLUDED.occurred_at`,
-        [
-          push.audioId,
-          push.eventType,
-          push.eventId,
-          push.occurredAt,
-          JSON.stringify(push.data),
-          push.sentences === undefined ? null : JSON.stringify(push.sentences),
-        ],
+          [
+            push.audioId,
+            push.eventType,
+            push.eventId,
+            push.occurredAt,
+            JSON.stringify(push.data),
+            push.sentences === undefined ? null : JSON.stringify(push.sentences),
+          ],
+        ),
       )
     },
     async delete(deletion) {
-      await db.query(
-        `WITH tombstone AS (
+      await oneAtATime(deletion.audioId, (tx) =>
+        tx.query(
+          `WITH tombstone AS (
            INSERT INTO deleted_recordings (audio_id, event_id, occurred_at) VALUES ($1, $2, $3)
            ON CONFLICT (audio_id) DO UPDATE
              SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, deleted_at = now()
            WHERE deleted_recordings.occurred_at < EXCLUDED.occurred_at
          )
          DELETE FROM recordings WHERE audio_id = $1 AND occurred_at <= $3`,
-        [deletion.audioId, deletion.eventId, deletion.occurredAt],
+          [deletion.audioId, deletion.eventId, deletion.occurredAt],
+        ),
       )
     },
     describe: (event) =>
@@ -123,24 +135,40 @@ export function fileRecordingStore(directory: string): RecordingStore {
     }
     await syncDirectory()
   }
+  // A push checks for the deletion's file before it writes its own: a deletion handled in between (pushes
+  // are handled concurrently) would miss that file and the recording would come back. One recording's
+  // writes run one after another; the directory's lock keeps other processes out.
+  const queues = new Map<string, Promise<unknown>>()
+  const oneAtATime = (audioId: string, work: () => Promise<void>): Promise<void> => {
+    const next = (queues.get(audioId) ?? Promise.resolve()).catch(() => {}).then(work)
+    queues.set(audioId, next)
+    const forget = () => {
+      if (queues.get(audioId) === next) queues.delete(audioId)
+    }
+    next.then(forget, forget)
+    return next
+  }
   return {
-    async save(push) {
-      const deletedAt = await occurredAtOf(fileOf(push.audioId, PushEventType.DELETED))
-      const occurredAt = parseInstantMicros(push.occurredAt) as bigint
-      if (deletedAt !== undefined && deletedAt >= occurredAt) return
-      const { sentences, ...event } = push
-      await write(fileOf(push.audioId, push.eventType), sentences === undefined ? event : push)
-    },
-    async delete(deletion) {
-      await write(fileOf(deletion.audioId, deletion.eventType), deletion)
-      const deletedAt = parseInstantMicros(deletion.occurredAt) as bigint
-      for (const eventType of [PushEventType.AUDIO_READY, PushEventType.TRANSCRIPT_READY]) {
-        const file = fileOf(deletion.audioId, eventType)
-        const occurredAt = await occurredAtOf(file)
-        if (occurredAt !== undefined && occurredAt <= deletedAt) await rm(file, { force: true })
-      }
-      await syncDirectory()
-    },
+    save: (push) =>
+      oneAtATime(push.audioId, async () => {
+        const deletedAt = await occurredAtOf(fileOf(push.audioId, PushEventType.DELETED))
+        const occurredAt = parseInstantMicros(push.occurredAt) as bigint
+        if (deletedAt !== undefined && deletedAt >= occurredAt) return
+        const { sentences, ...event } = push
+        await write(fileOf(push.audioId, push.eventType), sentences === undefined ? event : push)
+      }),
+    delete: (deletion) => oneAtATime(deletion.audioId, () => removeRecording(deletion)),
     describe: (event) => fileOf(event.audioId, event.eventType),
+  }
+
+  async function removeRecording(deletion: ReceivedDeletion): Promise<void> {
+    await write(fileOf(deletion.audioId, deletion.eventType), deletion)
+    const deletedAt = parseInstantMicros(deletion.occurredAt) as bigint
+    for (const eventType of [PushEventType.AUDIO_READY, PushEventType.TRANSCRIPT_READY]) {
+      const file = fileOf(deletion.audioId, eventType)
+      const occurredAt = await occurredAtOf(file)
+      if (occurredAt !== undefined && occurredAt <= deletedAt) await rm(file, { force: true })
+    }
+    await syncDirectory()
   }
 }

@@ -144,7 +144,7 @@ export async function buildAdminApi(
 
   app.patch(`${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/:audioId`, async (request) => {
     const { enterpriseId, audioId } = recordingParams(request)
-    const changes = RecordingUpdate.parse(request.body)
+    const changes = RecordingUpdate.parse(objectBody(request))
     await onRecording(enterpriseId, audioId, (tx) => updateRecording(tx, enterpriseId, audioId, changes))
     return { updated: audioId }
   })

@@ -14,20 +14,25 @@ export type ImportVerdict =
 
 interface StoredRow extends RecordingRow {
   enterprise_id: number
+  /** Deleted: only its tombstone is left, and its audioId is not reused (DESIGN.md §10). */
+  deleted: boolean
   /** recorded_at compared with the line's recordedAt as instants, by the database. */
   same_recorded_at: boolean
 }
 
-/** Judges each recording against the one stored under its audioId, in one query. */
+/** Judges each recording against the one stored (or deleted) under its audioId, in one query. */
 export async function judgeAgainstStored(
   db: Queryable,
   enterpriseId: number,
   recordings: readonly NewRecording[],
 ): Promise<ImportVerdict[]> {
   const rows = await db.query<StoredRow>(
-    `SELECT r.audio_id, r.enterprise_id, r.recorded_at = x.recorded_at AS same_recorded_at, ${RECORDING_DATA_COLUMNS}
+    `SELECT x.audio_id, coalesce(r.enterprise_id, t.enterprise_id) AS enterprise_id, r.audio_id IS NULL AS deleted,
+            r.recorded_at = x.recorded_at AS same_recorded_at, ${RECORDING_DATA_COLUMNS}
        FROM unnest($1::text[], $2::timestamptz[]) AS x(audio_id, recorded_at)
-       JOIN recordings r ON r.audio_id = x.audio_id`,
+       LEFT JOIN recordings r ON r.audio_id = x.audio_id
+       LEFT JOIN recording_tombstones t ON t.audio_id = x.audio_id
+      WHERE r.audio_id IS NOT NULL OR t.audio_id IS NOT NULL`,
     [recordings.map((each) => each.audioId), recordings.map((each) => each.recordedAt)],
   )
   const stored = new Map(rows.map((row) => [row.audio_id, row]))
@@ -36,6 +41,12 @@ export async function judgeAgainstStored(
 
 function judge(enterpriseId: number, line: NewRecording, stored: StoredRow | undefined): ImportVerdict {
   if (!stored) return { kind: 'new' }
+  if (stored.deleted) {
+    return {
+      kind: 'conflict',
+      reason: `audioId ${JSON.stringify(line.audioId)} was deleted; it is not reused`,
+    }
+  }
   const exists = `audioId ${JSON.stringify(line.audioId)} already exists`
   if (stored.enterprise_id !== enterpriseId) {
     return { kind: 'conflict', reason: `${exists} in another enterprise` }

@@ -47,17 +47,23 @@ export function changeFeedStatements(): string[] {
         last_seq bigint NOT NULL
       )`,
     // One numberer at a time, queued on the head's lock; the changes are read after it is taken, so the
-    // read's snapshot sees the previous numberer's work.
-    `CREATE FUNCTION number_recording_changes() RETURNS bigint LANGUAGE plpgsql AS $$
+    // read's snapshot sees the previous numberer's work. Nothing unnumbered in sight: no lock is taken (a
+    // change committed but unnumbered would be in sight). At most \`batch\` at a time: any prefix of the
+    // order is safe to number, and a large import is numbered over several reads.
+    `CREATE FUNCTION number_recording_changes(batch bigint) RETURNS bigint LANGUAGE plpgsql AS $$
      DECLARE
        head bigint;
        numbered bigint;
      BEGIN
+       IF NOT EXISTS (SELECT 1 FROM recording_changes WHERE seq IS NULL) THEN
+         RETURN 0;
+       END IF;
        SELECT last_seq INTO head FROM change_feed_head FOR UPDATE;
        UPDATE recording_changes c SET seq = head + n.rank
          FROM (SELECT change_id, row_number() OVER (ORDER BY txid, change_id) AS rank
                  FROM recording_changes
-                WHERE seq IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())) n
+                WHERE seq IS NULL AND txid < pg_snapshot_xmin(pg_current_snapshot())
+                ORDER BY txid, change_id LIMIT batch) n
         WHERE c.change_id = n.change_id;
        GET DIAGNOSTICS numbered = ROW_COUNT;
        IF numbered > 0 THEN

@@ -107,7 +107,14 @@ for (const backend of testBackends) {
     })
 
     test('a malformed cursor or size is refused with 4001 naming the field', async () => {
-      for (const cursor of ['nope', 'MTo=', Buffer.from('1:-1').toString('base64url'), 'a'.repeat(201)]) {
+      const pastTheEnd = Buffer.from('1:999999999').toString('base64url')
+      for (const cursor of [
+        'nope',
+        'MTo=',
+        Buffer.from('1:-1').toString('base64url'),
+        'a'.repeat(201),
+        pastTheEnd,
+      ]) {
         const reply = await a.call(CHANGES, { cursor })
         expectCode(reply, 4001)
         assert.match(String(reply.body.msg), /cursor/)
@@ -138,6 +145,17 @@ for (const backend of testBackends) {
         recording('del-1'),
       )
       assert.equal((reused.body as { code: number }).code, 4001)
+      const reimport = await fetch(
+        `${platform.adminUrl}/admin/v1/enterprises/${a.enterpriseId}/recordings/import`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': 'application/x-ndjson' },
+          body: `${JSON.stringify(recording('del-new'))}\n${JSON.stringify(recording('del-1'))}\n`,
+        },
+      )
+      const refusal = (await reimport.json()) as { code: number; msg: string }
+      assert.equal(refusal.code, 4001)
+      assert.match(refusal.msg, /nothing was imported; line 2: audioId "del-1" was deleted/)
       const otherTenant = await admin(platform, 'DELETE', `/enterprises/${b.enterpriseId}/recordings/ch-1`)
       assert.equal(otherTenant.status, 404)
     })

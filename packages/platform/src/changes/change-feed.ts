@@ -32,6 +32,9 @@ export function decodeCursor(cursor: string): bigint {
   return BigInt(match[1])
 }
 
+/** Changes numbered by one read at most (change-feed-schema.ts). */
+const NUMBERING_BATCH = 10_000
+
 interface ChangeRow extends Partial<RecordingRow> {
   seq: string
   audio_id: string
@@ -51,7 +54,14 @@ export async function readChanges(
   request: ResolvedChangesRequest,
 ): Promise<ChangesPage> {
   const after = request.cursor === undefined ? 0n : decodeCursor(request.cursor)
-  await db.query('SELECT number_recording_changes()')
+  // The head read as the statement starts, before this numbering: a cursor the feed gave is never past it.
+  const [numbering] = await db.query<{ numbered: string; head: string }>(
+    'SELECT number_recording_changes($1)::text AS numbered, (SELECT last_seq FROM change_feed_head)::text AS head',
+    [NUMBERING_BATCH],
+  )
+  if (after > BigInt(numbering?.head ?? 0)) {
+    throw new InvalidParameterError('cursor', 'is past the end of the feed: not a cursor the feed gave')
+  }
   const rows = await db.query<ChangeRow>(
     `SELECT c.seq::text AS seq, c.audio_id, c.change, ${isoTime('c.at')} AS at, r.audio_id IS NOT NULL AS present,
             ${RECORDING_DATA_COLUMNS}
@@ -70,6 +80,7 @@ export async function readChanges(
   return {
     items,
     nextCursor: encodeCursor(last ? BigInt(last.seq) : after),
-    hasMore: rows.length > request.size,
+    // A full batch numbered may have left more to number: ask again rather than report the end.
+    hasMore: rows.length > request.size || Number(numbering?.numbered) === NUMBERING_BATCH,
   }
 }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
+import { sendStaticAsset, staticAsset } from '../http/static-asset.js'
 
 /** The console's files, shipped beside dist/ (tsc copies no file that is not TypeScript). */
 const CONSOLE_DIR = new URL('../../console/', import.meta.url)
@@ -33,25 +33,13 @@ const CONTENT_SECURITY_POLICY = [
  */
 export function consoleAssets(app: FastifyInstance, mountPath: string): void {
   for (const [name, contentType] of Object.entries(FILES)) {
-    const body = readFileSync(new URL(name, CONSOLE_DIR))
-    const etag = `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`
+    const asset = staticAsset(readFileSync(new URL(name, CONSOLE_DIR)), contentType)
     const paths =
       name === 'index.html'
         ? [mountPath, `${mountPath}/`, `${mountPath}/index.html`]
         : [`${mountPath}/${name}`]
     for (const path of paths) {
-      app.get(path, async (request, reply) => {
-        reply.headers({
-          'cache-control': 'no-cache',
-          etag,
-          'content-security-policy': CONTENT_SECURITY_POLICY,
-          'x-content-type-options': 'nosniff',
-          'referrer-policy': 'no-referrer',
-          'cross-origin-opener-policy': 'same-origin',
-        })
-        if (request.headers['if-none-match'] === etag) return reply.code(304).send()
-        return reply.type(contentType).send(body)
-      })
+      app.get(path, async (request, reply) => sendStaticAsset(request, reply, asset, CONTENT_SECURITY_POLICY))
     }
   }
 }

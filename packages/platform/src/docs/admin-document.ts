@@ -174,7 +174,7 @@ export function adminApiDocument(): Json {
       title: 'Earshot admin API',
       version: '1',
       description:
-        "The operators' API (DESIGN.md §7): enterprises and their keys, recordings, push deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
+        "The operators' API (DESIGN.md §7): enterprises and their keys, recordings, push deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
     },
     tags: [
       { name: 'enterprises', description: 'Enterprises, their keys and push URLs' },

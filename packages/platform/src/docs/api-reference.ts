@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
+import { type StaticAsset, sendStaticAsset, staticAsset } from '../http/static-asset.js'
 import { adminApiDocument } from './admin-document.js'
 import type { Json } from './openapi.js'
 import { partnerApiDocument } from './partner-document.js'
@@ -46,32 +46,17 @@ const CONTENT_SECURITY_POLICY = [
   "frame-ancestors 'none'",
 ].join('; ')
 
-interface Asset {
-  body: Buffer
-  type: string
-  etag: string
-}
-
-let swaggerUiAssets: Map<string, Asset> | undefined
+let swaggerUiAssets: Map<string, StaticAsset> | undefined
 
 /** Read once per process, on first use, and shared by both listeners (the bundle is 1.5 MB). */
-function swaggerUi(): Map<string, Asset> {
+function swaggerUi(): Map<string, StaticAsset> {
   swaggerUiAssets ??= new Map(
     Object.entries(SWAGGER_UI_FILES).map(([name, type]) => [
       name,
-      asset(readFileSync(join(SWAGGER_UI, name)), type),
+      staticAsset(readFileSync(join(SWAGGER_UI, name)), type),
     ]),
   )
   return swaggerUiAssets
-}
-
-function asset(body: Buffer | string, type: string): Asset {
-  const bytes = Buffer.from(body)
-  return {
-    body: bytes,
-    type,
-    etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 27)}"`,
-  }
 }
 
 /**
@@ -82,27 +67,18 @@ function asset(body: Buffer | string, type: string): Asset {
 export function apiReference(app: FastifyInstance, listener: 'partner' | 'admin'): void {
   const document = DOCUMENTS[listener]()
   const title = `${(document.info as { title: string }).title} reference`
-  const files = new Map<string, Asset>([
-    ['/openapi.json', asset(JSON.stringify(document), 'application/json; charset=utf-8')],
-    ['/docs', asset(page(title), 'text/html; charset=utf-8')],
-    ['/docs/reference.js', asset(START_SCRIPT, 'text/javascript; charset=utf-8')],
+  const files = new Map<string, StaticAsset>([
+    ['/openapi.json', staticAsset(JSON.stringify(document), 'application/json; charset=utf-8')],
+    ['/docs', staticAsset(page(title), 'text/html; charset=utf-8')],
+    ['/docs/reference.js', staticAsset(START_SCRIPT, 'text/javascript; charset=utf-8')],
   ])
-  for (const [path, served] of files) app.get(path, async (request, reply) => send(request, reply, served))
+  for (const [path, served] of files)
+    app.get(path, async (request, reply) => sendStaticAsset(request, reply, served, CONTENT_SECURITY_POLICY))
   for (const name of Object.keys(SWAGGER_UI_FILES)) {
-    app.get(`/docs/${name}`, async (request, reply) => send(request, reply, swaggerUi().get(name) as Asset))
+    app.get(`/docs/${name}`, async (request, reply) =>
+      sendStaticAsset(request, reply, swaggerUi().get(name) as StaticAsset, CONTENT_SECURITY_POLICY),
+    )
   }
-}
-
-function send(request: FastifyRequest, reply: FastifyReply, { body, type, etag }: Asset): FastifyReply {
-  reply.headers({
-    'cache-control': 'no-cache',
-    etag,
-    'content-security-policy': CONTENT_SECURITY_POLICY,
-    'x-content-type-options': 'nosniff',
-    'referrer-policy': 'no-referrer',
-  })
-  if (request.headers['if-none-match'] === etag) return reply.code(304).send()
-  return reply.type(type).send(body)
 }
 
 function page(title: string): string {

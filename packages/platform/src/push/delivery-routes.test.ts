@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
+import { confirmReceipts } from '../recordings/recording-store.js'
 import { deliveryMachine } from './delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from './delivery-store.js'
 
@@ -337,7 +338,7 @@ for (const backend of testBackends) {
       assert.equal(delivery.state, 'pending')
       assert.equal(delivery.eventId, before.eventId, 'the same eventId: the partner dedups')
       assert.match(delivery.nextAttemptAt ?? '', /Z$/)
-      assert.deepEqual(await stored(deliveryId), { state: 'pending', due: true, failures: 0, acks: 0 })
+      assert.deepEqual(await stored(deliveryId), { state: 'pending', due: true, failures: 0, acks: 1 })
 
       // Once pending, it cannot be replayed again.
       await refused(
@@ -361,7 +362,18 @@ for (const backend of testBackends) {
       const reply = await call('POST', `/deliveries/${unconfirmed}/replay`)
       assert.equal(reply.status, 200, JSON.stringify(reply.body))
       assert.equal((reply.body.delivery as DeliveryView).state, 'pending')
-      assert.deepEqual(await stored(unconfirmed), { state: 'pending', due: true, failures: 0, acks: 0 })
+      // setState left acks 4: the replay keeps the delivery acknowledged (acks 1, its re-pushes allowed again),
+      // so the callback the partner sends late still confirms it (DESIGN.md §6).
+      assert.deepEqual(await stored(unconfirmed), { state: 'pending', due: true, failures: 0, acks: 1 })
+      const [owner] = await platform.context.db.query<{ enterprise_id: number; audio_id: string }>(
+        'SELECT enterprise_id, audio_id FROM deliveries WHERE delivery_id = $1',
+        [unconfirmed],
+      )
+      assert.ok(owner)
+      await confirmReceipts(platform.context.db, [
+        { enterpriseId: owner.enterprise_id, audioId: owner.audio_id },
+      ])
+      assert.equal((await stored(unconfirmed))?.state, 'confirmed')
 
       for (const [id, state] of [
         [acked, 'acked'],
@@ -517,7 +529,7 @@ for (const backend of testBackends) {
       assert.equal(reply.status, 200, JSON.stringify(reply.body))
       assert.deepEqual(reply.body, { enterpriseId: a.enterpriseId, since, replayed: 4, alreadyScheduled: 2 })
       for (const id of [acked, failed, unconfirmed, atSince]) {
-        assert.deepEqual(await stored(id), { state: 'pending', due: true, failures: 0, acks: 0 })
+        assert.deepEqual(await stored(id), { state: 'pending', due: true, failures: 0, acks: 1 })
       }
       assert.deepEqual(await states([confirmed, cancelled, pending, inFlight, earlier, earlierAcked]), [
         'confirmed',

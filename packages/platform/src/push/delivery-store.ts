@@ -270,7 +270,7 @@ export async function replayDeliveries(
           AND ${'deliveryId' in selection ? 'delivery_id = $1' : RANGE_SELECTION}
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
-       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = 0
+       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,

@@ -52,7 +52,7 @@ export async function replayUnreceipted(
           AND state IN (${sqlList(UNRECEIPTED_REPLAY_STATES)})
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
-       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = 0
+       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT (SELECT count(*) FROM replayed) AS replayed,

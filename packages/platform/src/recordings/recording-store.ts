@@ -303,8 +303,9 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
   // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
   // so that two statements over overlapping rows wait for each other rather than deadlock.
-  // A deleted recording is still the partner's to confirm when the partner had it: a receipt, or a push of
-  // it acknowledged or in flight (the deletion's own push, whose callback may overtake its ack record).
+  // A deleted recording is still the partner's to confirm when the partner may have it: a receipt, or a push
+  // of it ever sent (claimed), even one whose result the deletion made stale or that is still in flight —
+  // the partner's callback may overtake the record of its ack.
   const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
     `WITH asked AS (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)),
           owned AS (SELECT r.audio_id, r.enterprise_id
@@ -313,8 +314,7 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                     SELECT t.audio_id, t.enterprise_id
                       FROM recording_tombstones t JOIN asked ON t.audio_id = asked.a AND t.enterprise_id = asked.e
                      WHERE EXISTS (SELECT 1 FROM receipts WHERE audio_id = t.audio_id)
-                        OR EXISTS (SELECT 1 FROM deliveries WHERE audio_id = t.audio_id
-                                                              AND (acks > 0 OR state = 'in_flight'))),
+                        OR EXISTS (SELECT 1 FROM deliveries WHERE audio_id = t.audio_id AND claim_no > 0)),
           added AS (INSERT INTO receipts (audio_id, enterprise_id)
                     SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
                     ON CONFLICT (audio_id) DO NOTHING),

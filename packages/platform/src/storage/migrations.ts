@@ -224,7 +224,7 @@ export const migrations: Migration[] = [
   },
   {
     version: 10,
-    name: 'the change feed: every change of a recording numbered in commit order; deletions leave tombstones',
+    name: 'the change feed: every change of a recording, numbered once its transaction and every older one finished; deletions leave tombstones',
     statements: changeFeedStatements(),
   },
   {
