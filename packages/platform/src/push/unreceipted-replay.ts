@@ -17,8 +17,11 @@ export interface UnreceiptedCount {
   alreadyScheduled: number
 }
 
-const counts = `count(*) FILTER (WHERE state IN (${sqlList(UNRECEIPTED_REPLAY_STATES)})) AS replayable,
-  count(*) FILTER (WHERE state IN (${sqlList(SCHEDULED_STATES)})) AS "alreadyScheduled"`
+/** The deliveries of enterprise $1 created at or after $2 in the states given. */
+const countSql = (states: readonly DeliveryState[]) =>
+  `SELECT count(*) FROM deliveries WHERE enterprise_id = $1 AND created_at >= $2::timestamptz
+      AND state IN (${sqlList(states)})`
+const countScheduledSql = countSql(SCHEDULED_STATES)
 
 /** What replayUnreceipted would do now, for an operator to confirm. */
 export async function countUnreceipted(
@@ -27,7 +30,7 @@ export async function countUnreceipted(
   since: string,
 ): Promise<UnreceiptedCount> {
   const [row] = await db.query<UnreceiptedCount>(
-    `SELECT ${counts} FROM deliveries WHERE enterprise_id = $1 AND created_at >= $2::timestamptz`,
+    `SELECT (${countSql(UNRECEIPTED_REPLAY_STATES)}) AS replayable, (${countScheduledSql}) AS "alreadyScheduled"`,
     [enterpriseId, since],
   )
   return { replayable: row?.replayable ?? 0, alreadyScheduled: row?.alreadyScheduled ?? 0 }
@@ -55,9 +58,7 @@ export async function replayUnreceipted(
        UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
-     SELECT (SELECT count(*) FROM replayed) AS replayed,
-            (SELECT count(*) FROM deliveries WHERE enterprise_id = $1 AND created_at >= $2::timestamptz
-                AND state IN (${sqlList(SCHEDULED_STATES)})) AS "alreadyScheduled"`,
+     SELECT (SELECT count(*) FROM replayed) AS replayed, (${countScheduledSql}) AS "alreadyScheduled"`,
     [enterpriseId, since],
   )
   const replayed = row?.replayed ?? 0
