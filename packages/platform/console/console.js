@@ -345,13 +345,14 @@ function signIn(message) {
 async function overview(view, _params, current) {
   document.title = 'Overview · Earshot console'
   const alert = alertBox()
+  const status = statusBox()
   const asOf = h('span', { class: 'muted' })
   const body = h('div', { class: 'overview' })
   const load = async () => {
     try {
       const data = await api('GET', '/overview')
       if (!current()) return
-      body.replaceChildren(...overviewSections(data, load))
+      body.replaceChildren(...overviewSections(data, load, status))
       asOf.replaceChildren('as of ', stamp(new Date().toISOString()))
       alert.replaceChildren()
     } catch (error) {
@@ -367,12 +368,13 @@ async function overview(view, _params, current) {
       h('button', { type: 'button', onclick: load }, 'Refresh'),
     ),
     alert,
+    status,
     body,
   )
   await load()
 }
 
-function overviewSections(data, reload) {
+function overviewSections(data, reload, status) {
   const { byState, confirmedInWindow } = data.deliveries
   const minutes = Math.round(data.windowSeconds / 60)
   const stat = (value, text, href) =>
@@ -424,12 +426,12 @@ function overviewSections(data, reload) {
             h('a', { href: '#/enterprises' }, 'Enterprises'),
             ' page.',
           )
-        : endpointTable(data.endpoints, reload),
+        : endpointTable(data.endpoints, reload, status),
     ),
   ]
 }
 
-function endpointTable(endpoints, reload) {
+function endpointTable(endpoints, reload, status) {
   const columns = ['Push URL', 'State', 'Last success', 'Consecutive failures', 'Enterprises', 'Why', '']
   return table(
     'Push URLs and their health',
@@ -438,7 +440,10 @@ function endpointTable(endpoints, reload) {
       const alert = alertBox()
       const enable = async () => {
         try {
-          await api('POST', '/endpoints/enable', { url: endpoint.url })
+          const enabled = await api('POST', '/endpoints/enable', { url: endpoint.url })
+          status.textContent =
+            `Enabled ${enabled.url}: ${count(enabled.resumed, 'held delivery', 'held deliveries')} resumed, ` +
+            `${count(enabled.replayed, 'delivery', 'deliveries')} that failed meanwhile pushed again.`
           await reload()
         } catch (error) {
           showError(alert, error)

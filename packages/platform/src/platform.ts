@@ -5,6 +5,7 @@ import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
 import { loadEnterpriseKey } from './auth/credentials.js'
 import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
+import { watchFeedLag } from './changes/feed-lag.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context.js'
 import { buildPartnerApi } from './http/partner-api.js'
@@ -105,6 +106,7 @@ export async function startPlatform({
       )
     }, JANITOR_INTERVAL_MS)
     janitor.unref()
+    const feedWatch = watchFeedLag(db, partner.log.child({ component: 'changes' }))
 
     let closing: Promise<void> | undefined
     return {
@@ -118,6 +120,7 @@ export async function startPlatform({
         closing ??= (async () => {
           lifecycle.shuttingDown = true
           clearInterval(janitor)
+          feedWatch.stop()
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})

@@ -187,7 +187,10 @@ export type ChangeKind = (typeof ChangeKind)[keyof typeof ChangeKind]
 
 /** One change of the feed; `data` is the recording's current data, absent once it is deleted. */
 export const ChangeSchema = Type.Object({
-  seq: Type.Integer({ minimum: 1, description: 'increases strictly along the feed' }),
+  seq: Type.Integer({
+    minimum: 1,
+    description: "the enterprise's own numbering: 1, 2, 3… with no gap, in the order of the feed",
+  }),
   audioId: Type.String({ minLength: 1 }),
   change: Type.Union([
     Type.Literal(ChangeKind.CREATED),
@@ -205,7 +208,16 @@ export const ChangePageSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
   items: Type.Array(ChangeSchema),
   nextCursor: Type.String({ minLength: 1, description: 'where the next page starts; opaque' }),
-  hasMore: Type.Boolean(),
+  hasMore: Type.Boolean({
+    description: 'more changes are ready now; false once caught up (a page stops early at about 1 MiB)',
+  }),
+  lagSeconds: Type.Optional(
+    Type.Number({
+      minimum: 0,
+      description:
+        'how long the oldest of your changes already committed but not yet in the feed has waited (an older transaction still running holds it back); 0 when none',
+    }),
+  ),
 })
 export type ChangePage = Static<typeof ChangePageSchema>
 

@@ -26,7 +26,7 @@ export function syncCommand(): Command {
     .requiredOption('--data <dir>', 'the directory of the mirror database (DIR/db)')
     .option('--follow', 'once caught up, keep polling for new changes until SIGINT or SIGTERM')
     .option('--size <n>', 'changes per page, 1 to 100 (default 100)', positiveInteger('a page size'))
-    .option('--json', 'print {"applied", "cursor"} as JSON at the end')
+    .option('--json', 'print {"applied", "cursor", "lagSeconds"} as JSON at the end')
     .action(async (options: SyncCommandOptions, command: Command) => {
       await runWithClient(command, { json: Boolean(options.json) }, (client) => sync(client, options))
     })
@@ -50,6 +50,7 @@ async function sync(client: EarshotClient, options: SyncCommandOptions): Promise
     try {
       const mirror = await openChangeMirror(db, client.enterpriseId)
       let following = false
+      let lagSeconds = 0
       const result = await syncChanges({
         client,
         mirror,
@@ -59,9 +60,11 @@ async function sync(client: EarshotClient, options: SyncCommandOptions): Promise
         onPage(page) {
           const last = page.items.at(-1)
           if (last) log(`applied ${changes(page.items.length)} through seq ${last.seq}`)
-          if (options.follow && !page.hasMore && !following) {
+          if (page.hasMore) return
+          lagSeconds = page.lagSeconds
+          if (options.follow && !following) {
             following = true
-            log('caught up; following the change feed')
+            log(`caught up${behind(lagSeconds)}; following the change feed`)
           }
         },
         onRetry(error, waitMs) {
@@ -74,10 +77,10 @@ async function sync(client: EarshotClient, options: SyncCommandOptions): Promise
             'run sync again to resume',
         )
       }
-      if (options.json) return printJson({ applied: result.applied, cursor: result.cursor })
+      if (options.json) return printJson({ applied: result.applied, cursor: result.cursor, lagSeconds })
       const [count] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM mirror_recordings')
       printLines(
-        `${stoppedBy ? 'Stopped' : 'Caught up'}: applied ${changes(result.applied)}; ` +
+        `${stoppedBy ? 'Stopped' : `Caught up${behind(lagSeconds)}`}: applied ${changes(result.applied)}; ` +
           `the mirror holds ${count?.n ?? 0} ${count?.n === 1 ? 'recording' : 'recordings'}.`,
       )
     } finally {
@@ -90,3 +93,12 @@ async function sync(client: EarshotClient, options: SyncCommandOptions): Promise
 }
 
 const changes = (n: number) => `${n} ${n === 1 ? 'change' : 'changes'}`
+
+/**
+ * How far behind the feed may be: changes committed on the platform wait while an older transaction there
+ * still runs (the feed's lagSeconds).
+ */
+const behind = (lagSeconds: number) =>
+  lagSeconds >= 1
+    ? ` with the feed (it may be up to ${Math.round(lagSeconds)} s behind: changes made on the platform wait while an older transaction there still runs)`
+    : ''

@@ -91,8 +91,14 @@ export interface ChangePage {
   items: ChangeItem[]
   /** Where the next page starts: pass it as `cursor` to read on (once caught up: the later changes). */
   nextCursor: string
-  /** More changes were already there beyond this page. */
+  /** More changes were already there beyond this page (a page stops early at about 1 MiB). */
   hasMore: boolean
+  /**
+   * How long the oldest of your changes already made on the platform, but not yet in the feed, has waited
+   * (an older transaction still running there holds it back): how far behind the feed may be. 0 when
+   * none, or when the platform does not say.
+   */
+  lagSeconds: number
 }
 
 /** Where to read the change feed from (DESIGN.md §10). */
@@ -236,6 +242,7 @@ export class EarshotClient {
         ),
         nextCursor: page.nextCursor,
         hasMore: page.hasMore,
+        lagSeconds: page.lagSeconds ?? 0,
       }
     } catch (error) {
       throw new EarshotResponseError(

@@ -25,6 +25,7 @@ const page = (cursor: string, ...items: ChangeItem[]): ChangePage => ({
   items,
   nextCursor: cursor,
   hasMore: false,
+  lagSeconds: 0,
 })
 
 describe('the change mirror', { timeout: 60_000 }, () => {
@@ -74,6 +75,19 @@ describe('the change mirror', { timeout: 60_000 }, () => {
     const older = { ...item('a', 'updated', 'A older'), seq: newer.seq - 1 }
     assert.equal(await mirror.apply(page('c3', newer), 'c2'), true)
     assert.equal(await mirror.apply(page('c4', older), 'c3'), true)
+    assert.deepEqual(await titles(), { a: 'A newest' })
+  })
+
+  test('a deletion in a page wins over every other change of its recording, one numbered after it too', async () => {
+    assert.equal(await mirror.apply(page('c5', item('f', 'created', 'F')), 'c4'), true)
+    assert.equal(await titles().then((all) => all.f), 'F')
+    // The updating transaction began before the deleting one but wrote later: its seq comes after.
+    const deletedFirst = page('c6', item('f', 'deleted'), item('f', 'updated'), item('g', 'created', 'G'))
+    assert.equal(await mirror.apply(deletedFirst, 'c5'), true)
+    assert.deepEqual(await titles(), { a: 'A newest', g: 'G' })
+    // Even when the later change still carried data (read before the deletion committed).
+    const withData = page('c7', item('g', 'deleted'), item('g', 'updated', 'G again'))
+    assert.equal(await mirror.apply(withData, 'c6'), true)
     assert.deepEqual(await titles(), { a: 'A newest' })
   })
 

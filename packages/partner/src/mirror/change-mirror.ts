@@ -90,25 +90,24 @@ export async function openChangeMirror(db: Database, enterpriseId: number): Prom
       return db.transaction(async (tx) => {
         const [row] = await tx.query<{ cursor: string | null }>('SELECT cursor FROM mirror_state FOR UPDATE')
         if ((row?.cursor ?? undefined) !== from) return false
-        // Each recording's last change in the page decides: its data is the recording's current data.
+        // A deletion in the page decides for its recording, wherever it stands: seqs follow the order of the
+        // deleting and writing transactions' ids, so an update may be numbered after the deletion that
+        // removed its recording (its data then absent). Otherwise the recording's last change decides: its
+        // data is the recording's current data. An audioId once deleted is never used again.
+        const deleted = new Set(
+          page.items.filter((item) => item.change === ChangeKind.DELETED).map((item) => item.audioId),
+        )
         const last = new Map<string, ChangeItem>()
         for (const item of page.items) {
           last.delete(item.audioId)
           last.set(item.audioId, item)
         }
-        const deleted: ChangeItem[] = []
-        const written: (ChangeItem & { data: RecordingData })[] = []
-        for (const item of last.values()) {
-          if (item.change === ChangeKind.DELETED) deleted.push(item)
-          // Without data the recording was deleted since: that deletion is further on in the feed.
-          else if (item.data) written.push(item as ChangeItem & { data: RecordingData })
-        }
-        if (deleted.length > 0) {
-          await tx.query(
-            `DELETE FROM mirror_recordings m USING unnest($1::text[], $2::bigint[]) AS d(audio_id, seq)
-              WHERE m.audio_id = d.audio_id AND m.seq < d.seq`,
-            [deleted.map((item) => item.audioId), deleted.map((item) => item.seq)],
-          )
+        const written = [...last.values()].filter(
+          (item): item is ChangeItem & { data: RecordingData } =>
+            !deleted.has(item.audioId) && item.data !== undefined,
+        )
+        if (deleted.size > 0) {
+          await tx.query('DELETE FROM mirror_recordings WHERE audio_id = ANY($1::text[])', [[...deleted]])
         }
         if (written.length > 0) {
           await tx.query(

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { PushEventType, ResponseCode } from '@earshot/protocol'
 import { batcher } from '@earshot/support/batcher'
 import {
   type Claim,
@@ -112,6 +113,8 @@ const POSTGRES_PARALLEL_BATCHES = 4
 const RETRYABLE_REFUSALS = new Set([4010, 4011, 4090, 4290])
 
 /** A refusal that no later attempt can turn into 2000 (unknown audioId, wrong key, disabled enterprise...). */
+const codeOf = (error: unknown) => (error instanceof EarshotApiError ? error.code : undefined)
+
 export function isPermanentRefusal(error: unknown): boolean {
   return (
     error instanceof EarshotApiError &&
@@ -162,7 +165,13 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         if (attempt.kind === 'done') return { state: 'confirmed', delaySeconds: holdSeconds }
         const error = messageOf(attempt.error)
         if (isPermanentRefusal(attempt.error)) {
-          logger.error('receipt callback refused for good', { ...ids, error })
+          // A deletion of a recording the platform never got to push here: nothing was stored to confirm.
+          if (
+            claim.job.eventType === PushEventType.DELETED &&
+            codeOf(attempt.error) === ResponseCode.NOT_FOUND
+          ) {
+            logger.info('receipt callback of a deletion: the recording was never received here', ids)
+          } else logger.error('receipt callback refused for good', { ...ids, error })
           return { state: 'failed', delaySeconds: holdSeconds }
         }
         const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {
@@ -207,7 +216,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
   }
 
   /** Callbacks this outbox recorded and holds, waiting for wake(eventId): eventId → audioId, when recorded. */
-  const held = new Map<string, { audioId: string; at: number }>()
+  const held = new Map<string, { audioId: string; eventType: string; at: number }>()
   /** Never woken within the grace (the answer did not go out): the hold ends and a claim sends it. */
   const forgetUnanswered = (now: number) => {
     for (const [eventId, { at }] of held) {
@@ -255,7 +264,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
       for (const { event, index } of records) {
         const isNew = created.has(event.eventId)
         results[index] = isNew
-        if (isNew) held.set(event.eventId, { audioId: event.audioId, at: now })
+        if (isNew) held.set(event.eventId, { audioId: event.audioId, eventType: event.eventType, at: now })
       }
       const repeated: string[] = []
       for (const { item, index } of admits) {
@@ -297,7 +306,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
           id: eventId,
           fence: { claimant, claimNo: 1 },
           group: null,
-          job: { audioId: mine.audioId, failures: 0 },
+          job: { audioId: mine.audioId, eventType: mine.eventType, failures: 0 },
         },
       ])
     },

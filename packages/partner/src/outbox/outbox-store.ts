@@ -40,6 +40,8 @@ export type CallbackState = 'pending' | 'confirmed' | 'failed'
 /** What a claim of a callback carries. */
 export interface CallbackJob {
   audioId: string
+  /** The event whose receipt this is. */
+  eventType: string
   /** Failed attempts in a row before this one: the position in the retry schedule. */
   failures: number
 }
@@ -60,8 +62,12 @@ export const callbackQueue = defineQueue<StoredState, string, CallbackJob>({
   machine: callbackMachine,
   channel: CALLBACKS,
   claimed: {
-    select: 'j.audio_id, j.failures',
-    parse: (row) => ({ audioId: row.audio_id as string, failures: row.failures as number }),
+    select: 'j.audio_id, j.event_type, j.failures',
+    parse: (row) => ({
+      audioId: row.audio_id as string,
+      eventType: row.event_type as string,
+      failures: row.failures as number,
+    }),
   },
   settle: {
     state: `CASE WHEN r.state IN ('confirmed', 'failed') AND j.rearmed_at >= j.claimed_at THEN 'pending'

@@ -138,6 +138,11 @@ for (const backend of testBackends) {
       const names = (await admin<{ enterprises: Summary[] }>(platform, 'GET', '/enterprises')).body
         .enterprises
       assert.ok(!names.some((each) => each.name === 'Sneaky'))
+      // The scheme in any case, before one or more spaces (RFC 9110).
+      for (const scheme of ['bearer', 'BEARER', 'Bearer ']) {
+        const response = await fetch(list, { headers: { authorization: `${scheme} ${platform.adminToken}` } })
+        assert.equal(response.status, 200, scheme)
+      }
     })
 
     test('create: 201 with a 44-character Base64 secret that works for a token', async () => {

@@ -15,9 +15,11 @@ import {
   setPushUrl,
 } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
+import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/server-options.js'
 import { checkPushUrl } from '../push/address-policy.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
+import { resumeHeld } from '../push/delivery-store.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
 import {
   audioIdGenerator,
@@ -62,7 +64,7 @@ export async function buildAdminApi(
     reply.header('x-request-id', request.id)
     if (isPublicPath(request.url)) return
     if (lifecycle.shuttingDown) throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
-    const given = /^Bearer (.+)$/.exec(request.headers.authorization ?? '')?.[1]
+    const given = bearerCredentials(request.headers.authorization)
     if (!given || !timingSafeEqual(digest(given), expected)) {
       // Closing the connection stops a client without the token from holding it for the admin timeout.
       throw new ApiError(
@@ -125,6 +127,8 @@ export async function buildAdminApi(
       config.pushAllowPrivate,
     )
     if (!(await setPushUrl(db, enterpriseId, pushUrl))) throw noSuchEnterprise(enterpriseId)
+    // Deliveries held for a disabled push URL go to the new one, unless it is disabled too.
+    await resumeHeld(db, [enterpriseId])
     return { enterpriseId, pushUrl }
   })
 

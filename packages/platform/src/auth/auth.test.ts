@@ -316,11 +316,21 @@ for (const backend of testBackends) {
       expectCode(await postBytes(platform, TOKEN, Buffer.from(JSON.stringify(tokenBody(partner)))), 2000)
     })
 
+    test('the bearer scheme is matched in any case, before one or more spaces (RFC 9110)', async () => {
+      for (const scheme of ['bearer', 'BEARER', 'Bearer ']) {
+        expectCode(
+          await postRaw(platform, AUDIOS, JSON.stringify(envelopeOf(partner)), bearerJson(token, scheme)),
+          2000,
+        )
+      }
+    })
+
     test('4010: a missing, malformed or forged bearer token', async () => {
       const body = () => envelopeOf(partner)
       expectCode(await postJson(platform, AUDIOS, body()), 4010)
       expectCode(await postJson(platform, CALLBACK, envelopeOf(partner, { audioId: 'x' })), 4010)
       expectCode(await postRaw(platform, AUDIOS, JSON.stringify(body()), bearerJson(token, 'Basic')), 4010)
+      expectCode(await postRaw(platform, AUDIOS, JSON.stringify(body()), bearerJson(token, 'Bearer:')), 4010)
       expectCode(await postJson(platform, AUDIOS, body(), 'not-a-token'), 4010)
       expectCode(await postJson(platform, AUDIOS, body(), `${token}x`), 4010)
       const mac = token.lastIndexOf('.') + 1

@@ -2,10 +2,9 @@ import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
+import { bearerCredentials } from '../http/bearer.js'
 import { usableKey } from './credentials.js'
 import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
-
-const bearer = /^Bearer ([\x21-\x7e]+)$/
 
 /**
  * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000;
@@ -18,7 +17,7 @@ export async function authenticate(
   request: FastifyRequest,
   rateLimit: RateLimitCheck,
 ): Promise<OpenedRequest> {
-  const token = bearer.exec(request.headers.authorization ?? '')?.[1]
+  const token = bearerCredentials(request.headers.authorization)
   if (!token) throw new ApiError(ResponseCode.UNAUTHORIZED, 'Authorization must be "Bearer <accessToken>"')
   const checked = context.tokens.check(token, Math.floor(context.clock() / 1000))
   if (!checked.ok) {

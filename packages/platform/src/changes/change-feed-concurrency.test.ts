@@ -7,14 +7,15 @@ import { deleteRecording, insertRecordings, updateRecording } from '../recording
 import { readChanges } from './change-feed.js'
 
 /**
- * DESIGN.md §10: a change is visible only once every change numbered before it is committed or abandoned.
- * Eight writers commit transactions of one to four changes in whatever order the database finishes them,
- * some rolled back; four readers follow the feed meanwhile. Each must see every committed change exactly
- * once, in seq order, and nothing of what was rolled back.
+ * A change is visible only once every change numbered before it is committed or abandoned. Eight writers,
+ * half for each of two enterprises, commit transactions of one to four changes in whatever order the
+ * database finishes them, some rolled back; two readers per enterprise follow its feed meanwhile. Each must
+ * see every committed change of its enterprise exactly once, numbered 1, 2, 3… with no gap, and nothing of
+ * what was rolled back.
  */
 
 const WRITERS = 8
-const READERS = 4
+const READERS_PER_ENTERPRISE = 2
 const CHANGES = 10_000
 const PER_WRITER = CHANGES / WRITERS
 
@@ -25,21 +26,25 @@ const yieldTurn = () => new Promise((resolve) => setImmediate(resolve))
 for (const backend of testBackends) {
   describe(`the change feed under concurrent writers (${backend})`, { timeout: 240_000 }, () => {
     let platform: TestPlatform
-    let enterpriseId: number
+    let enterprises: number[]
 
     before(async () => {
       platform = await startTestPlatform(backend)
-      ;({ enterpriseId } = await createPartner(platform, 'Concurrent'))
+      enterprises = [
+        (await createPartner(platform, 'Concurrent A')).enterpriseId,
+        (await createPartner(platform, 'Concurrent B')).enterpriseId,
+      ]
     })
     after(async () => {
       await platform?.stop()
     })
 
-    test(`${WRITERS} writers, ${CHANGES} changes, ${READERS} readers: each reader sees every change once, in order`, async () => {
+    test(`${WRITERS} writers over two enterprises, ${CHANGES} changes: each reader sees its enterprise's changes once, numbered 1..n`, async () => {
       const { db } = platform.context
       let writing = true
 
       async function writer(w: number): Promise<number> {
+        const enterpriseId = enterprises[w % 2] as number
         const own: string[] = []
         let made = 0
         let abandoned = 0
@@ -84,7 +89,7 @@ for (const backend of testBackends) {
         return abandoned
       }
 
-      async function reader(): Promise<Change[]> {
+      async function reader(enterpriseId: number): Promise<Change[]> {
         const seen: Change[] = []
         let cursor: string | undefined
         for (;;) {
@@ -98,7 +103,9 @@ for (const backend of testBackends) {
         }
       }
 
-      const readers = Array.from({ length: READERS }, reader)
+      const readers = enterprises.map((enterpriseId) =>
+        Array.from({ length: READERS_PER_ENTERPRISE }, () => reader(enterpriseId)),
+      )
       const abandoned = await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w))).finally(
         () => {
           writing = false
@@ -108,29 +115,38 @@ for (const backend of testBackends) {
         abandoned.every((n) => n > 0),
         'every writer rolled some transactions back',
       )
-      const seenByReaders = await Promise.all(readers)
-
-      const { items: truth, hasMore } = await readChanges(db, enterpriseId, { cursor: undefined, size: 100 })
-      assert.equal(truth.length, 100)
-      assert.ok(hasMore)
-      const full = seenByReaders[0] ?? []
-      assert.equal(full.length, CHANGES, 'every committed change, nothing rolled back')
-      // Seqs are contiguous: numbers are handed out at commit, so an abandoned transaction leaves no gap.
-      full.forEach((change, i) => {
-        assert.equal(change.seq, (full[0]?.seq ?? 0) + i)
-      })
+      const seen = await Promise.all(readers.map((each) => Promise.all(each)))
       const key = (change: Change) => `${change.seq}:${change.audioId}:${change.change}`
-      for (const seen of seenByReaders) assert.deepEqual(seen.map(key), full.map(key))
-      const [committed] = await db.query<{ n: number }>(
-        'SELECT count(*)::int AS n FROM recording_changes WHERE enterprise_id = $1',
-        [enterpriseId],
-      )
-      assert.equal(committed?.n, CHANGES)
-      assert.deepEqual(
-        full.filter((change) => change.audioId.includes('-t5-')).map((change) => change.change),
-        [],
-        'a transaction rolled back leaves no change',
-      )
+      let total = 0
+      for (const [e, enterpriseId] of enterprises.entries()) {
+        const [full = [], ...others] = seen[e] ?? []
+        // Seqs are the enterprise's own, contiguous: an abandoned transaction leaves no gap.
+        full.forEach((change, i) => {
+          assert.equal(change.seq, i + 1)
+        })
+        for (const other of others) assert.deepEqual(other.map(key), full.map(key))
+        const [committed] = await db.query<{ n: number }>(
+          'SELECT count(*)::int AS n FROM recording_changes WHERE enterprise_id = $1',
+          [enterpriseId],
+        )
+        assert.equal(committed?.n, full.length, 'every committed change of the enterprise was read')
+        assert.ok(
+          full.every((change) => change.audioId.startsWith('w') && Number(change.audioId[1]) % 2 === e),
+        )
+        assert.deepEqual(
+          full.filter((change) => change.audioId.includes('-t5-')).map((change) => change.change),
+          [],
+          'a transaction rolled back leaves no change',
+        )
+        total += full.length
+      }
+      assert.equal(total, CHANGES, 'every committed change, nothing rolled back')
+      const { items: first, hasMore } = await readChanges(db, enterprises[0] as number, {
+        cursor: undefined,
+        size: 100,
+      })
+      assert.equal(first.length, 100)
+      assert.ok(hasMore)
     })
   })
 }

@@ -71,40 +71,7 @@ export function changeFeedStatements(): string[] {
        END IF;
        RETURN numbered;
      END $$`,
-    // A changed recording's row, its change, as recorded: an update counts only when the data a partner
-    // reads changes (§4); a transcript part added or replaced is transcript_added.
-    `CREATE FUNCTION recordings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-     DECLARE
-       taken text;
-     BEGIN
-       IF TG_OP = 'INSERT' THEN
-         SELECT a.audio_id INTO taken FROM added a JOIN recording_tombstones t USING (audio_id) LIMIT 1;
-         IF taken IS NOT NULL THEN
-           RAISE EXCEPTION 'the audioId of a deleted recording is not reused'
-             USING ERRCODE = '23505', DETAIL = format('Key (audio_id)=(%s) already exists.', taken);
-         END IF;
-         INSERT INTO recording_changes (enterprise_id, audio_id, change)
-           SELECT enterprise_id, audio_id, '${ChangeKind.CREATED}' FROM added ORDER BY audio_id;
-       ELSIF TG_OP = 'UPDATE' THEN
-         INSERT INTO recording_changes (enterprise_id, audio_id, change)
-           SELECT n.enterprise_id, n.audio_id,
-                  CASE WHEN n.transcript_added_at IS DISTINCT FROM o.transcript_added_at
-                       THEN '${ChangeKind.TRANSCRIPT_ADDED}' ELSE '${ChangeKind.UPDATED}' END
-             FROM before o JOIN after n USING (audio_id)
-            WHERE (o.enterprise_id, o.device_uid, o.title, o.recorded_at, o.denoise_url, o.record_duration,
-                   o.transcript_id, o.transcript_text, o.transcript_sentences, o.duration_ms, o.words_count,
-                   o.transcript_added_at)
-                  IS DISTINCT FROM
-                  (n.enterprise_id, n.device_uid, n.title, n.recorded_at, n.denoise_url, n.record_duration,
-                   n.transcript_id, n.transcript_text, n.transcript_sentences, n.duration_ms, n.words_count,
-                   n.transcript_added_at)
-            ORDER BY n.audio_id;
-       ELSE
-         INSERT INTO recording_changes (enterprise_id, audio_id, change)
-           SELECT enterprise_id, audio_id, '${ChangeKind.DELETED}' FROM removed ORDER BY audio_id;
-       END IF;
-       RETURN NULL;
-     END $$`,
+    recordingsChangedFunction('CREATE', 'recording_changes'),
     `CREATE TRIGGER recordings_changed_inserted AFTER INSERT ON recordings REFERENCING NEW TABLE AS added
        FOR EACH STATEMENT EXECUTE FUNCTION recordings_changed()`,
     `CREATE TRIGGER recordings_changed_updated AFTER UPDATE ON recordings
@@ -118,5 +85,127 @@ export function changeFeedStatements(): string[] {
               created_at
          FROM recordings`,
     'INSERT INTO change_feed_head (last_seq) SELECT count(*) FROM recordings',
+  ]
+}
+
+/**
+ * A changed recording's row, its change, written to `table` (the changes in migration 10, the queue of
+ * unnumbered changes from migration 14 on): an update counts only when the data a partner reads changes;
+ * a transcript part added or replaced is transcript_added.
+ */
+function recordingsChangedFunction(create: 'CREATE' | 'CREATE OR REPLACE', table: string): string {
+  return `${create} FUNCTION recordings_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+   DECLARE
+     taken text;
+   BEGIN
+     IF TG_OP = 'INSERT' THEN
+       SELECT a.audio_id INTO taken FROM added a JOIN recording_tombstones t USING (audio_id) LIMIT 1;
+       IF taken IS NOT NULL THEN
+         RAISE EXCEPTION 'the audioId of a deleted recording is not reused'
+           USING ERRCODE = '23505', DETAIL = format('Key (audio_id)=(%s) already exists.', taken);
+       END IF;
+       INSERT INTO ${table} (enterprise_id, audio_id, change)
+         SELECT enterprise_id, audio_id, '${ChangeKind.CREATED}' FROM added ORDER BY audio_id;
+     ELSIF TG_OP = 'UPDATE' THEN
+       INSERT INTO ${table} (enterprise_id, audio_id, change)
+         SELECT n.enterprise_id, n.audio_id,
+                CASE WHEN n.transcript_added_at IS DISTINCT FROM o.transcript_added_at
+                     THEN '${ChangeKind.TRANSCRIPT_ADDED}' ELSE '${ChangeKind.UPDATED}' END
+           FROM before o JOIN after n USING (audio_id)
+          WHERE (o.enterprise_id, o.device_uid, o.title, o.recorded_at, o.denoise_url, o.record_duration,
+                 o.transcript_id, o.transcript_text, o.transcript_sentences, o.duration_ms, o.words_count,
+                 o.transcript_added_at)
+                IS DISTINCT FROM
+                (n.enterprise_id, n.device_uid, n.title, n.recorded_at, n.denoise_url, n.record_duration,
+                 n.transcript_id, n.transcript_text, n.transcript_sentences, n.duration_ms, n.words_count,
+                 n.transcript_added_at)
+          ORDER BY n.audio_id;
+     ELSE
+       INSERT INTO ${table} (enterprise_id, audio_id, change)
+         SELECT enterprise_id, audio_id, '${ChangeKind.DELETED}' FROM removed ORDER BY audio_id;
+     END IF;
+     RETURN NULL;
+   END $$`
+}
+
+/*
+ * Migration 14: each enterprise's changes are numbered 1, 2, 3… with no gap, so that nothing about other
+ * enterprises can be read from a partner's seqs or from where its cursor ends. Unnumbered changes wait in
+ * a queue table of their own (inserted by the triggers, deleted when numbered), so the feed's table is
+ * only ever appended to and the churn stays in a table as small as the changes in flight. Numbering keeps
+ * its rule: only the changes of transactions older than the oldest still running, in transaction id order
+ * (per enterprise now), one numberer at a time under the lock of change_feed_head's row — whose last_seq
+ * stays the last seq of the global numbering, which cursors given before this migration name.
+ */
+export function perEnterpriseFeedStatements(): string[] {
+  return [
+    'LOCK TABLE recordings IN SHARE ROW EXCLUSIVE MODE',
+    `CREATE TABLE recording_change_queue (
+        queued_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+        enterprise_id bigint NOT NULL,
+        audio_id text NOT NULL,
+        change text NOT NULL CHECK (change IN (${CHANGES})),
+        at timestamptz NOT NULL DEFAULT now()
+      )`,
+    'CREATE INDEX recording_change_queue_order ON recording_change_queue (txid, queued_id)',
+    'CREATE INDEX recording_change_queue_by_enterprise ON recording_change_queue (enterprise_id, at)',
+    `INSERT INTO recording_change_queue (txid, enterprise_id, audio_id, change, at)
+       SELECT txid, enterprise_id, audio_id, change, at FROM recording_changes WHERE seq IS NULL
+        ORDER BY txid, change_id`,
+    'DELETE FROM recording_changes WHERE seq IS NULL',
+    'DROP INDEX recording_changes_unnumbered',
+    // The global seq stays beside the new one, for cursors given before: only where it was given.
+    'ALTER TABLE recording_changes RENAME COLUMN seq TO legacy_seq',
+    'ALTER TABLE recording_changes DROP CONSTRAINT recording_changes_seq_key',
+    'DROP INDEX recording_changes_feed',
+    `CREATE INDEX recording_changes_by_legacy_seq ON recording_changes (enterprise_id, legacy_seq)
+       WHERE legacy_seq IS NOT NULL`,
+    'ALTER TABLE recording_changes DROP COLUMN txid, ADD COLUMN seq bigint',
+    `UPDATE recording_changes c SET seq = n.rank
+       FROM (SELECT change_id, row_number() OVER (PARTITION BY enterprise_id ORDER BY legacy_seq) AS rank
+               FROM recording_changes) n
+      WHERE c.change_id = n.change_id`,
+    'ALTER TABLE recording_changes ALTER COLUMN seq SET NOT NULL',
+    'ALTER TABLE recording_changes ADD CONSTRAINT recording_changes_feed UNIQUE (enterprise_id, seq)',
+    'CREATE TABLE change_feed_heads (enterprise_id bigint PRIMARY KEY, last_seq bigint NOT NULL)',
+    `INSERT INTO change_feed_heads (enterprise_id, last_seq)
+       SELECT enterprise_id, max(seq) FROM recording_changes GROUP BY enterprise_id`,
+    recordingsChangedFunction('CREATE OR REPLACE', 'recording_change_queue'),
+    // Queued changes are moved into the feed, numbered after their enterprise's head; the lock is taken
+    // before the queue is read, so this read sees the previous numberer's work.
+    `CREATE OR REPLACE FUNCTION number_recording_changes(batch bigint) RETURNS bigint LANGUAGE plpgsql AS $$
+     DECLARE
+       numbered bigint;
+     BEGIN
+       IF NOT EXISTS (SELECT 1 FROM recording_change_queue WHERE txid < pg_snapshot_xmin(pg_current_snapshot())) THEN
+         RETURN 0;
+       END IF;
+       PERFORM 1 FROM change_feed_head FOR UPDATE;
+       WITH taken AS (
+              DELETE FROM recording_change_queue q
+               USING (SELECT queued_id FROM recording_change_queue
+                       WHERE txid < pg_snapshot_xmin(pg_current_snapshot())
+                       ORDER BY txid, queued_id LIMIT batch) x
+               WHERE q.queued_id = x.queued_id
+              RETURNING q.*),
+            ranked AS (
+              SELECT t.*, row_number() OVER (PARTITION BY t.enterprise_id ORDER BY t.txid, t.queued_id) AS rank,
+                     count(*) OVER (PARTITION BY t.enterprise_id) AS n
+                FROM taken t),
+            heads AS (
+              INSERT INTO change_feed_heads AS h (enterprise_id, last_seq)
+              SELECT enterprise_id, count(*) FROM taken GROUP BY enterprise_id ORDER BY enterprise_id
+              ON CONFLICT (enterprise_id) DO UPDATE SET last_seq = h.last_seq + excluded.last_seq
+              RETURNING h.enterprise_id, h.last_seq),
+            added AS (
+              INSERT INTO recording_changes (enterprise_id, seq, audio_id, change, at)
+              SELECT r.enterprise_id, h.last_seq - r.n + r.rank, r.audio_id, r.change, r.at
+                FROM ranked r JOIN heads h USING (enterprise_id)
+               ORDER BY r.enterprise_id, r.rank
+              RETURNING 1)
+       SELECT count(*) INTO numbered FROM added;
+       RETURN numbered;
+     END $$`,
   ]
 }

@@ -5,6 +5,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, createPartner, expectCode, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually, startTestReceiver, type TestReceiver } from '@earshot/test-kit/push-receiver'
 import { listDeliveries } from '../push/delivery-store.js'
+import { watchFeedLag } from './feed-lag.js'
 
 /** POST /openapi/v1/audios/changes, operators' updates and deletions (DESIGN.md §10). */
 
@@ -21,6 +22,14 @@ function recording(audioId: string, withAudio = true) {
       transcript: { transcriptId: 1, transcriptText: 'hi', sentences: [], durationMs: 5, wordsCount: 1 },
     }),
   }
+}
+
+function latchPromise(): { done: Promise<void>; signal: () => void } {
+  let signal = () => {}
+  const done = new Promise<void>((resolve) => {
+    signal = resolve
+  })
+  return { done, signal }
 }
 
 const transcript = { transcriptId: 7, transcriptText: 'hello', sentences: [], durationMs: 10, wordsCount: 1 }
@@ -107,10 +116,12 @@ for (const backend of testBackends) {
     })
 
     test('a malformed cursor or size is refused with 4001 naming the field', async () => {
-      const pastTheEnd = Buffer.from('1:999999999').toString('base64url')
+      const pastTheEnd = Buffer.from('2:999999999').toString('base64url')
       for (const cursor of [
         'nope',
         'MTo=',
+        // Base64url that is not canonical: it decodes as MjBx does, but the feed never spells it so.
+        'MjoxX',
         Buffer.from('1:-1').toString('base64url'),
         'a'.repeat(201),
         pastTheEnd,
@@ -203,6 +214,111 @@ for (const backend of testBackends) {
     })
   })
 
+  describe(`the change feed's pages and lag (${backend})`, { timeout: 60_000 }, () => {
+    let platform: TestPlatform
+    let partner: TestPartner
+    before(async () => {
+      platform = await startTestPlatform(backend)
+      partner = await createPartner(platform, 'Pages')
+    })
+    after(async () => {
+      await platform?.stop()
+    })
+
+    async function page(plaintext: Record<string, unknown>) {
+      const reply = await partner.call(CHANGES, plaintext)
+      expectCode(reply, 2000)
+      return { page: ChangePage.parse(reply.plaintext), sealedBytes: JSON.stringify(reply.body.data).length }
+    }
+
+    test('a page stops early at about 1 MiB sealed, with hasMore, and always holds one change', async () => {
+      const text = 'x'.repeat(110_000)
+      for (let i = 0; i < 30; i++) {
+        await ingest(platform, partner.enterpriseId, {
+          ...recording(`large-${i}`, false),
+          transcript: { transcriptId: i, transcriptText: text, sentences: [], durationMs: 5, wordsCount: 1 },
+        })
+      }
+      const seen: string[] = []
+      let cursor: string | undefined
+      for (;;) {
+        const next = await page({ ...(cursor && { cursor }), size: 100 })
+        assert.ok(next.page.items.length >= 1)
+        assert.ok(next.sealedBytes <= 1.1 * 1024 * 1024, `${next.sealedBytes} bytes sealed`)
+        seen.push(...next.page.items.map((item) => item.audioId))
+        cursor = next.page.nextCursor
+        if (!next.page.hasMore) break
+        assert.ok(next.page.items.length < 30, 'stopped early')
+      }
+      assert.deepEqual(
+        seen,
+        Array.from({ length: 30 }, (_, i) => `large-${i}`),
+      )
+      const one = await page({ size: 1 })
+      assert.equal(one.page.items.length, 1)
+      assert.equal(one.page.hasMore, true)
+    })
+
+    test('a change held back by a transaction still running is not in the feed; the lag says so', async (t) => {
+      if (backend !== 'postgres') {
+        t.skip('one PGlite connection runs one transaction at a time: nothing can hold a change back')
+        return
+      }
+      const { db } = platform.context
+      let head = (await page({})).page
+      while (head.hasMore) head = (await page({ cursor: head.nextCursor })).page
+      let release = () => {}
+      let pid = 0
+      const opened = latchPromise()
+      const holding = db.transaction(async (tx) => {
+        const [row] = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid, pg_current_xact_id()')
+        pid = row?.pid ?? 0
+        opened.signal()
+        await new Promise<void>((resolve) => {
+          release = resolve
+        })
+      })
+      await opened.done
+      try {
+        await ingest(platform, partner.enterpriseId, recording('held-back'))
+        const held = (await page({ cursor: head.nextCursor })).page
+        assert.deepEqual(held.items, [])
+        assert.equal(held.hasMore, false)
+        assert.ok((held.lagSeconds ?? 0) > 0, `lag ${held.lagSeconds}`)
+
+        const warnings: { details: { holder?: { pid?: number } }; message: string }[] = []
+        const watch = watchFeedLag(
+          db,
+          { warn: (details, message) => warnings.push({ details, message }) },
+          { intervalMs: 3_600_000, warnAfterSeconds: 0 },
+        )
+        await watch.look()
+        watch.stop()
+        assert.equal(warnings[0]?.details.holder?.pid, pid)
+        assert.match(
+          warnings[0]?.message ?? '',
+          new RegExp(`backend pid ${pid} \\(database \\w+, open for \\d+ s`),
+        )
+        const metrics = await fetch(`${platform.adminUrl}/metrics`, {
+          headers: { authorization: `Bearer ${platform.adminToken}` },
+        }).then((response) => response.text())
+        assert.match(
+          metrics,
+          /^earshot_change_feed_lag_seconds 0\.\d+|^earshot_change_feed_lag_seconds [1-9]/m,
+        )
+      } finally {
+        release()
+        await holding
+      }
+      const resumed = (await page({ cursor: head.nextCursor })).page
+      assert.deepEqual(
+        resumed.items.map((item) => item.audioId),
+        ['held-back'],
+      )
+      assert.equal(resumed.lagSeconds, 0)
+    })
+  })
+
   describe(`deletion and push (${backend})`, { timeout: 60_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
@@ -223,7 +339,7 @@ for (const backend of testBackends) {
       await receiver?.close()
     })
 
-    test('deleting cancels what was not confirmed and pushes recording.deleted; its callback confirms it', async () => {
+    test('deleting cancels what was not confirmed and pushes recording.deleted, confirmed by its ack', async () => {
       answering = false
       await ingest(platform, partner.enterpriseId, recording('gone-1'))
       await eventually(
@@ -243,22 +359,47 @@ for (const backend of testBackends) {
       )
       assert.deepEqual(pushed.event.data, {})
       assert.equal(pushed.event.audioId, 'gone-1')
-      const deliveries = await listDeliveries(platform.context.db, { audioId: 'gone-1', limit: 10 })
-      assert.deepEqual(
-        deliveries.map((delivery) => [delivery.eventType, delivery.state]).sort(),
-        [
-          [PushEventType.AUDIO_READY, 'cancelled'],
-          [PushEventType.DELETED, 'acked'],
-        ].sort(),
+      const states = async () =>
+        (await listDeliveries(platform.context.db, { audioId: 'gone-1', limit: 10 }))
+          .map((delivery) => [delivery.eventType, delivery.state])
+          .sort()
+      const expected = [
+        [PushEventType.AUDIO_READY, 'cancelled'],
+        [PushEventType.DELETED, 'confirmed'],
+      ].sort()
+      await eventually(
+        async () => JSON.stringify(await states()) === JSON.stringify(expected),
+        10_000,
+        'states',
       )
-      // The partner had it (it acknowledged the deletion's push): its callback is 2000 and confirms that push.
-      expectCode(await partner.call('/openapi/v1/callback', { audioId: 'gone-1' }), 2000)
-      const [deletion] = await listDeliveries(platform.context.db, {
-        audioId: 'gone-1',
-        state: 'confirmed',
-        limit: 1,
-      })
-      assert.equal(deletion?.eventType, PushEventType.DELETED)
+      // The partner never had its data (its only data push failed): a callback tells it nothing.
+      expectCode(await partner.call('/openapi/v1/callback', { audioId: 'gone-1' }), 4040)
+    })
+
+    test('a callback for a deleted recording answers 2000 when the partner had it', async () => {
+      await ingest(platform, partner.enterpriseId, recording('had-1'))
+      await eventually(
+        async () =>
+          (await listDeliveries(platform.context.db, { audioId: 'had-1', limit: 1 }))[0]?.state === 'acked',
+        10_000,
+        'the data push acknowledged',
+      )
+      assert.equal(
+        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/had-1`)).status,
+        200,
+      )
+      expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-1' }), 2000)
+
+      // A receipt before the deletion is as good.
+      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: null })
+      await ingest(platform, partner.enterpriseId, recording('had-2'))
+      expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-2' }), 2000)
+      assert.equal(
+        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/had-2`)).status,
+        200,
+      )
+      expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-2' }), 2000)
+      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: receiver.url })
     })
 
     test('a callback for a deleted recording the partner never had is 4040', async () => {

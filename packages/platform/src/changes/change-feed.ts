@@ -13,27 +13,48 @@ export interface ChangesPage {
   items: Change[]
   nextCursor: string
   hasMore: boolean
+  /** How long the oldest of the enterprise's committed changes not yet in the feed has waited. */
+  lagSeconds: number
 }
 
-// A cursor names the last seq read. Versioned, so its form can change without breaking a partner's stored one.
-const CURSOR = /^1:(0|[1-9]\d{0,17})$/
+/**
+ * A cursor names the last seq read, versioned so that its form can change without breaking a partner's
+ * stored one: `2:<seq>` counts the enterprise's own changes; `1:<seq>` (given before changes were numbered
+ * per enterprise) names a seq of the global numbering, which the feed maps to the enterprise's own.
+ */
+interface Cursor {
+  version: 1 | 2
+  seq: bigint
+}
+
+const CURSOR = /^([12]):(0|[1-9]\d{0,17})$/
+const BASE64URL = /^[A-Za-z0-9_-]+$/
 
 export function encodeCursor(seq: bigint): string {
-  return Buffer.from(`1:${seq}`).toString('base64url')
+  return Buffer.from(`2:${seq}`).toString('base64url')
 }
 
-/** The seq a cursor names; a cursor this feed did not give is refused naming the field (4001). */
-export function decodeCursor(cursor: string): bigint {
-  const match = /^[A-Za-z0-9_-]+$/.test(cursor)
-    ? CURSOR.exec(Buffer.from(cursor, 'base64url').toString())
-    : null
-  if (!match?.[1])
-    throw new InvalidParameterError('cursor', 'is not a cursor the feed gave (pass nextCursor as answered)')
-  return BigInt(match[1])
+const notGiven = (why: string) => new InvalidParameterError('cursor', why)
+
+/** The cursor's version and seq; one the feed did not give is refused naming the field (4001). */
+export function decodeCursor(cursor: string): Cursor {
+  const bytes = BASE64URL.test(cursor) ? Buffer.from(cursor, 'base64url') : undefined
+  // Canonical only: a spelling that decodes to the same bytes (spare low bits set) was not given.
+  const match = bytes?.toString('base64url') === cursor ? CURSOR.exec(bytes.toString()) : null
+  if (!match?.[1] || !match[2]) throw notGiven('is not a cursor the feed gave (pass nextCursor as answered)')
+  return { version: match[1] === '1' ? 1 : 2, seq: BigInt(match[2]) }
 }
 
 /** Changes numbered by one read at most (change-feed-schema.ts). */
 const NUMBERING_BATCH = 10_000
+
+/**
+ * A page stops once its changes' data would seal to about this many bytes (Base64 adds a third to the
+ * JSON), so that no answer seals more than about 1 MiB on the event loop; it always holds one change.
+ */
+const PAGE_JSON_BUDGET = Math.floor((1024 * 1024 * 3) / 4)
+/** What a change's JSON adds to its text columns: field names, seq, times, escapes of a short title. */
+const ITEM_OVERHEAD_BYTES = 400
 
 interface ChangeRow extends Partial<RecordingRow> {
   seq: string
@@ -41,6 +62,8 @@ interface ChangeRow extends Partial<RecordingRow> {
   change: ChangeKind
   at: string
   present: boolean
+  candidates: number
+  lag_seconds: number | null
 }
 
 /**
@@ -53,24 +76,25 @@ export async function readChanges(
   enterpriseId: number,
   request: ResolvedChangesRequest,
 ): Promise<ChangesPage> {
-  const after = request.cursor === undefined ? 0n : decodeCursor(request.cursor)
+  const cursor =
+    request.cursor === undefined ? { version: 2 as const, seq: 0n } : decodeCursor(request.cursor)
   // The head read as the statement starts, before this numbering: a cursor the feed gave is never past it.
-  const [numbering] = await db.query<{ numbered: string; head: string }>(
-    'SELECT number_recording_changes($1)::text AS numbered, (SELECT last_seq FROM change_feed_head)::text AS head',
-    [NUMBERING_BATCH],
+  const [numbering] = await db.query<{ numbered: string; head: string | null }>(
+    `SELECT number_recording_changes($1)::text AS numbered,
+            (SELECT last_seq FROM change_feed_heads WHERE enterprise_id = $2)::text AS head`,
+    [NUMBERING_BATCH, enterpriseId],
   )
-  if (after > BigInt(numbering?.head ?? 0)) {
-    throw new InvalidParameterError('cursor', 'is past the end of the feed: not a cursor the feed gave')
-  }
-  const rows = await db.query<ChangeRow>(
-    `SELECT c.seq::text AS seq, c.audio_id, c.change, ${isoTime('c.at')} AS at, r.audio_id IS NOT NULL AS present,
-            ${RECORDING_DATA_COLUMNS}
-       FROM recording_changes c LEFT JOIN recordings r ON r.audio_id = c.audio_id
-      WHERE c.enterprise_id = $1 AND c.seq > $2
-      ORDER BY c.seq LIMIT $3`,
-    [enterpriseId, after.toString(), request.size + 1],
-  )
-  const page = rows.slice(0, request.size)
+  const after = cursor.version === 1 ? await ownSeq(db, enterpriseId, cursor.seq) : cursor.seq
+  if (after > BigInt(numbering?.head ?? 0))
+    throw notGiven('is past the end of the feed: not a cursor the feed gave')
+  const rows = await db.query<ChangeRow>(pageSql, [
+    enterpriseId,
+    after.toString(),
+    request.size + 1,
+    PAGE_JSON_BUDGET,
+    ITEM_OVERHEAD_BYTES,
+  ])
+  const page = rows.filter((row) => row.seq !== null).slice(0, request.size)
   const items = page.map((row): Change => {
     const item: Change = { seq: Number(row.seq), audioId: row.audio_id, change: row.change, at: row.at }
     if (row.present) item.data = recordingData(row as RecordingRow)
@@ -81,6 +105,43 @@ export async function readChanges(
     items,
     nextCursor: encodeCursor(last ? BigInt(last.seq) : after),
     // A full batch numbered may have left more to number: ask again rather than report the end.
-    hasMore: rows.length > request.size || Number(numbering?.numbered) === NUMBERING_BATCH,
+    hasMore: (rows[0]?.candidates ?? 0) > page.length || Number(numbering?.numbered) === NUMBERING_BATCH,
+    lagSeconds: Math.max(0, Math.round((rows[0]?.lag_seconds ?? 0) * 1000) / 1000),
   }
+}
+
+// The candidates are measured before their data is read: octet_length reads a stored text's length without
+// reading the text. The page keeps its first change, and the next ones while they fit the budget. The lag
+// row comes first, so the answer has it even when no change is ready.
+const pageSql = `WITH candidates AS (
+     SELECT c.seq, c.audio_id, c.change, c.at, r.audio_id IS NOT NULL AS present,
+            $5 + coalesce(octet_length(r.title), 0) + coalesce(octet_length(r.transcript_text), 0)
+               + coalesce(octet_length(r.transcript_sentences), 0) * 5 / 4 AS bytes
+       FROM recording_changes c LEFT JOIN recordings r ON r.audio_id = c.audio_id
+      WHERE c.enterprise_id = $1 AND c.seq > $2
+      ORDER BY c.seq LIMIT $3),
+   measured AS (
+     SELECT *, sum(bytes) OVER (ORDER BY seq) AS upto, row_number() OVER (ORDER BY seq) AS n,
+            count(*) OVER () AS candidates
+       FROM candidates),
+   lag AS (SELECT extract(epoch FROM now() - min(at))::float8 AS lag_seconds
+             FROM recording_change_queue WHERE enterprise_id = $1)
+   SELECT lag.lag_seconds, m.seq::text AS seq, m.audio_id, m.change, ${isoTime('m.at')} AS at, m.present,
+          m.candidates, ${RECORDING_DATA_COLUMNS}
+     FROM lag LEFT JOIN measured m ON m.n = 1 OR m.upto <= $4
+          LEFT JOIN recordings r ON r.audio_id = m.audio_id AND m.present
+    ORDER BY m.seq`
+
+/**
+ * The enterprise's own seq of a cursor given before per-enterprise numbering: the change it named is one
+ * of the enterprise's (or 0, the start); any other seq was not given to this enterprise.
+ */
+async function ownSeq(db: Queryable, enterpriseId: number, legacySeq: bigint): Promise<bigint> {
+  if (legacySeq === 0n) return 0n
+  const [row] = await db.query<{ seq: string }>(
+    'SELECT seq::text AS seq FROM recording_changes WHERE enterprise_id = $1 AND legacy_seq = $2',
+    [enterpriseId, legacySeq.toString()],
+  )
+  if (!row) throw notGiven('is not a cursor the feed gave (pass nextCursor as answered)')
+  return BigInt(row.seq)
 }

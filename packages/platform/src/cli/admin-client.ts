@@ -195,8 +195,10 @@ export class AdminClient {
     return endpoints
   }
 
-  /** Makes a push URL healthy again; the deliveries it held resume. */
-  enableEndpoint(url: string): Promise<{ url: string; enabled: true; resumed: number; endpoint: Endpoint }> {
+  /** Makes a push URL healthy again; the deliveries it held resume, and those that failed meanwhile. */
+  enableEndpoint(
+    url: string,
+  ): Promise<{ url: string; enabled: true; resumed: number; replayed: number; endpoint: Endpoint }> {
     return this.json('POST', '/endpoints/enable', { url })
   }
 

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, ingest } from '@earshot/test-kit/calls'
 import { runCli } from '@earshot/test-kit/run-cli'
+import { deliveryQueue } from '../push/delivery-store.js'
 import { type EndpointView, recordEndpointOutcomes } from '../push/endpoint-health.js'
 
 /** `earshot endpoints list|enable` (DESIGN.md §10), the built CLI against a running platform. */
@@ -36,7 +37,7 @@ describe('earshot endpoints against a running platform', { timeout: 120_000 }, (
   }
 
   before(async () => {
-    // No dispatcher: the deliveries stay pending, and health is only what the test records.
+    // No dispatcher: health is only what the test records, and the one sweep below holds the deliveries.
     platform = await startTestPlatform('pglite', { pushDispatch: false })
     env = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
     held = await enterprise(HELD)
@@ -56,6 +57,7 @@ describe('earshot endpoints against a running platform', { timeout: 120_000 }, (
       [{ url: HELD, at, ok: false, gone: true, error: 'HTTP 410' }],
       60,
     )
+    await deliveryQueue.sweep(platform.context.db, 100)
   })
 
   after(async () => {
@@ -89,7 +91,10 @@ describe('earshot endpoints against a running platform', { timeout: 120_000 }, (
         [FINE, 'healthy', String(fine), '0', '-', '-'],
         [HELD, 'disabled', String(held), '1', '-', '2026-04-01T08:00:00.000Z'],
         [`${HELD} is disabled: HTTP 410 Gone at 2026-04-01T08:00:00.000Z`],
-        ['', `Its deliveries are kept pending. Once the partner fixed it: earshot endpoints enable ${HELD}`],
+        [
+          '',
+          `Its deliveries are held, none dropped. Once the partner fixed it: earshot endpoints enable ${HELD}`,
+        ],
       ],
     )
   })
@@ -99,7 +104,7 @@ describe('earshot endpoints against a running platform', { timeout: 120_000 }, (
     assert.equal(json.code, 0, json.stderr)
     const endpoint = (await listed()).find((each) => each.url === HELD)
     assert.equal(endpoint?.state, 'healthy')
-    assert.deepEqual(JSON.parse(json.stdout), { url: HELD, enabled: true, resumed: 2, endpoint })
+    assert.deepEqual(JSON.parse(json.stdout), { url: HELD, enabled: true, resumed: 2, replayed: 0, endpoint })
 
     const readable = await earshot('endpoints', 'enable', FINE)
     assert.equal(readable.code, 0, readable.stderr)

@@ -38,9 +38,11 @@ export function endpointsCommand(): Command {
 
   endpoints
     .command('enable')
-    .description('make a push URL healthy again: the deliveries it held are pushed, in due order')
+    .description(
+      'make a push URL healthy again: the deliveries it held are pushed, in due order, and those that failed since it began failing',
+    )
     .argument('<url>', 'the push URL, as `earshot endpoints list` shows it')
-    .option('--json', 'print {"url", "enabled", "resumed", "endpoint"} as JSON')
+    .option('--json', 'print {"url", "enabled", "resumed", "replayed", "endpoint"} as JSON')
     .action(async (url: string, options: JsonFlag, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
         const enabled = await client.enableEndpoint(url)
@@ -48,8 +50,11 @@ export function endpointsCommand(): Command {
         printLines(
           `Enabled ${enabled.url}: it is healthy again; ` +
             (enabled.resumed === 0
-              ? 'it held no deliveries.'
-              : `${enabled.resumed} held ${enabled.resumed === 1 ? 'delivery resumes' : 'deliveries resume'}, in due order.`),
+              ? 'it held no deliveries'
+              : `${deliveries(enabled.resumed)} it held ${enabled.resumed === 1 ? 'resumes' : 'resume'}, in due order`) +
+            (enabled.replayed === 0
+              ? '.'
+              : `; ${deliveries(enabled.replayed)} that failed since it began failing ${enabled.replayed === 1 ? 'is' : 'are'} pushed again.`),
         )
       })
     })
@@ -57,11 +62,13 @@ export function endpointsCommand(): Command {
   return endpoints
 }
 
+const deliveries = (n: number) => `${n} ${n === 1 ? 'delivery' : 'deliveries'}`
+
 function describeTrouble(endpoint: Endpoint): string[] {
   const lines = [`${endpoint.url} is ${endpoint.state}: ${endpoint.reason}`]
   if (endpoint.state === 'disabled') {
     lines.push(
-      `  Its deliveries are kept pending. Once the partner fixed it: earshot endpoints enable ${endpoint.url}`,
+      `  Its deliveries are held, none dropped. Once the partner fixed it: earshot endpoints enable ${endpoint.url}`,
     )
   }
   return lines

@@ -156,7 +156,12 @@ export const EndpointListSchema = Type.Object({
 export const EnabledEndpointSchema = Type.Object({
   url: Type.String(),
   enabled: Type.Literal(true),
-  resumed: Type.Integer({ minimum: 0, description: 'deliveries it held, due again now' }),
+  resumed: Type.Integer({ minimum: 0, description: 'deliveries it held, pending again in due order' }),
+  replayed: Type.Integer({
+    minimum: 0,
+    description:
+      'deliveries to it that went failed since it began failing, pending again with a fresh schedule',
+  }),
   endpoint: EndpointSchema,
 })
 

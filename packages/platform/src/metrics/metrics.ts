@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import { feedLagSeconds } from '../changes/feed-lag.js'
 import { COUNTED_STATES, countDueDeliveries, countOpenDeliveries } from '../push/delivery-store.js'
 import { ENDPOINT_STATES, type EndpointView, listEndpoints, urlLabel } from '../push/endpoint-health.js'
 import type { AttemptResult } from '../push/push-sender.js'
@@ -52,6 +53,14 @@ export function createMetrics(db: Queryable): PlatformMetrics {
     registers: [registry],
     async collect() {
       this.set(await countDueDeliveries(db))
+    },
+  })
+  new Gauge({
+    name: 'earshot_change_feed_lag_seconds',
+    help: 'How long the oldest committed change not yet in the change feed has waited: a transaction still running on the database server holds it back (0 when none)',
+    registers: [registry],
+    async collect() {
+      this.set(await feedLagSeconds(db))
     },
   })
   // Both push URL gauges read one listing per scrape (a scrape collects every metric at once).

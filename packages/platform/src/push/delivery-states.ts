@@ -15,6 +15,8 @@ export const MAX_REPUSHES = 3
 export const deliveryMachine = defineQueueMachine({
   ready: 'pending',
   claimed: 'in_flight',
+  // A disabled push URL's deliveries, out of the due path until it is enabled (endpoint-health.ts).
+  held: 'held',
   waiting: ['acked'],
   final: ['confirmed', 'failed', 'unconfirmed', 'cancelled'],
   transitions: [
@@ -34,6 +36,12 @@ export const deliveryMachine = defineQueueMachine({
     { from: 'pending', to: 'confirmed', on: 'receipt' }, // acknowledged before, waiting for a re-push
     { from: 'in_flight', to: 'confirmed', on: 'receipt' }, // acknowledged before, being re-pushed
     { from: 'unconfirmed', to: 'confirmed', on: 'receipt' },
+    { from: 'held', to: 'confirmed', on: 'receipt' }, // acknowledged before, its re-push held
+    // A disabled push URL: its pending deliveries are held, and come back when it is
+    // enabled, with those that went failed since it began failing.
+    { from: 'pending', to: 'held', on: 'hold' },
+    { from: 'held', to: 'pending', on: 'resume' },
+    { from: 'failed', to: 'pending', on: 'enable' },
     { from: 'failed', to: 'pending', on: 'replay' }, // by an operator
     { from: 'unconfirmed', to: 'pending', on: 'replay' },
     // An operator's replay of what the partner never receipted, acknowledged or not (`deliveries replay
@@ -44,7 +52,7 @@ export const deliveryMachine = defineQueueMachine({
       on: 'unreceipted_replay',
     })),
     // Recording deleted (DESIGN.md §10):
-    ...(['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
+    ...(['pending', 'held', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
       from,
       to: 'cancelled' as const,
       on: 'deletion',

@@ -1,4 +1,4 @@
-import type { PushEventType } from '@earshot/protocol'
+import { PushEventType } from '@earshot/protocol'
 import { defineQueue, sqlList } from '@earshot/support/queue'
 import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
@@ -29,9 +29,14 @@ export interface DeliveryEvent {
   eventType: EventType
 }
 
+/** The enterprises whose push URL is disabled (endpoint-health.ts), as the queue's group keys. */
+const PAUSED_GROUPS = `SELECT e.enterprise_id::text FROM push_endpoints p
+                        JOIN enterprises e ON e.push_url = p.url WHERE p.disabled_at IS NOT NULL`
+
 /**
  * Schedules a delivery for each event of an enterprise that has a push URL. Call it inside the
- * transaction that stores the recording part, so no part is stored without its push scheduled.
+ * transaction that stores the recording part, so no part is stored without its push scheduled. A
+ * disabled push URL's deliveries are created held.
  */
 export async function scheduleDeliveries(
   tx: Queryable,
@@ -39,19 +44,21 @@ export async function scheduleDeliveries(
   events: readonly DeliveryEvent[],
 ): Promise<number> {
   if (events.length === 0) return 0
-  const [row] = await tx.query<{ scheduled: number }>(
-    `WITH scheduled AS (
-       INSERT INTO deliveries (event_id, enterprise_id, audio_id, event_type, due_at, group_key)
-       SELECT gen_random_uuid()::text, e.enterprise_id, x.audio_id, x.event_type, now(), e.enterprise_id::text
-         FROM unnest($2::text[], $3::text[]) AS x(audio_id, event_type)
-         JOIN enterprises e ON e.enterprise_id = $1 AND e.push_url IS NOT NULL
-       RETURNING 1)
-     SELECT count(*) AS scheduled FROM scheduled`,
+  const [row] = await tx.query<{ scheduled: number; pending: number }>(
+    `WITH target AS (
+       SELECT e.enterprise_id, e.enterprise_id::text IN (${PAUSED_GROUPS}) AS paused
+         FROM enterprises e WHERE e.enterprise_id = $1 AND e.push_url IS NOT NULL),
+     scheduled AS (
+       INSERT INTO deliveries (event_id, enterprise_id, audio_id, event_type, due_at, group_key, state)
+       SELECT gen_random_uuid()::text, t.enterprise_id, x.audio_id, x.event_type, now(), t.enterprise_id::text,
+              CASE WHEN t.paused THEN 'held' ELSE 'pending' END
+         FROM unnest($2::text[], $3::text[]) AS x(audio_id, event_type), target t
+       RETURNING state)
+     SELECT count(*) AS scheduled, count(*) FILTER (WHERE state = 'pending') AS pending FROM scheduled`,
     [enterpriseId, events.map((event) => event.audioId), events.map((event) => event.eventType)],
   )
-  const scheduled = row?.scheduled ?? 0
-  if (scheduled > 0) await deliveryQueue.notify(tx)
-  return scheduled
+  if ((row?.pending ?? 0) > 0) await deliveryQueue.notify(tx)
+  return row?.scheduled ?? 0
 }
 
 /** A claimed delivery: everything needed to send it. */
@@ -89,8 +96,9 @@ export type AttemptOutcome = 'acked' | 'failed' | 'aborted' | 'gone'
  * Deliveries as a durable queue (@earshot/support/queue): a claim joins what a push needs; a delivery
  * is grouped by its enterprise (one push URL), for the per-URL concurrency limit. Recording an ack
  * confirms the delivery at once when a receipt for its recording came at or after the claim (the
- * callback stamps received_at on the row, so whichever of the two commits second sees the other);
- * otherwise it waits out the confirm window in `acked`.
+ * callback stamps received_at on the row, so whichever of the two commits second sees the other), or
+ * when it is a deletion's push (there is nothing to receipt: a callback for a recording the partner never
+ * had is refused); otherwise it waits out the confirm window in `acked`.
  */
 export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>({
   table: 'deliveries',
@@ -105,9 +113,8 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
   },
   machine: deliveryMachine,
   channel: PUSH_CHANNEL,
-  // The enterprises whose push URL is disabled (endpoint-health.ts): their deliveries wait, unclaimed.
-  pausedGroups: `SELECT e.enterprise_id::text FROM push_endpoints p
-                  JOIN enterprises e ON e.push_url = p.url WHERE p.disabled_at IS NOT NULL`,
+  // A disabled push URL's deliveries are held until an operator enables it.
+  pausedGroups: PAUSED_GROUPS,
   claimed: {
     select: `j.event_id, j.event_type, j.audio_id, j.enterprise_id, ${isoTime('j.occurred_at')} AS occurred_at,
              j.failures, e.push_url, e.disabled_at IS NOT NULL AS disabled, k.key_version, k.secret,
@@ -137,12 +144,15 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
     },
   },
   settle: {
-    state: `CASE WHEN r.state = 'acked' AND j.received_at >= j.claimed_at THEN 'confirmed' ELSE r.state END`,
+    // A deletion's push stores nothing to receipt: its acknowledgement confirms it.
+    state: `CASE WHEN r.state = 'acked' AND (j.received_at >= j.claimed_at OR j.event_type = '${PushEventType.DELETED}')
+                 THEN 'confirmed' ELSE r.state END`,
     set: (
       state,
     ) => `failures = CASE r.outcome WHEN 'acked' THEN 0 WHEN 'failed' THEN j.failures + 1 ELSE j.failures END,
       acks = j.acks + CASE WHEN r.outcome = 'acked' THEN 1 ELSE 0 END,
       acked_at = CASE WHEN r.outcome = 'acked' THEN now() ELSE j.acked_at END,
+      failed_at = CASE WHEN ${state} = 'failed' THEN now() ELSE j.failed_at END,
       confirmed_at = CASE WHEN ${state} = 'confirmed' THEN now() ELSE j.confirmed_at END`,
   },
   timers: [
@@ -283,6 +293,53 @@ export async function replayDeliveries(
   return replayed
 }
 
+/** Deliveries put back per statement: on the embedded database each statement holds the one connection. */
+const RESUME_BATCH = 1000
+
+/**
+ * Puts back to `pending`, in due order and a batch per statement, the deliveries the enterprises given
+ * held while their push URL was disabled; those whose push URL is still disabled stay held. Returns how
+ * many.
+ */
+export async function resumeHeld(db: Queryable, enterpriseIds: readonly number[]): Promise<number> {
+  const groups = enterpriseIds.map(String)
+  let resumed = 0
+  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; resumed += batch) {
+    batch = await deliveryQueue.resume(db, groups, RESUME_BATCH)
+  }
+  return resumed
+}
+
+/**
+ * Puts back to `pending`, due now with a fresh retry schedule and a batch per statement, the deliveries of
+ * the enterprises given that went failed at or after sinceMs (epoch ms), as enabling their push URL does;
+ * returns how many.
+ */
+export async function replayFailedSince(
+  db: Queryable,
+  enterpriseIds: readonly number[],
+  sinceMs: number,
+): Promise<number> {
+  let replayed = 0
+  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; replayed += batch) {
+    const [row] = await db.query<{ replayed: number }>(
+      `WITH chosen AS (
+         SELECT delivery_id FROM deliveries
+          WHERE state = 'failed' AND enterprise_id = ANY($1::int8[]) AND failed_at >= to_timestamp($2::float8 / 1000)
+          ORDER BY delivery_id LIMIT $3 FOR NO KEY UPDATE),
+       replayed AS (
+         UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
+           FROM chosen WHERE d.delivery_id = chosen.delivery_id
+         RETURNING 1)
+       SELECT count(*) AS replayed FROM replayed`,
+      [enterpriseIds, sinceMs, RESUME_BATCH],
+    )
+    batch = row?.replayed ?? 0
+  }
+  if (replayed > 0) await deliveryQueue.notify(db)
+  return replayed
+}
+
 /**
  * Cancels every delivery of a recording not yet confirmed, as its deletion does (DESIGN.md §10); returns
  * how many. An attempt in flight then moves nothing: its claim is no longer current.
@@ -303,9 +360,9 @@ export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<
 }
 
 /**
- * The states metrics count on every scrape: those still moving (due_at set: the due index) and those
- * waiting for an operator (a partial index). Confirmed and cancelled deliveries are history, as large
- * as the retention allows, and are never counted per scrape.
+ * The states metrics count on every scrape: those still moving (the due index) and those waiting for an
+ * operator (a partial index). Confirmed and cancelled deliveries are history, as large as the retention
+ * allows, and held ones wait for their push URL, as many as its outage made: neither is counted per scrape.
  */
 export const COUNTED_STATES = ['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const
 export type CountedState = (typeof COUNTED_STATES)[number]
@@ -313,7 +370,7 @@ export type CountedState = (typeof COUNTED_STATES)[number]
 /** Deliveries in each counted state, every one present. */
 export async function countOpenDeliveries(db: Queryable): Promise<Record<CountedState, number>> {
   const rows = await db.query<{ state: CountedState; count: number }>(
-    `SELECT state, count(*) AS count FROM deliveries WHERE due_at IS NOT NULL GROUP BY state
+    `SELECT state, count(*) AS count FROM deliveries WHERE due_at IS NOT NULL AND state <> 'held' GROUP BY state
      UNION ALL
      SELECT state, count(*) FROM deliveries WHERE state IN ('failed', 'unconfirmed') GROUP BY state`,
   )

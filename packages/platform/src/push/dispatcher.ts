@@ -93,15 +93,18 @@ export async function startDispatcher({
   const now = clock ?? Date.now
 
   // One statement records the outcomes of the attempts that ended meanwhile; attempts do not wait for
-  // it, except a 410, whose URL must be disabled before the delivery is pending again.
+  // it, except a 410, whose URL must be disabled before the delivery is pending again. A URL disabled
+  // wakes the runner, whose sweep holds its deliveries.
+  let wakeRunner = () => {}
   const recordHealth = batcher(async (outcomes: EndpointOutcome[]) => {
     const disabled = await recordEndpointOutcomes(db, outcomes, settings.pushDisableAfterSeconds)
     for (const { url, reason } of disabled) {
       logger.warn(
         { url: urlLabel(url), reason },
-        'push URL disabled: its deliveries wait until it is enabled again',
+        'push URL disabled: its deliveries are held until it is enabled again',
       )
     }
+    if (disabled.length > 0) wakeRunner()
     return outcomes.map(() => undefined)
   })
   let lastHealth: Promise<unknown> = Promise.resolve()
@@ -188,6 +191,7 @@ export async function startDispatcher({
     },
     onHeld: (held) => metrics?.inFlight.set(held),
   })
+  wakeRunner = () => runner.wake()
 
   return {
     claimant: runner.claimant,

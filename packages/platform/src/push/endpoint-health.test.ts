@@ -131,7 +131,7 @@ for (const backend of testBackends) {
       await eventually(() => allConfirmed(other, 1), 15_000, "another URL's delivery confirmed")
     }
 
-    test('410 Gone disables the URL at once for every enterprise on it; its deliveries wait, pending, until it is enabled', async () => {
+    test('410 Gone disables the URL at once for every enterprise on it; its deliveries are held until it is enabled', async () => {
       let answer: PushAnswer = { status: 410, body: { code: 4040, msg: 'gone' } }
       const { enterpriseId: first, receiver } = await endpointFor(() => answer)
       const sharing = await createPartner(platform)
@@ -148,14 +148,14 @@ for (const backend of testBackends) {
       assert.equal(disabled.lastFailureAt, disabled.disabledAt)
       assert.equal(disabled.lastSuccessAt, null)
 
-      // The 410 attempt is recorded, and the delivery is pending again without spending a retry.
+      // The 410 attempt is recorded, and the delivery is held without spending a retry.
       const [gone] = await eventually(
         async () => {
           const deliveries = await deliveriesOf(first)
-          return deliveries[0]?.state === 'pending' && deliveries[0].attempts.length === 1 && deliveries
+          return deliveries[0]?.state === 'held' && deliveries[0].attempts.length === 1 && deliveries
         },
         10_000,
-        'the delivery pending again after its 410',
+        'the delivery held after its 410',
       )
       assert.ok(gone)
       assert.deepEqual(
@@ -168,14 +168,14 @@ for (const backend of testBackends) {
       )
       assert.equal(failures?.failures, 0)
 
-      // New events for the URL accumulate, pending and never claimed, while later ones elsewhere go out.
+      // New events for the URL accumulate, held and never claimed, while later ones elsewhere go out.
       await ingest(platform, second, recording())
       await ingest(platform, first, recording())
       await anotherEnterpriseConfirmed()
       for (const enterpriseId of [first, second]) {
         const deliveries = await deliveriesOf(enterpriseId)
         assert.ok(
-          deliveries.every((d) => d.state === 'pending'),
+          deliveries.every((d) => d.state === 'held'),
           JSON.stringify(deliveries.map((d) => d.state)),
         )
       }
@@ -198,16 +198,18 @@ for (const backend of testBackends) {
       )
 
       answer = OK
-      const enabled = await admin<{ url: string; enabled: boolean; resumed: number; endpoint: EndpointView }>(
-        platform,
-        'POST',
-        '/endpoints/enable',
-        { url: receiver.url },
-      )
+      const enabled = await admin<{
+        url: string
+        enabled: boolean
+        resumed: number
+        replayed: number
+        endpoint: EndpointView
+      }>(platform, 'POST', '/endpoints/enable', { url: receiver.url })
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
       assert.equal(enabled.body.url, receiver.url)
       assert.equal(enabled.body.enabled, true)
       assert.equal(enabled.body.resumed, 2)
+      assert.equal(enabled.body.replayed, 0)
       assert.equal(enabled.body.endpoint.state, 'healthy')
       assert.equal(enabled.body.endpoint.reason, null)
       assert.equal(enabled.body.endpoint.disabledAt, null)
@@ -253,10 +255,10 @@ for (const backend of testBackends) {
       const [held] = await eventually(
         async () => {
           const deliveries = await deliveriesOf(enterpriseId)
-          return deliveries[0]?.state === 'pending' && deliveries
+          return deliveries[0]?.state === 'held' && deliveries
         },
         10_000,
-        'the delivery pending',
+        'the delivery held',
       )
       assert.ok(held)
       const claims = await claimNumbers(enterpriseId)
@@ -452,6 +454,85 @@ for (const backend of testBackends) {
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
       assert.equal(enabled.body.url, 'http://127.0.0.1:9/untouched', 'compared as push URLs are stored')
       assert.equal(enabled.body.resumed, 0)
+    })
+  })
+
+  describe(`${backend}: enabling a push URL replays what failed during its outage`, {
+    timeout: 60_000,
+  }, () => {
+    let platform: TestPlatform
+    let receiver: TestReceiver | undefined
+    before(async () => {
+      // The retry schedule (3 attempts, 0.2 s) runs out well before the URL is disabled (2 s of failures).
+      platform = await startTestPlatform(backend, {
+        ...settings,
+        pushRetryScheduleSeconds: [0.1, 0.1],
+      })
+    })
+    after(async () => {
+      await receiver?.close()
+      await platform?.stop()
+    })
+
+    test('the deliveries that went failed since it began failing, and only those, are pushed again', async () => {
+      let answer: PushAnswer = { status: 503, body: { code: 5030 } }
+      const partner = await createPartner(platform)
+      const callback = callbackSender(() => platform.partnerUrl, partner)
+      receiver = await startTestReceiver(partner.secret, {
+        answer: () => answer,
+        afterAnswer: (push, answered) => {
+          if ((answered.body as { code?: number }).code === 2000) void callback(push.event.audioId)
+        },
+      })
+      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
+        pushUrl: receiver.url,
+      })
+      assert.equal(set.status, 200)
+      const stateOf = async (audioId: string) => {
+        const { body } = await admin<{ deliveries: DeliveryView[] }>(
+          platform,
+          'GET',
+          `/deliveries?enterpriseId=${partner.enterpriseId}&audioId=${audioId}`,
+        )
+        return body.deliveries[0]?.state
+      }
+      const inStateNow = (audioId: string, state: string) =>
+        eventually(async () => (await stateOf(audioId)) === state, 10_000, `${audioId} ${state}`)
+      const store = async (audioId: string) => {
+        await ingest(platform, partner.enterpriseId, { ...recording(), audioId })
+        return audioId
+      }
+
+      // An outage that ended: what failed then stays failed.
+      const before = await store('outage-before')
+      await inStateNow(before, 'failed')
+      answer = OK
+      await inStateNow(await store('healthy-between'), 'confirmed')
+
+      // The outage that disables the URL.
+      answer = { status: 503, body: { code: 5030 } }
+      const during = await store('outage-during')
+      await inStateNow(during, 'failed')
+      await new Promise((resolve) => setTimeout(resolve, DISABLE_AFTER * 1000))
+      const held = await store('outage-held')
+      await inStateNow(held, 'held')
+
+      answer = OK
+      const enabled = await admin<{ resumed: number; replayed: number }>(
+        platform,
+        'POST',
+        '/endpoints/enable',
+        { url: receiver.url },
+      )
+      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      assert.deepEqual([enabled.body.resumed, enabled.body.replayed], [1, 1])
+      await inStateNow(during, 'confirmed')
+      await inStateNow(held, 'confirmed')
+      assert.equal(
+        await stateOf(before),
+        'failed',
+        'failed before the URL began failing: left to an operator',
+      )
     })
   })
 }

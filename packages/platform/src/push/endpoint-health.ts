@@ -1,7 +1,6 @@
-import { sqlList } from '@earshot/support/queue'
 import { isoTime } from '../enterprises/enterprise-store.js'
 import type { Queryable } from '../storage/database.js'
-import { deliveryQueue } from './delivery-store.js'
+import { replayFailedSince, resumeHeld } from './delivery-store.js'
 
 /*
  * The health of every push URL (DESIGN.md §10): `healthy`; `failing` once an attempt failed; `disabled`
@@ -213,34 +212,42 @@ export async function getEndpoint(db: Queryable, url: string): Promise<EndpointV
   return row && viewOf(row)
 }
 
+/** What enabling a push URL put back in the queue. */
+export interface Enabled {
+  /** Deliveries it held, pending again in due order (a retry still waiting for its time is due now). */
+  resumed: number
+  /** Deliveries to it that went failed since it began failing, pending again with a fresh schedule. */
+  replayed: number
+}
+
 /**
- * Makes a push URL healthy again; undefined when no enterprise pushes to it and it has no record. The
- * deliveries it held are pending already: a retry that was still waiting for its time is due now too,
- * and dispatchers are woken, so they go out in due order. Returns how many deliveries it held (none
- * unless it was disabled).
+ * Makes a push URL healthy again, then puts back in the queue the deliveries of every enterprise pushing
+ * to it that it held, and those that went failed since it began failing (their retry schedule ran out
+ * during the outage). Undefined when no enterprise pushes to it and it has no record.
  */
-export async function enableEndpoint(db: Queryable, url: string): Promise<{ resumed: number } | undefined> {
-  const [row] = await db.query<{ known: boolean; resumed: number }>(
+export async function enableEndpoint(db: Queryable, url: string): Promise<Enabled | undefined> {
+  const [row] = await db.query<{
+    known: boolean
+    failing_since_ms: number | null
+    enterprises: number[] | null
+  }>(
     `WITH enabled AS (
        UPDATE push_endpoints p SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
                                    disabled_reason = NULL
          FROM push_endpoints old WHERE p.url = $1 AND old.url = p.url
-       RETURNING old.disabled_at IS NOT NULL AS was_disabled),
-     held AS (
-       SELECT d.delivery_id, d.due_at FROM deliveries d
-        WHERE (SELECT was_disabled FROM enabled)
-          AND d.enterprise_id IN (SELECT enterprise_id FROM enterprises WHERE push_url = $1)
-          AND d.state IN (${sqlList([deliveryQueue.spec.machine.ready])})
-        ORDER BY d.delivery_id FOR NO KEY UPDATE),
-     due AS (
-       UPDATE deliveries d SET due_at = now() FROM held WHERE d.delivery_id = held.delivery_id AND held.due_at > now())
+       RETURNING old.failing_since)
      SELECT EXISTS (SELECT 1 FROM enabled) OR EXISTS (SELECT 1 FROM enterprises WHERE push_url = $1) AS known,
-            (SELECT count(*) FROM held) AS resumed`,
+            (SELECT extract(epoch FROM failing_since)::float8 * 1000 FROM enabled) AS failing_since_ms,
+            (SELECT array_agg(enterprise_id) FROM enterprises WHERE push_url = $1) AS enterprises`,
     [url],
   )
   if (!row?.known) return undefined
-  if (row.resumed > 0) await deliveryQueue.notify(db)
-  return { resumed: row.resumed }
+  const enterprises = row.enterprises ?? []
+  return {
+    resumed: await resumeHeld(db, enterprises),
+    replayed:
+      row.failing_since_ms === null ? 0 : await replayFailedSince(db, enterprises, row.failing_since_ms),
+  }
 }
 
 /** A push URL as metrics and logs show it: without its query and fragment, which may carry a secret. */

@@ -37,7 +37,7 @@ const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
  * and enable a disabled (or failing) one again, which resumes the deliveries it held.
  *
  * - GET  {prefix}/endpoints → {endpoints}, by URL
- * - POST {prefix}/endpoints/enable {url} → {url, enabled: true, resumed, endpoint}
+ * - POST {prefix}/endpoints/enable {url} → {url, enabled: true, resumed, replayed, endpoint}
  */
 export function endpointRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
   const { db } = context
@@ -54,7 +54,7 @@ export function endpointRoutes(app: FastifyInstance, context: PlatformContext, p
     if (!enabled || !endpoint) {
       throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise pushes to ${url} and it has no health record`)
     }
-    return { url, enabled: true, resumed: enabled.resumed, endpoint }
+    return { url, enabled: true, ...enabled, endpoint }
   })
 }
 

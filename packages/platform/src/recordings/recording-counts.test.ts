@@ -331,10 +331,23 @@ for (const backend of testBackends) {
       const before = await createEnterprise(db, 'Before', null)
       const other = await createEnterprise(db, 'Other', null)
       enterpriseId = before.enterpriseId
-      await db.transaction(async (tx) => {
-        await insertRecordings(tx, before.enterpriseId, recordings('old', 400, 5))
-        await insertRecordings(tx, other.enterpriseId, recordings('other', 100, 6))
-      })
+      // Written as migration 4's schema takes them: today's insertRecordings needs later tables.
+      const store = (id: number, list: NewRecording[]) =>
+        db.query(
+          `INSERT INTO recordings (audio_id, enterprise_id, device_uid, title, recorded_at, denoise_url, record_duration)
+           SELECT a, $1, d, t, r, u, 60 FROM unnest($2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::text[])
+                                          AS x(a, d, t, r, u)`,
+          [
+            id,
+            list.map((r) => r.audioId),
+            list.map((r) => r.deviceUid),
+            list.map((r) => r.title),
+            list.map((r) => r.recordedAt),
+            list.map((r) => r.denoiseUrl),
+          ],
+        )
+      await store(before.enterpriseId, recordings('old', 400, 5))
+      await store(other.enterpriseId, recordings('other', 100, 6))
       applied = await migrate(db)
     })
     after(async () => {

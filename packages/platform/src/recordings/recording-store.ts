@@ -303,9 +303,10 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
   // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
   // so that two statements over overlapping rows wait for each other rather than deadlock.
-  // A deleted recording is still the partner's to confirm when the partner may have it: a receipt, or a push
-  // of it ever sent (claimed), even one whose result the deletion made stale or that is still in flight —
-  // the partner's callback may overtake the record of its ack.
+  // A deleted recording is still the partner's to confirm when the partner had it: a push of its data was
+  // acknowledged (an attempt's ack is recorded even when the deletion had made its claim stale), or a
+  // receipt for it came before the deletion. The deletion's own push, or a push that never got an answer,
+  // tells nothing: another enterprise's audioId, or one the partner never received, looks the same.
   const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
     `WITH asked AS (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)),
           owned AS (SELECT r.audio_id, r.enterprise_id
@@ -313,8 +314,13 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                     UNION ALL
                     SELECT t.audio_id, t.enterprise_id
                       FROM recording_tombstones t JOIN asked ON t.audio_id = asked.a AND t.enterprise_id = asked.e
-                     WHERE EXISTS (SELECT 1 FROM receipts WHERE audio_id = t.audio_id)
-                        OR EXISTS (SELECT 1 FROM deliveries WHERE audio_id = t.audio_id AND claim_no > 0)),
+                     WHERE EXISTS (SELECT 1 FROM receipts
+                                    WHERE audio_id = t.audio_id AND confirmed_at <= t.deleted_at)
+                        OR EXISTS (SELECT 1 FROM deliveries d
+                                    WHERE d.audio_id = t.audio_id AND d.event_type <> '${PushEventType.DELETED}'
+                                      AND (d.acks > 0 OR EXISTS (SELECT 1 FROM delivery_attempts a
+                                                                  WHERE a.delivery_id = d.delivery_id
+                                                                    AND a.outcome = 'acked')))),
           added AS (INSERT INTO receipts (audio_id, enterprise_id)
                     SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
                     ON CONFLICT (audio_id) DO NOTHING),

@@ -1,6 +1,13 @@
-import { dueCheckSql, stateCheckSql, sweepIndexSql, transitionGuardSql } from '@earshot/support/queue'
+import {
+  dueCheckSql,
+  dueIndexSql,
+  groupWaitingIndexSql,
+  stateCheckSql,
+  sweepIndexSql,
+  transitionGuardSql,
+} from '@earshot/support/queue'
 import { CREDENTIALS_CHANNEL } from '../auth/credential-cache.js'
-import { changeFeedStatements } from '../changes/change-feed-schema.js'
+import { changeFeedStatements, perEnterpriseFeedStatements } from '../changes/change-feed-schema.js'
 import { deliveryMachine } from '../push/delivery-states.js'
 import { endpointHealthStatements } from '../push/endpoint-health-schema.js'
 import type { Database } from './database.js'
@@ -236,6 +243,33 @@ export const migrations: Migration[] = [
     version: 12,
     name: "the operators' overview reads the last hour of push attempts without scanning them all",
     statements: ['CREATE INDEX delivery_attempts_started ON delivery_attempts (started_at)'],
+  },
+  {
+    version: 13,
+    name: "a disabled push URL's deliveries are held out of the due path; enabling it resumes those that failed since it began failing",
+    statements: [
+      `ALTER TABLE deliveries DROP CONSTRAINT deliveries_state_check,
+         ADD CONSTRAINT deliveries_state_check CHECK (${stateCheckSql(deliveryMachine)})`,
+      ...transitionGuardSql(deliveryMachine, 'deliveries'),
+      // When a delivery went failed: enabling its push URL replays those that failed during the outage.
+      'ALTER TABLE deliveries ADD COLUMN failed_at timestamptz',
+      `UPDATE deliveries d SET failed_at = (SELECT max(a.started_at + a.duration_ms * interval '1 millisecond')
+                                              FROM delivery_attempts a WHERE a.delivery_id = d.delivery_id)
+        WHERE state = 'failed'`,
+      'DROP INDEX deliveries_due',
+      `CREATE INDEX deliveries_due ON deliveries ${dueIndexSql(deliveryMachine)}`,
+      `CREATE INDEX deliveries_waiting_by_group ON deliveries ${groupWaitingIndexSql(deliveryMachine)}`,
+      // What a disabled push URL held back until now, pending, leaves the due path at once.
+      `UPDATE deliveries SET state = 'held'
+        WHERE state = 'pending' AND group_key IN (SELECT e.enterprise_id::text FROM push_endpoints p
+                                                    JOIN enterprises e ON e.push_url = p.url
+                                                   WHERE p.disabled_at IS NOT NULL)`,
+    ],
+  },
+  {
+    version: 14,
+    name: "each enterprise's changes numbered 1, 2, 3… with no gap; unnumbered changes wait in a small queue table of their own",
+    statements: perEnterpriseFeedStatements(),
   },
 ]
 

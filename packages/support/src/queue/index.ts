@@ -27,6 +27,8 @@ export {
 export {
   defineQueueMachine,
   dueCheckSql,
+  dueIndexSql,
+  groupWaitingIndexSql,
   ILLEGAL_TRANSITION_SQLSTATE,
   IllegalTransitionError,
   isIllegalTransition,

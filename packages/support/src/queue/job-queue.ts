@@ -69,8 +69,10 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
   timers?: readonly { state: S; next: string }[]
   /**
    * A query (SQL) of the group keys whose ready jobs are not claimed for now, e.g. those of a partner
-   * endpoint an operator must re-enable: they stay ready, in due order, and count for nothing the sweep
-   * reports due. Claims and sweeps read past them in the due index, so keep such backlogs exceptional.
+   * endpoint an operator must re-enable. Needs the machine's held state: the sweep moves a paused group's
+   * ready jobs there (a batch at a time; claims skip the few not moved yet), so that claims, sweeps and
+   * counts of what is due never read through them, and resume() brings them back in due order. The
+   * table then needs the index groupWaitingIndexSql describes, and its due index dueIndexSql's predicate.
    */
   pausedGroups?: string
 }
@@ -144,10 +146,16 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
   release(db: Queryable, claims: readonly ClaimRef<Id>[]): Promise<number>
   /**
    * Moves up to `limit` jobs whose due_at passed out of the claimed state (lease over: back to ready)
-   * and out of waiting states (their timer's next state); returns how many, and the seconds until the
-   * next job falls due (0: one is due now; undefined: none waits), ready jobs of paused groups left out.
+   * and out of waiting states (their timer's next state), and up to `limit` ready jobs of paused groups to
+   * the held state; returns how many, and the seconds until the next job falls due (0: one is due now;
+   * undefined: none waits), jobs of paused groups left out.
    */
   sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }>
+  /**
+   * Puts up to `limit` held jobs of the groups given back in the ready state, the earliest due first
+   * (one due later is due now), and notifies; returns how many. A group still paused stays held.
+   */
+  resume(db: Queryable, groups: readonly string[], limit: number): Promise<number>
   /** Wakes the runners listening (after the transaction commits, when inside one). */
   notify(db: Queryable): Promise<void>
   /** The guard trigger's statements (state-machine.ts), for the migration that creates the table. */
@@ -198,6 +206,10 @@ export function defineQueue<S extends string, Id extends JobId, J>(
   const claimed = `'${machine.claimed}'`
   const finals = sqlList(machine.final)
   const notifySql = `SELECT pg_notify('${spec.channel}', '')`
+  const held = machine.held === undefined ? undefined : `'${machine.held}'`
+  if (spec.pausedGroups !== undefined && held === undefined) {
+    throw new Error('pausedGroups needs a machine with a held state')
+  }
   const unpaused = spec.pausedGroups
     ? `(group_key IS NULL OR group_key NOT IN (${spec.pausedGroups}))`
     : 'true'
@@ -285,6 +297,19 @@ export function defineQueue<S extends string, Id extends JobId, J>(
   const sweptState = `CASE j.state WHEN ${claimed} THEN ${ready}${timers
     .map((timer) => ` WHEN '${timer.state}' THEN (${timer.next})`)
     .join('')} END`
+  // A paused group's ready jobs are held a batch at a time, found by the group index (not the due index).
+  const holdSql = spec.pausedGroups
+    ? `,
+     paused (group_key) AS (${spec.pausedGroups}),
+     held AS (
+       UPDATE ${t} j SET state = ${held}
+         FROM (SELECT ${id} FROM ${t}
+                WHERE state = ${ready} AND group_key IN (SELECT group_key FROM paused)
+                ORDER BY group_key, due_at LIMIT $1
+                  FOR NO KEY UPDATE SKIP LOCKED) x
+        WHERE j.${id} = x.${id}
+       RETURNING 1)`
+    : ''
   const sweepSql = `WITH expired AS (
        UPDATE ${t} j SET state = ${sweptState},
                          due_at = CASE WHEN ${sweptState} IN (${finals}) THEN NULL ELSE now() END, claimed_by = NULL
@@ -293,10 +318,23 @@ export function defineQueue<S extends string, Id extends JobId, J>(
                 ORDER BY due_at LIMIT $1
                   FOR NO KEY UPDATE SKIP LOCKED) x
         WHERE j.${id} = x.${id}
-       RETURNING 1)
-     SELECT (SELECT count(*) FROM expired) AS moved,
+       RETURNING 1)${holdSql}
+     SELECT (SELECT count(*) FROM expired)${spec.pausedGroups ? ' + (SELECT count(*) FROM held)' : ''} AS moved,
             (SELECT greatest(extract(epoch FROM min(due_at) - now()), 0)::float8 FROM ${t}
-              WHERE due_at IS NOT NULL AND (state <> ${ready} OR ${unpaused})) AS seconds`
+              WHERE due_at IS NOT NULL${held ? ` AND state <> ${held}` : ''} AND (state <> ${ready} OR ${unpaused})) AS seconds`
+
+  // Chosen in due order, locked in id order (as every statement over several jobs locks them).
+  const resumeSql = `WITH chosen AS (
+       SELECT j.${id} FROM ${t} j
+        WHERE j.state = ${held} AND j.${id} IN (SELECT ${id} FROM ${t}
+                                                 WHERE state = ${held} AND group_key = ANY($1::text[]) AND ${unpaused}
+                                                 ORDER BY due_at LIMIT $2)
+        ORDER BY j.${id} FOR NO KEY UPDATE OF j),
+     resumed AS (
+       UPDATE ${t} j SET state = ${ready}, due_at = least(j.due_at, now()) FROM chosen c WHERE j.${id} = c.${id}
+       RETURNING 1),
+     counted AS (SELECT count(*) AS resumed FROM resumed)
+     SELECT resumed, CASE WHEN resumed > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`
 
   const checkNext = (next: Next<S>) => {
     if (!machine.allows(machine.claimed, next.state))
@@ -375,6 +413,13 @@ export function defineQueue<S extends string, Id extends JobId, J>(
     async sweep(db, limit) {
       const [row] = await db.query<{ moved: number; seconds: number | null }>(sweepSql, [limit])
       return { moved: row?.moved ?? 0, nextDueSeconds: row?.seconds ?? undefined }
+    },
+
+    async resume(db, groups, limit) {
+      if (held === undefined) throw new Error('a queue without a held state holds nothing to resume')
+      if (groups.length === 0) return 0
+      const [row] = await db.query<{ resumed: number }>(resumeSql, [groups, limit])
+      return row?.resumed ?? 0
     },
 
     async notify(db) {

@@ -317,11 +317,13 @@ for (const backend of testBackends) {
       assert.equal((await jobQueue.sweep(db, 100)).nextDueSeconds, 0)
     })
 
-    test("a paused group's ready jobs stay ready, unclaimed and not due for the sweep; resumed, in due order", async () => {
+    test("a paused group's ready jobs are held out of the due path, then resumed in due order", async () => {
       await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
       await db.query(`INSERT INTO paused_groups VALUES ('p') ON CONFLICT DO NOTHING`)
       const pausing = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
-      const held = await addJobs(db, ['p0', 'p1'], { group: 'p' })
+      const [p1] = await addJobs(db, ['p1'], { group: 'p', dueInSeconds: -2 })
+      const [p0] = await addJobs(db, ['p0'], { group: 'p', dueInSeconds: -3 })
+      const [p2] = await addJobs(db, ['p2'], { group: 'p', dueInSeconds: 3600 })
       const [free] = await addJobs(db, ['free'])
       const [other] = await addJobs(db, ['o0'], { group: 'o' })
       const [later] = await addJobs(db, ['later'], { dueInSeconds: 3600 })
@@ -329,37 +331,62 @@ for (const backend of testBackends) {
         claimant: 'a',
         limit: 10,
         leaseSeconds: LEASE,
-        ids: [held[0] as number],
+        ids: [p0 as number],
       })
       assert.deepEqual(
         claims.map((c) => c.id),
         [free, other],
         'neither by due order nor by name',
       )
-      const swept = await pausing.sweep(db, 100)
+      const swept = await pausing.sweep(db, 2)
+      assert.equal(swept.moved, 2, 'a batch of the paused group held')
+      assert.equal((await pausing.sweep(db, 2)).moved, 1, 'then the rest')
+      for (const id of [p0, p1, p2]) assert.equal((await jobRow(db, id as number))?.state, 'held')
+      const idle = await pausing.sweep(db, 100)
+      assert.equal(idle.moved, 0)
       assert.ok(
-        swept.nextDueSeconds !== undefined && swept.nextDueSeconds > LEASE - 5,
+        idle.nextDueSeconds !== undefined && idle.nextDueSeconds > LEASE - 5,
         'next due: the leases, not the held jobs',
       )
-      assert.equal(
-        (await jobQueue.sweep(db, 100)).nextDueSeconds,
-        0,
-        'a queue without pausedGroups sees them',
+      const [{ n } = { n: -1 }] = await db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM jobs WHERE due_at <= now() AND state = 'pending'`,
       )
+      assert.equal(n, 0, 'nothing held counts as due')
 
-      // A claim of the paused group still in flight when it was paused ends its lease as usual.
+      // A claim of the paused group still in flight when it was paused ends its lease as usual, then is held.
       await db.query(`UPDATE jobs SET group_key = 'p' WHERE job_id = $1`, [other])
       await db.query(`UPDATE jobs SET due_at = now() - interval '1 second' WHERE job_id = $1`, [other])
       assert.equal((await pausing.sweep(db, 100)).moved, 1)
       assert.equal((await jobRow(db, other as number))?.state, 'pending')
+      assert.equal((await pausing.sweep(db, 100)).moved, 1)
+      assert.equal((await jobRow(db, other as number))?.state, 'held')
 
       await db.query(`DELETE FROM paused_groups WHERE group_key = 'p'`)
-      const resumed = await pausing.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE })
+      assert.equal(await pausing.resume(db, ['p'], 2), 2, 'the two due earliest')
       assert.deepEqual(
-        resumed.map((c) => c.id),
-        [...held, other],
+        (await pausing.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE })).map((c) => c.id),
+        [p0, p1],
+      )
+      assert.equal(await pausing.resume(db, ['p'], 10), 2)
+      assert.deepEqual(
+        (await pausing.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE })).map((c) => c.id),
+        [other, p2],
+        'a job held before it was due is due once resumed',
       )
       assert.equal((await jobRow(db, later as number))?.state, 'pending')
+      assert.equal(await pausing.resume(db, ['p'], 10), 0)
+    })
+
+    test('a queue with a paused group needs a held state', () => {
+      const { held: _held, ...rest } = jobMachine
+      const noHeld = defineQueueMachine({
+        ...rest,
+        transitions: jobMachine.transitions.filter((t) => t.from !== 'held' && t.to !== 'held'),
+      })
+      assert.throws(
+        () => defineQueue({ ...jobQueue.spec, machine: noHeld, pausedGroups: 'SELECT NULL::text' }),
+        /pausedGroups needs a machine with a held state/,
+      )
     })
   })
 }

@@ -15,6 +15,12 @@ export interface QueueMachineDefinition<S extends string> {
   ready: S
   /** Held by a claim whose lease ends at due_at. */
   claimed: S
+  /**
+   * Where the ready jobs of a paused group wait (QueueSpec.pausedGroups), out of the due path: claims,
+   * sweeps and counts of what is due never read through them. They keep their due_at, and resume() puts
+   * them back in due order.
+   */
+  held?: S
   /** States that wait for due_at, then are moved on by the queue's sweep (QueueSpec.timers). */
   waiting?: readonly S[]
   /** States without a due_at: only an explicit statement (replay, callback) moves a job out of one. */
@@ -22,8 +28,10 @@ export interface QueueMachineDefinition<S extends string> {
   transitions: readonly Transition<S>[]
 }
 
-export interface QueueMachine<S extends string> extends Required<QueueMachineDefinition<S>> {
-  /** Every state: ready, claimed, waiting, then final. */
+export interface QueueMachine<S extends string>
+  extends Required<Omit<QueueMachineDefinition<S>, 'held'>>,
+    Pick<QueueMachineDefinition<S>, 'held'> {
+  /** Every state: ready, claimed, held, waiting, then final. */
   readonly states: readonly S[]
   allows(from: S, to: S): boolean
   /** The states a transition named `on` leaves from (into `to`, when given). */
@@ -59,7 +67,8 @@ export function defineQueueMachine<const S extends string>(
   definition: QueueMachineDefinition<S>,
 ): QueueMachine<S> {
   const waiting = definition.waiting ?? []
-  const states = [definition.ready, definition.claimed, ...waiting, ...definition.final]
+  const held = definition.held === undefined ? [] : [definition.held]
+  const states = [definition.ready, definition.claimed, ...held, ...waiting, ...definition.final]
   for (const state of states) {
     if (!NAME.test(state)) throw new Error(`state ${JSON.stringify(state)} is not a lower-case identifier`)
   }
@@ -73,10 +82,15 @@ export function defineQueueMachine<const S extends string>(
     if (from === to) throw new Error(`transition ${from} → ${to} changes nothing`)
     allowed.add(pair(from, to))
   }
-  for (const [from, to] of [
+  const needed = [
     [definition.ready, definition.claimed],
     [definition.claimed, definition.ready],
-  ] as const) {
+    ...held.flatMap((state) => [
+      [definition.ready, state],
+      [state, definition.ready],
+    ]),
+  ] as const
+  for (const [from, to] of needed) {
     if (!allowed.has(pair(from, to))) throw new Error(`a queue needs the transition ${from} → ${to}`)
   }
   return {
@@ -122,6 +136,23 @@ export function stateCheckSql(machine: QueueMachine<string>): string {
 /** A job has a due_at exactly when it is not in a final state, for a CHECK constraint. */
 export function dueCheckSql(machine: QueueMachine<string>): string {
   return `(due_at IS NULL) = (state IN (${sqlList(machine.final)}))`
+}
+
+/**
+ * `(due_at) WHERE due_at IS NOT NULL AND state <> held`: the columns and predicate of the index claims and
+ * sweeps read in due order (QueueSpec), which held jobs stay out of.
+ */
+export function dueIndexSql(machine: QueueMachine<string>): string {
+  return `(due_at) WHERE due_at IS NOT NULL${machine.held ? ` AND state <> '${machine.held}'` : ''}`
+}
+
+/**
+ * `(group_key, due_at) WHERE state IN (ready, held)`: the index a queue with a held state finds a paused
+ * group's jobs by, to hold them and to resume them in due order.
+ */
+export function groupWaitingIndexSql(machine: QueueMachine<string>): string {
+  if (!machine.held) throw new Error('a queue without a held state holds no group')
+  return `(group_key, due_at) WHERE state IN (${sqlList([machine.ready, machine.held])})`
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Database } from '../storage/database.js'
 import { openPglite } from '../storage/pglite.js'
 import { openPostgres } from '../storage/postgres.js'
 import { defineQueue } from './job-queue.js'
-import { defineQueueMachine, sweepIndexSql } from './state-machine.js'
+import { defineQueueMachine, dueIndexSql, groupWaitingIndexSql, sweepIndexSql } from './state-machine.js'
 
 /** For the queue's own tests: a jobs table on PGlite or a scratch PostgreSQL database. */
 
@@ -67,6 +67,7 @@ async function onServer(serverUrl: string, sql: string): Promise<void> {
 export const jobMachine = defineQueueMachine({
   ready: 'pending',
   claimed: 'in_flight',
+  held: 'held',
   waiting: ['snoozed'],
   final: ['done', 'failed'],
   transitions: [
@@ -77,6 +78,8 @@ export const jobMachine = defineQueueMachine({
     { from: 'in_flight', to: 'snoozed', on: 'succeeded, check again later' },
     { from: 'snoozed', to: 'pending', on: 'timer' },
     { from: 'failed', to: 'pending', on: 'replay' },
+    { from: 'pending', to: 'held', on: 'group paused' },
+    { from: 'held', to: 'pending', on: 'group resumed' },
   ],
 })
 export type JobState = (typeof jobMachine.states)[number]
@@ -118,8 +121,9 @@ export async function createJobTables(db: Database): Promise<void> {
       group_key text,
       failures integer NOT NULL DEFAULT 0
     )`,
-    'CREATE INDEX jobs_due ON jobs (due_at) WHERE due_at IS NOT NULL',
+    `CREATE INDEX jobs_due ON jobs ${dueIndexSql(jobMachine)}`,
     `CREATE INDEX jobs_sweepable ON jobs ${sweepIndexSql(jobMachine)}`,
+    `CREATE INDEX jobs_waiting_by_group ON jobs ${groupWaitingIndexSql(jobMachine)}`,
     `CREATE TABLE job_attempts (
       attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       job_id bigint NOT NULL REFERENCES jobs,
