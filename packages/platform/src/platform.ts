@@ -14,7 +14,7 @@ import { createMetrics } from './metrics/metrics.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
 import type { Database } from './storage/database.js'
-import { tendEmbeddedDatabase } from './storage/embedded-upkeep.js'
+import { keepEmbeddedDatabase, tendEmbeddedDatabase } from './storage/embedded-upkeep.js'
 import { openDatabase } from './storage/open-database.js'
 
 export interface PlatformOptions {
@@ -55,7 +55,7 @@ export async function startPlatform({
   const servers: FastifyInstance[] = []
   let stopListening: (() => Promise<void>) | undefined
   try {
-    // An embedded data directory written by an earlier run may never have been analyzed.
+    // An embedded data directory written by an earlier run may never have been vacuumed nor analyzed.
     await tendEmbeddedDatabase(db)
     const credentials = credentialCache({
       load: (enterpriseId, keyVersion) => loadEnterpriseKey(db, enterpriseId, keyVersion),
@@ -92,8 +92,7 @@ export async function startPlatform({
         })
       : undefined
 
-    // Bounded growth: expired nonces and old confirmed deliveries go, a short statement at a time; the
-    // embedded database gets the statistics autovacuum would keep.
+    // Bounded growth: expired nonces and old confirmed deliveries go, a short statement at a time.
     const janitor = setInterval(() => {
       forgetExpiredNonces(db, clock()).catch((error: unknown) =>
         partner.log.warn({ err: error }, 'nonce cleanup failed'),
@@ -101,11 +100,9 @@ export async function startPlatform({
       pruneDeliveries(db, config.deliveryRetentionSeconds).catch((error: unknown) =>
         partner.log.warn({ err: error }, 'delivery pruning failed'),
       )
-      tendEmbeddedDatabase(db).catch((error: unknown) =>
-        partner.log.warn({ err: error }, 'embedded database VACUUM ANALYZE failed'),
-      )
     }, JANITOR_INTERVAL_MS)
     janitor.unref()
+    const upkeep = keepEmbeddedDatabase(db, partner.log.child({ component: 'storage' }))
     const feedWatch = watchFeedLag(db, partner.log.child({ component: 'changes' }))
 
     let closing: Promise<void> | undefined
@@ -121,6 +118,7 @@ export async function startPlatform({
           lifecycle.shuttingDown = true
           clearInterval(janitor)
           feedWatch.stop()
+          await upkeep.stop()
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})

@@ -27,10 +27,10 @@ export class RawConnection {
     )
   }
 
-  /** Connects to the host and port of a listener's URL. */
-  static async open(url: string): Promise<RawConnection> {
+  /** Connects to the host and port of a listener's URL, from localAddress if given (e.g. 127.0.0.2). */
+  static async open(url: string, localAddress?: string): Promise<RawConnection> {
     const { hostname, port } = new URL(url)
-    const socket = connect(Number(port), hostname)
+    const socket = connect({ port: Number(port), host: hostname, ...(localAddress && { localAddress }) })
     await once(socket, 'connect')
     return new RawConnection(socket)
   }

@@ -84,7 +84,8 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
     const first = await runCli(bin, ['sync', '--data', data, '--size', '7', '--json'], env)
     assert.equal(first.code, 0, first.stderr)
     const summary = JSON.parse(first.stdout)
-    assert.deepEqual(Object.keys(summary), ['applied', 'cursor'])
+    assert.deepEqual(Object.keys(summary), ['applied', 'cursor', 'lagSeconds'])
+    assert.equal(summary.lagSeconds, 0)
     assert.equal(summary.applied, 35)
     assert.equal(typeof summary.cursor, 'string')
     assert.equal(appliedLines(first.stderr).length, 5, 'a line per page of 7')
@@ -142,7 +143,7 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
     await json.waitForOutput('following', ({ stderr }) => stderr === 'caught up; following the change feed\n')
     json.child.kill('SIGINT')
     assert.equal(await json.exited, 0, json.stderr())
-    assert.deepEqual(Object.keys(JSON.parse(json.stdout())), ['applied', 'cursor'])
+    assert.deepEqual(Object.keys(JSON.parse(json.stdout())), ['applied', 'cursor', 'lagSeconds'])
   })
 
   test("refusals: another enterprise's mirror, a cursor the platform refuses, a platform out of reach", async () => {

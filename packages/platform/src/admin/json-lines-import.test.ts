@@ -137,6 +137,25 @@ for (const backend of testBackends) {
       assert.match(assigned[0]?.audio_id ?? '', /^aud_[A-Za-z0-9_-]{16}$/)
     })
 
+    test("a large import leaves the planner's statistics of the recordings current before it reports done", async () => {
+      const { enterpriseId } = await createPartner(platform, 'Statistics')
+      const { db } = platform.context
+      const estimate = async () => {
+        const [row] = await db.query<{ rows: number }>(
+          "SELECT reltuples::float8 AS rows FROM pg_class WHERE oid = 'recordings'::regclass",
+        )
+        return row?.rows ?? -1
+      }
+      const [before] = await db.query<{ n: number }>('SELECT count(*)::int AS n FROM recordings')
+      const lines = Array.from({ length: 3000 }, (_, i) => line(`stats-${i}`))
+      const { summary } = await imported(enterpriseId, lines)
+      assert.deepEqual(summary, { imported: 3000, skipped: 0 })
+      assert.equal(await estimate(), (before?.n ?? 0) + 3000, 'ANALYZE counted every row')
+      // A small one leaves them to autovacuum (or the embedded upkeep).
+      await imported(enterpriseId, [line('stats-small')])
+      assert.equal(await estimate(), (before?.n ?? 0) + 3000)
+    })
+
     test('a bad line 2 is reported with its number and nothing is imported', async () => {
       const { enterpriseId } = await createPartner(platform, 'Bad Lines')
       const { recordDuration: _omit, ...noDuration } = JSON.parse(line('bad-2'))
@@ -189,6 +208,20 @@ for (const backend of testBackends) {
       const msg = await refused(enterpriseId, [line('rep-1'), line('rep-2'), line('rep-1')].join('\n'))
       assert.match(msg, /line 3: audioId: repeats the audioId of line 1/)
       assert.equal(await countRecordings(enterpriseId), 0)
+    })
+
+    test('repeats are found across chunks; identical lines without audioId stay distinct and re-import as skipped', async () => {
+      const { enterpriseId } = await createPartner(platform, 'Far apart')
+      const filler = (from: number) => Array.from({ length: 600 }, (_, i) => line(`far-${from + i}`))
+      const repeated = [line('far-start'), ...filler(0), line('far-start')]
+      const msg = await refused(enterpriseId, repeated.join('\n'))
+      assert.match(msg, /^nothing was imported; line 602: audioId: repeats the audioId of line 1$/)
+
+      const twin = line(undefined, { title: 'twin' })
+      const twins = [twin, ...filler(1000), twin, twin]
+      assert.deepEqual((await imported(enterpriseId, twins)).summary, { imported: 603, skipped: 0 })
+      assert.equal(await countRecordings(enterpriseId), 603)
+      assert.deepEqual((await imported(enterpriseId, twins)).summary, { imported: 0, skipped: 603 })
     })
 
     test('an audioId of another enterprise is refused with its line number', async () => {

@@ -7,6 +7,12 @@ import { usableKey } from './credentials.js'
 import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
 
 /**
+ * How long a bearer request's nonce outlives its token: instances compare expiries with their own clocks,
+ * so an instance whose clock is behind still takes the token a little after another pruned its nonces.
+ */
+const CLOCK_SKEW_SECONDS = 300
+
+/**
  * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000;
  * 4012 for a keyVersion above 2^31 − 1, which no key has, before any lookup),
  * enterpriseId beside the envelope matching the token (4012), enterprise enabled (4030) and token not
@@ -43,5 +49,7 @@ export async function authenticate(
     envelope.keyVersion === tokenKeyVersion
       ? credentials
       : await context.credentials.get(enterpriseId, envelope.keyVersion)
-  return openAndGuard(context, envelope, enterpriseId, usableKey(envelopeCredentials, now))
+  // Replayed once its token has expired, the request gets 4011: its nonce is kept only until then.
+  const nonceExpiresAtMs = (checked.claims.expiresAt + CLOCK_SKEW_SECONDS) * 1000
+  return openAndGuard(context, envelope, enterpriseId, usableKey(envelopeCredentials, now), nonceExpiresAtMs)
 }

@@ -38,10 +38,10 @@ export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId:
 const decoyKey = loadKey(generateSecret())
 
 /**
- * Opens the envelope under the key found for it, then records its nonce: a nonce accepted before
- * under the same (enterprise, keyVersion) within the replay window is refused with 4090. Without a
- * key, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise or
- * keyVersion takes as long to refuse as a wrong key does and timing tells them apart no better than
+ * Opens the envelope under the key found for it, then records its nonce until nonceExpiresAtMs: a nonce
+ * accepted before under the same (enterprise, keyVersion) and not yet expired is refused with 4090.
+ * Without a key, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise
+ * or keyVersion takes as long to refuse as a wrong key does and timing tells them apart no better than
  * the answer, which is the same 4012. A stored secret that does not load is thrown here.
  */
 export async function openAndGuard(
@@ -49,6 +49,7 @@ export async function openAndGuard(
   envelope: Envelope,
   enterpriseId: number,
   key: EnvelopeKey | Error | undefined,
+  nonceExpiresAtMs: number,
 ): Promise<OpenedRequest> {
   if (!key) {
     try {
@@ -58,9 +59,8 @@ export async function openAndGuard(
   }
   if (key instanceof Error) throw key
   const { plaintext } = open(envelope, key)
-  const expiresAtMs = context.clock() + context.config.replayWindowSeconds * 1000
   const { keyVersion, nonce } = envelope
-  if (!(await context.acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs }))) {
+  if (!(await context.acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: nonceExpiresAtMs }))) {
     throw new ApiError(
       ResponseCode.REPLAYED,
       'this envelope nonce was already used; seal every request afresh',

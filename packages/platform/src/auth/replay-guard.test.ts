@@ -12,7 +12,7 @@ import {
 } from '@earshot/test-kit/backends'
 import { createPartner, postJson, type TestPartner } from '@earshot/test-kit/calls'
 import type { Database } from '../storage/database.js'
-import { acceptNonces, type NonceUse, nonceGuard } from './replay-guard.js'
+import { acceptNonces, forgetExpiredNonces, type NonceUse, nonceGuard } from './replay-guard.js'
 
 /** The replay guard, group-committed (DESIGN.md §1: a reused nonce is 4090 on every instance). */
 
@@ -73,6 +73,7 @@ for (const backend of testBackends) {
           return db.query(sql, params)
         },
         transaction: (fn) => db.transaction(fn),
+        session: (fn) => db.session(fn),
         listen: (channel, onNotify) => db.listen(channel, onNotify),
         close: () => db.close(),
       }
@@ -103,6 +104,47 @@ for (const backend of testBackends) {
       )
       const codes = replies.map((reply) => reply.body.code).sort()
       assert.deepEqual(codes, [2000, ...Array.from({ length: 15 }, () => 4090)])
+    })
+
+    test("a bearer request's nonce is kept until its token expires (plus 5 minutes), a token request's for a year", async () => {
+      const { db } = platform.context
+      const expiryOf = async (envelope: { nonce: string }) => {
+        const [row] = await db.query<{ at: number }>(
+          `SELECT extract(epoch FROM expires_at)::float8 AS at FROM replay_nonces WHERE nonce = decode($1, 'base64')`,
+          [envelope.nonce],
+        )
+        return row?.at
+      }
+      const bearer = seal(partner.key, partner.keyVersion, `kept-${++eventCounter}`, {})
+      assert.equal((await postJson(platform, AUDIOS, bearer, token)).body.code, 2000)
+      const tokenExpiresAt = Number(token.split('.')[3])
+      assert.equal(await expiryOf(bearer), tokenExpiresAt + 300)
+
+      const before = Date.now()
+      const tokenRequest = { ...seal(partner.key, partner.keyVersion, `kept-${++eventCounter}`, {}) }
+      const issued = await postJson(platform, '/openapi/v1/token', {
+        ...tokenRequest,
+        enterpriseId: partner.enterpriseId,
+      })
+      assert.equal(issued.body.code, 2000)
+      const yearOn = ((await expiryOf(tokenRequest)) ?? 0) * 1000 - before
+      assert.ok(Math.abs(yearOn - 365 * 86_400_000) < 60_000, `${yearOn} ms`)
+    })
+
+    test('expired nonces are forgotten a batch at a time, oldest first, and only those', async () => {
+      const { db } = platform.context
+      const now = Date.now()
+      const expired = Array.from({ length: 12_000 }, (_, i) => ({ ...use(), expiresAtMs: now - 1000 - i }))
+      const live = Array.from({ length: 10 }, () => ({ ...use(), expiresAtMs: now + 60_000 }))
+      for (let i = 0; i < expired.length; i += 4000) await acceptNonces(db, expired.slice(i, i + 4000))
+      await acceptNonces(db, live)
+      assert.ok((await forgetExpiredNonces(db, now)) >= expired.length)
+      assert.deepEqual(await acceptNonces(db, [expired[0] as NonceUse]), [true], 'forgotten: accepted again')
+      assert.deepEqual(
+        await acceptNonces(db, live),
+        live.map(() => false),
+        'still refused',
+      )
     })
 
     if (backend === 'postgres') {

@@ -63,12 +63,25 @@ export async function acceptNonces(db: Queryable, uses: readonly NonceUse[]): Pr
 const nonceKey = (enterpriseId: number, keyVersion: number, nonce: string) =>
   `${enterpriseId}:${keyVersion}:${nonce}`
 
-/** Forgets nonces whose window has passed; returns how many. */
+/** Nonces forgotten per statement: on the embedded database each statement holds the one connection. */
+const FORGET_BATCH = 5000
+
+/** Forgets nonces whose window has passed, a batch per statement, oldest first; returns how many. */
 export async function forgetExpiredNonces(db: Queryable, nowMs: number): Promise<number> {
-  const [row] = await db.query<{ forgotten: number }>(
-    `WITH gone AS (DELETE FROM replay_nonces WHERE expires_at < to_timestamp($1::float8 / 1000) RETURNING 1)
-     SELECT count(*) AS forgotten FROM gone`,
-    [nowMs],
-  )
-  return row?.forgotten ?? 0
+  let forgotten = 0
+  for (let batch = FORGET_BATCH; batch === FORGET_BATCH; forgotten += batch) {
+    const [row] = await db.query<{ forgotten: number }>(
+      `WITH expired AS (
+         SELECT enterprise_id, key_version, nonce FROM replay_nonces
+          WHERE expires_at < to_timestamp($1::float8 / 1000) ORDER BY expires_at LIMIT $2),
+       gone AS (
+         DELETE FROM replay_nonces n USING expired e
+          WHERE (n.enterprise_id, n.key_version, n.nonce) = (e.enterprise_id, e.key_version, e.nonce)
+         RETURNING 1)
+       SELECT count(*) AS forgotten FROM gone`,
+      [nowMs, FORGET_BATCH],
+    )
+    batch = row?.forgotten ?? 0
+  }
+  return forgotten
 }

@@ -18,7 +18,15 @@ export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateL
     const id = enterpriseId as number
     // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
     const credentials = await context.credentials.get(id, envelope.keyVersion)
-    const opened = await openAndGuard(context, envelope, id, usableKey(credentials, context.clock()))
+    // A replay would yield a token: its nonce is kept for the long window (EARSHOT_REPLAY_WINDOW).
+    const now = context.clock()
+    const opened = await openAndGuard(
+      context,
+      envelope,
+      id,
+      usableKey(credentials, now),
+      now + context.config.replayWindowSeconds * 1000,
+    )
     if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
     const plaintext = TokenPlaintext.parse(opened.plaintext)
     if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {

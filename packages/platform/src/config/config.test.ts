@@ -11,7 +11,7 @@ test('defaults follow DESIGN.md §7', () => {
   assert.equal(config.databaseUrl, undefined)
   assert.equal(config.tokenTtlSeconds, 7200)
   assert.equal(config.bodyLimitBytes, 64 * 1024)
-  assert.equal(config.replayWindowSeconds, 7 * 86_400)
+  assert.equal(config.replayWindowSeconds, 365 * 86_400)
   assert.equal(config.keyGraceSeconds, 86_400)
   assert.equal(config.adminToken, undefined)
 })
@@ -107,23 +107,29 @@ test('push settings follow DESIGN.md §6–§7 and can be compressed for tests',
   )
 })
 
-test('connection limits: request and keep-alive timeouts, the admin timeout, a cap per listener', () => {
+test('connection limits: timeouts for headers and requests, keep-alive, caps per listener and per client', () => {
   const defaults = loadConfig({})
   assert.equal(defaults.requestTimeoutSeconds, 30)
+  assert.equal(defaults.headersTimeoutSeconds, 10)
   assert.equal(defaults.adminRequestTimeoutSeconds, 3600)
   assert.equal(defaults.keepAliveTimeoutSeconds, 72)
-  assert.equal(defaults.maxConnections, 512)
+  assert.equal(defaults.maxConnections, 4096)
+  assert.equal(defaults.maxConnectionsPerClient, 128)
 
   const set = loadConfig({
     EARSHOT_REQUEST_TIMEOUT: '0.5',
+    EARSHOT_HEADERS_TIMEOUT: '2',
     EARSHOT_ADMIN_REQUEST_TIMEOUT: '7200',
     EARSHOT_KEEP_ALIVE_TIMEOUT: '5',
-    EARSHOT_MAX_CONNECTIONS: '4096',
+    EARSHOT_MAX_CONNECTIONS: '512',
+    EARSHOT_MAX_CONNECTIONS_PER_CLIENT: '0',
   })
   assert.equal(set.requestTimeoutSeconds, 0.5)
+  assert.equal(set.headersTimeoutSeconds, 2)
   assert.equal(set.adminRequestTimeoutSeconds, 7200)
   assert.equal(set.keepAliveTimeoutSeconds, 5)
-  assert.equal(set.maxConnections, 4096)
+  assert.equal(set.maxConnections, 512)
+  assert.equal(set.maxConnectionsPerClient, 0)
 
   assert.throws(
     () =>

@@ -22,8 +22,16 @@ export interface PlatformConfig {
   adminRequestTimeoutSeconds: number
   /** Seconds an idle keep-alive connection stays open. */
   keepAliveTimeoutSeconds: number
-  /** Connections each listener holds at once; one more is closed as soon as it is accepted. */
+  /** Connections each listener serves at once; one more is answered 503 (5030) and closed. */
   maxConnections: number
+  /** Connections one client address (an IPv6 client's /64) may hold on a listener at once; 0: no cap. */
+  maxConnectionsPerClient: number
+  /** Seconds a request's headers may take to arrive (its body gets the rest of the request timeout). */
+  headersTimeoutSeconds: number
+  /**
+   * Seconds a token request's nonce is refused again (its replay would yield a token). A request made with
+   * a bearer token keeps its nonce only until that token expires: replayed later, it gets 4011.
+   */
   replayWindowSeconds: number
   keyGraceSeconds: number
   /** Requests per enterprise per minute on each instance; 0 turns the limit off. */
@@ -184,13 +192,31 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     env: 'EARSHOT_MAX_CONNECTIONS',
     parse: integer(1, 1_000_000),
     rule: 'a number of connections from 1 to 1000000',
-    fallback: 512,
+    // An idle keep-alive connection costs the process about 10-12 KiB: 4096 of them about 45 MiB.
+    fallback: 4096,
+  },
+  maxConnectionsPerClient: {
+    key: 'maxConnectionsPerClient',
+    env: 'EARSHOT_MAX_CONNECTIONS_PER_CLIENT',
+    parse: integer(0, 1_000_000),
+    rule: 'a number of connections from 0 (no cap per client, behind a proxy that caps) to 1000000',
+    // Several times the connection pool of a busy partner; one client then holds at most 1/32 of a listener.
+    fallback: 128,
+  },
+  headersTimeoutSeconds: {
+    key: 'headersTimeoutSeconds',
+    env: 'EARSHOT_HEADERS_TIMEOUT',
+    parse: decimalSeconds(0.01, 3600),
+    rule: 'seconds from 0.01 to 3600',
+    // A request's headers (a few hundred bytes) arrive within a round trip; a slow sender is cut well
+    // before it could matter.
+    fallback: 10,
   },
   replayWindowSeconds: {
     key: 'replayWindowSeconds',
     env: 'EARSHOT_REPLAY_WINDOW',
     ...seconds(1),
-    fallback: 7 * 86_400,
+    fallback: 365 * 86_400,
   },
   keyGraceSeconds: { key: 'keyGraceSeconds', env: 'EARSHOT_KEY_GRACE', ...seconds(0), fallback: 86_400 },
   rateLimitPerMinute: {

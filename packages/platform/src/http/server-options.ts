@@ -5,6 +5,7 @@ import { catalogueEntry, ResponseCode } from '@earshot/protocol'
 import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { LogDestination, PlatformContext } from '../context.js'
 import { ApiError } from './api-error.js'
+import { ConnectionGuard } from './connection-guard.js'
 import { installErrorHandling } from './error-handler.js'
 import { requireUncompressedUtf8 } from './json-body.js'
 
@@ -33,16 +34,16 @@ export interface ListenerLimits {
 }
 
 /**
- * A Fastify server as both listeners need it. Slow or idle clients are cut off: a request must arrive
- * within its timeout, an idle keep-alive connection closes, and connections beyond
- * EARSHOT_MAX_CONNECTIONS are closed as soon as they are accepted. Refusals answer in the catalogue's
+ * A Fastify server as both listeners need it. Slow or idle clients are cut off: headers and a whole
+ * request must arrive within their timeouts, an idle keep-alive connection closes, and connections are
+ * capped in total and per client (connection-guard.ts). Refusals answer in the catalogue's
  * shape, those of requests that are not HTTP too, and a compressed body or a charset other than UTF-8
  * is refused (4150) before it is read.
  */
 export function createServer(context: PlatformContext, limits: ListenerLimits): FastifyInstance {
   const { config } = context
   const requestTimeout = Math.round(limits.requestTimeoutSeconds * 1000)
-  const headersTimeout = Math.min(Math.round(config.requestTimeoutSeconds * 1000), requestTimeout)
+  const headersTimeout = Math.min(Math.round(config.headersTimeoutSeconds * 1000), requestTimeout)
   const app = Fastify({
     logger: loggerOptions(config.logLevel, context.logDestination),
     bodyLimit: limits.bodyLimit,
@@ -62,7 +63,16 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     },
     clientErrorHandler,
   })
-  app.server.maxConnections = config.maxConnections
+  const guard = new ConnectionGuard(app.server, {
+    total: config.maxConnections,
+    perClient: config.maxConnectionsPerClient,
+  })
+  app.addHook('onRequest', async (request, reply) => {
+    const refused = guard.refused(request.raw.socket)
+    if (!refused) return
+    reply.header('connection', 'close')
+    throw new ApiError(ResponseCode.UNAVAILABLE, REFUSALS[refused], { 'retry-after': '1' })
+  })
   const routes: RouteSummary[] = []
   routesOf.set(app, routes)
   app.addHook('onRoute', (route) => {
@@ -75,6 +85,12 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
   })
   return app
 }
+
+const REFUSALS = {
+  client:
+    'too many connections from your address (EARSHOT_MAX_CONNECTIONS_PER_CLIENT): reuse open connections (keep-alive) or close some, then retry',
+  total: 'the platform serves all the connections it can (EARSHOT_MAX_CONNECTIONS); retry shortly',
+} as const
 
 /** RFC 9112 §3.2: an HTTP/1.1 request without a Host header is refused (4000). */
 function requireHost(request: FastifyRequest): void {

@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
 import { RawConnection } from '@earshot/test-kit/raw-connection'
+import { createEnterprise } from '../enterprises/enterprise-store.js'
 
 /**
  * Issue 10, row 2: a client that sends headers, part of a body and then nothing held its connection
@@ -38,6 +39,7 @@ for (const backend of testBackends) {
     before(async () => {
       platform = await startTestPlatform(backend, {
         requestTimeoutSeconds: 0.5,
+        headersTimeoutSeconds: 0.5,
         keepAliveTimeoutSeconds: 0.5,
         pushDispatch: false,
       })
@@ -119,50 +121,91 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`each listener holds at most EARSHOT_MAX_CONNECTIONS (${backend})`, { timeout: 60_000 }, () => {
-    const cap = 3
-    let platform: TestPlatform
+  describe(`connection caps: in all and per client address (${backend})`, { timeout: 60_000 }, () => {
+    const cap = 4
 
-    before(async () => {
-      platform = await startTestPlatform(backend, { maxConnections: cap, pushDispatch: false })
-    })
-    after(async () => {
-      await platform?.stop()
-    })
+    /** A platform of its own: the listeners count connections until they see them closed. */
+    async function withPlatform(use: (platform: TestPlatform) => Promise<void>): Promise<void> {
+      const platform = await startTestPlatform(backend, {
+        maxConnections: cap,
+        maxConnectionsPerClient: 2,
+        pushDispatch: false,
+      })
+      try {
+        await use(platform)
+      } finally {
+        await platform.stop()
+      }
+    }
+
+    /**
+     * A connection whose request is under way (an import, on admin): its headers read by the server, which
+     * says so with 100 Continue, and part of its body sent.
+     */
+    async function busy(platform: TestPlatform, url: string, from: string): Promise<RawConnection> {
+      const connection = await RawConnection.open(url, from)
+      const expect = 'Expect: 100-continue\r\n'
+      if (url === platform.partnerUrl) connection.send(partialBody(TOKEN, expect))
+      else {
+        // Made in the database: an admin API call would take a connection of its own.
+        const { enterpriseId } = await createEnterprise(platform.context.db, `Busy ${from}`, null)
+        const token = `Authorization: Bearer ${platform.adminToken}\r\n`
+        connection.send(partialBody(IMPORT(enterpriseId), `${token}${expect}`))
+      }
+      await connection.receive('HTTP/1.1 100 Continue')
+      return connection
+    }
+    async function served(url: string, from: string): Promise<RawConnection> {
+      const connection = await RawConnection.open(url, from)
+      connection.send(healthCheck)
+      await connection.receive('"status":"ok"')
+      return connection
+    }
+    async function refused(url: string, from: string): Promise<string> {
+      const connection = await RawConnection.open(url, from)
+      connection.send(healthCheck)
+      await connection.closed
+      return connection.received
+    }
 
     for (const listener of ['partner', 'admin'] as const) {
-      test(`${listener}: connection ${cap + 1} is closed unanswered; a freed slot is usable again`, async () => {
-        const url = listener === 'partner' ? platform.partnerUrl : platform.adminUrl
-        const held: RawConnection[] = []
-        for (let i = 0; i < cap; i++) {
-          const connection = await RawConnection.open(url)
-          connection.send(healthCheck)
-          await connection.receive('"status":"ok"')
-          held.push(connection)
-        }
+      const urlOf = (platform: TestPlatform) =>
+        listener === 'partner' ? platform.partnerUrl : platform.adminUrl
 
-        const extra = await RawConnection.open(url)
-        extra.send(healthCheck)
-        await extra.closed
-        assert.equal(extra.received, '')
-        for (const connection of held) assert.equal(connection.socket.destroyed, false)
+      test(`${listener}: a client over its cap is answered 503 (5030), another client is served`, () =>
+        withPlatform(async (platform) => {
+          const url = urlOf(platform)
+          await busy(platform, url, '127.0.0.2')
+          await busy(platform, url, '127.0.0.2')
+          const answer = await refused(url, '127.0.0.2')
+          assert.match(answer, /^HTTP\/1\.1 503 /)
+          assert.match(answer, /"code":5030/)
+          assert.match(answer, /EARSHOT_MAX_CONNECTIONS_PER_CLIENT/)
+          assert.match(answer, /\r\nretry-after: 1\r\n/i)
+          await served(url, '127.0.0.3')
+        }))
 
-        // The server counts a connection as gone once it sees it closed: retry until a slot is free.
-        await (held.shift() as RawConnection).close()
-        for (;;) {
-          const next = await RawConnection.open(url)
-          next.send(healthCheck)
-          const served = await next.receive('"status":"ok"').then(
-            () => true,
-            () => false,
-          )
-          if (served) {
-            held.push(next)
-            break
-          }
-        }
-        await Promise.all(held.map((connection) => connection.close()))
-      })
+      test(`${listener}: at the total cap of busy connections, a new one is answered 503 (5030)`, () =>
+        withPlatform(async (platform) => {
+          const url = urlOf(platform)
+          for (const from of ['127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7'])
+            await busy(platform, url, from)
+          const answer = await refused(url, '127.0.0.8')
+          assert.match(answer, /^HTTP\/1\.1 503 /)
+          assert.match(answer, /"code":5030/)
+          assert.match(answer, /EARSHOT_MAX_CONNECTIONS\)/)
+        }))
+
+      test(`${listener}: near the total cap, the longest idle connections are closed to make room`, () =>
+        withPlatform(async (platform) => {
+          const url = urlOf(platform)
+          const idle: RawConnection[] = []
+          for (const from of ['127.0.0.4', '127.0.0.5', '127.0.0.6', '127.0.0.7'])
+            idle.push(await served(url, from))
+          await served(url, '127.0.0.8')
+          await Promise.all([idle[0]?.closed, idle[1]?.closed])
+          assert.equal(idle[3]?.socket.destroyed, false, 'the most recently active stays')
+        }))
     }
   })
 }

@@ -212,8 +212,12 @@ describe('a deep page does not stall other tenants (pglite)', { timeout: 300_000
 
   test('once the embedded upkeep has run, the page keys come from an index-only scan', async () => {
     const db = platform.context.db
-    assert.equal(await tendEmbeddedDatabase(db), true, 'VACUUM ANALYZE after 100,000 new recordings')
-    assert.equal(await tendEmbeddedDatabase(db), false, 'nothing to do right after')
+    const steps = await tendEmbeddedDatabase(db)
+    assert.ok(
+      steps.some((step) => step.table === 'recordings' && step.statement.includes('ANALYZE')),
+      `ANALYZE after 100,000 new recordings: ${JSON.stringify(steps)}`,
+    )
+    assert.deepEqual(await tendEmbeddedDatabase(db), [], 'nothing to do right after')
     for (const [label, filter] of Object.entries(deepFilters)) {
       assertIndexOnly(await planOf(db, deep.enterpriseId, filter), label)
     }
@@ -230,7 +234,7 @@ describe('the deep page plan on PostgreSQL', { timeout: 300_000, skip: !process.
     try {
       const { enterpriseId } = await createEnterprise(db, 'Deep Co', null)
       await seed(db, enterpriseId)
-      assert.equal(await tendEmbeddedDatabase(db), false, 'autovacuum does it on PostgreSQL')
+      assert.deepEqual(await tendEmbeddedDatabase(db), [], 'autovacuum does it on PostgreSQL')
       await db.query('VACUUM ANALYZE recordings') // what autovacuum does, now rather than when it comes round
       for (const [label, filter] of Object.entries(deepFilters)) {
         assertIndexOnly(await planOf(db, enterpriseId, filter), label)

@@ -11,6 +11,12 @@ export interface Database extends Queryable {
   /** Runs fn in one transaction: committed when it resolves, rolled back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>
   /**
+   * Runs fn's statements on one connection, each committed as it runs (no transaction held open), so that
+   * temporary tables fn creates stay visible to it; they end with the connection should fn fail to drop
+   * them. On PGlite, the one connection: other statements run between fn's, and see its temporary tables.
+   */
+  session<T>(fn: (db: Queryable) => Promise<T>): Promise<T>
+  /**
    * Calls onNotify with the payload of each NOTIFY on the channel (from any connection, after its
    * commit); resolves to a function that stops listening. Best effort: a lost connection is
    * re-established, and notifications sent meanwhile are lost, so listeners also poll (or expire).

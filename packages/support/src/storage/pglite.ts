@@ -151,6 +151,7 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
       await outcome
       return result
     },
+    session: (fn) => fn({ query: (sql, params) => query(sql, params) }),
     async listen(channel, onNotify) {
       const listener = nextId++
       listeners.set(listener, onNotify)

@@ -54,6 +54,19 @@ export async function openPostgres({ connectionString, max = 20 }: PostgresOptio
         client.release()
       }
     },
+    async session(fn) {
+      const client = await pool.connect()
+      let failed = false
+      try {
+        return await fn({ query: (sql, params) => run(client, sql, params) })
+      } catch (error) {
+        failed = true
+        throw error
+      } finally {
+        // A failed session's connection is closed, with whatever temporary tables it left.
+        client.release(failed)
+      }
+    },
     listen: (channel, onNotify) => listenOn(pg, connectionString, channel, onNotify),
     close: () => pool.end(),
   }
