@@ -19,7 +19,7 @@ const API = '/admin/v1'
 const PAGE_SIZE = 25
 /** While a listed delivery may still move on its own, the deliveries page refreshes this often. */
 const LIVE_REFRESH_MS = 1000
-const STATES = ['pending', 'in_flight', 'acked', 'confirmed', 'failed', 'unconfirmed', 'cancelled']
+const STATES = ['pending', 'held', 'in_flight', 'acked', 'confirmed', 'failed', 'unconfirmed', 'cancelled']
 const REPLAYABLE = ['failed', 'unconfirmed']
 /** Acked ones wait for the partner's receipt: the console shows them confirmed as it comes. */
 const MOVING = ['pending', 'in_flight', 'acked']

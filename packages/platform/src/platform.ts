@@ -14,8 +14,8 @@ import { createMetrics } from './metrics/metrics.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
 import type { Database } from './storage/database.js'
-import { keepEmbeddedDatabase, tendEmbeddedDatabase } from './storage/embedded-upkeep.js'
 import { openDatabase } from './storage/open-database.js'
+import { keepDatabaseTended } from './storage/upkeep.js'
 
 export interface PlatformOptions {
   config: PlatformConfig
@@ -55,8 +55,6 @@ export async function startPlatform({
   const servers: FastifyInstance[] = []
   let stopListening: (() => Promise<void>) | undefined
   try {
-    // An embedded data directory written by an earlier run may never have been vacuumed nor analyzed.
-    await tendEmbeddedDatabase(db)
     const credentials = credentialCache({
       load: (enterpriseId, keyVersion) => loadEnterpriseKey(db, enterpriseId, keyVersion),
     })
@@ -102,7 +100,7 @@ export async function startPlatform({
       )
     }, JANITOR_INTERVAL_MS)
     janitor.unref()
-    const upkeep = keepEmbeddedDatabase(db, partner.log.child({ component: 'storage' }))
+    const upkeep = await keepDatabaseTended(db, partner.log.child({ component: 'storage' }))
     const feedWatch = watchFeedLag(db, partner.log.child({ component: 'changes' }))
 
     let closing: Promise<void> | undefined

@@ -6,7 +6,7 @@
  * connections. A callback the platform does not answer with 2000 is retried after 100 ms.
  *
  * A second server (`slowUrl`, another origin) does the same, but answers each push BENCH_PUSH_SLOW_ANSWER_MS late:
- * a slow partner beside the others.
+ * a slow partner beside the others. A push to `/gone/<anything>` is answered 410 Gone: a partner gone.
  *
  * Control endpoints for the bench: POST /bench/register {label, enterpriseId, keyVersion, secret}
  * (fetches the token), GET /bench/progress?label=… (counts so far).
@@ -213,15 +213,17 @@ async function handleRegister(request: IncomingMessage, response: ServerResponse
 const handler = (delayMs: number) => (request: IncomingMessage, response: ServerResponse) => {
   const url = new URL(request.url ?? '/', 'http://receiver')
   const handled =
-    request.method === 'POST' && url.pathname.startsWith('/push/')
-      ? handlePush(url.pathname.slice('/push/'.length), request, response, delayMs)
-      : request.method === 'POST' && url.pathname === '/bench/register'
-        ? handleRegister(request, response)
-        : request.method === 'GET' && url.pathname === '/bench/progress'
-          ? Promise.resolve(
-              answer(response, 200, enterprises.get(url.searchParams.get('label') ?? '')?.progress ?? null),
-            )
-          : Promise.resolve(answer(response, 404, { code: 4040, msg: 'not found' }))
+    request.method === 'POST' && url.pathname.startsWith('/gone/')
+      ? readBody(request).then(() => answer(response, 410, { code: 4040, msg: 'gone' }))
+      : request.method === 'POST' && url.pathname.startsWith('/push/')
+        ? handlePush(url.pathname.slice('/push/'.length), request, response, delayMs)
+        : request.method === 'POST' && url.pathname === '/bench/register'
+          ? handleRegister(request, response)
+          : request.method === 'GET' && url.pathname === '/bench/progress'
+            ? Promise.resolve(
+                answer(response, 200, enterprises.get(url.searchParams.get('label') ?? '')?.progress ?? null),
+              )
+            : Promise.resolve(answer(response, 404, { code: 4040, msg: 'not found' }))
   handled.catch((error: unknown) => {
     if (!response.headersSent) answer(response, 500, { code: 5000, msg: (error as Error).message })
     else response.destroy()

@@ -12,7 +12,12 @@
  *    (push-receiver.ts), each in a child process; one JSON Lines import of BENCH_PUSH_RECORDINGS
  *    recordings (one transaction, so every delivery falls due at its commit), timed to the last
  *    confirmation;
- * 3. paced load: the same number of recordings created at BENCH_PUSH_RATE per second (default 1,000) as
+ * 3. a gone partner: an enterprise whose push URL answers 410 (disabled at once), then given BENCH_PUSH_HELD
+ *    recordings (default 200,000), whose deliveries are held; /metrics scraped at rest with that backlog;
+ * 4. the backlog drain again, on an enterprise of its own, beside the held backlog (/metrics scraped every
+ *    250 ms meanwhile), and, on PostgreSQL, once more after the held deliveries are cancelled: the drains
+ *    with nothing held (2 and this one) against the drain beside the backlog;
+ * 5. paced load: the same number of recordings created at BENCH_PUSH_RATE per second (default 1,000) as
  *    imports of one 50 ms share each, on a schedule that catches up rather than drifts.
  *
  * Latencies and attempt counts are computed in SQL from deliveries and delivery_attempts once the
@@ -52,6 +57,10 @@ const TARGET_CONFIRMED_P99_MS = 500
 const TARGET_RATE = 1000
 const TARGET_RAW_RATIO = 0.5
 const ISSUE_RECORDINGS = 20_000
+const ISSUE_HELD = 200_000
+/** The held drain against the drains with nothing held: rate and first attempt p99 within this factor. */
+const TARGET_HELD_FACTOR = 1.2
+const TARGET_METRICS_MS = 50
 /** The paced run sends one import per this many milliseconds. */
 const PACE_INTERVAL_MS = 50
 const MAX_IMPORTS_IN_FLIGHT = 8
@@ -60,6 +69,8 @@ const STALL_MS = 30_000
 const ADMIN_TOKEN = 'bench-admin-token-0123456789'
 
 const recordings = integerSetting('BENCH_PUSH_RECORDINGS', ISSUE_RECORDINGS)
+/** Deliveries held for a gone partner's disabled push URL beside the held drain. */
+const heldBacklog = integerSetting('BENCH_PUSH_HELD', ISSUE_HELD)
 const rate = integerSetting('BENCH_PUSH_RATE', TARGET_RATE)
 const callbackConnections = integerSetting('BENCH_PUSH_CALLBACK_CONNECTIONS', 16)
 const backends = backendsSetting()
@@ -278,10 +289,11 @@ interface PacedResult extends PhaseResult {
 function drainPhase(
   platform: RunningChild<PushPlatformReady>,
   receiver: RunningChild<PushReceiverReady>,
+  label = 'drain',
 ): Promise<PhaseResult> {
-  const body = jsonLines('drain', 0, recordings)
-  log(`  drain: importing ${format(recordings)} recordings in one transaction`)
-  return runPhase(platform, receiver, 'drain', false, async (importBody) => {
+  const body = jsonLines(label, 0, recordings)
+  log(`  ${label}: importing ${format(recordings)} recordings in one transaction`)
+  return runPhase(platform, receiver, label, false, async (importBody) => {
     await importBody(body)
     return 0
   })
@@ -329,6 +341,87 @@ async function pacedPhase(
   return { ...paced, slow: await progressOf(receiver.ready.url, 'slow') }
 }
 
+interface HeldBacklog {
+  held: number
+  /** GET /metrics answers with the backlog held, ms: at rest, and while another enterprise's backlog drains. */
+  metricsMs: number[]
+  metricsDuringDrainMs: number[]
+}
+
+/** How long GET /metrics takes to answer, ms. */
+async function scrape(platform: PushPlatformReady): Promise<number> {
+  const started = performance.now()
+  const response = await fetch(`${platform.adminUrl}/metrics`, {
+    headers: { authorization: `Bearer ${platform.adminToken}` },
+  })
+  await response.text()
+  return performance.now() - started
+}
+
+/** Scrapes /metrics every 250 ms until `done` settles; the answers' times, ms. */
+async function scrapeWhile(platform: PushPlatformReady, done: Promise<unknown>): Promise<number[]> {
+  let finished = false
+  void done.finally(() => {
+    finished = true
+  })
+  const times: number[] = []
+  while (!finished) {
+    times.push(await scrape(platform))
+    await sleep(250)
+  }
+  return times
+}
+
+/**
+ * A partner gone: an enterprise whose push URL answers 410, which disables it, then given heldBacklog
+ * recordings, whose deliveries are held for it; /metrics is then scraped with that backlog held.
+ */
+async function holdBacklog(
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+): Promise<HeldBacklog> {
+  const pushUrl = `${receiver.ready.url}/gone/held`
+  const gone = await adminPost<Credentials>(platform.ready, '/enterprises', {
+    name: 'Push bench gone',
+    pushUrl,
+  })
+  await importRecordings(platform.ready, gone.enterpriseId, jsonLines('gone', 0, 1))
+  for (;;) {
+    const response = await fetch(`${platform.ready.adminUrl}/admin/v1/endpoints`, {
+      headers: { authorization: `Bearer ${platform.ready.adminToken}` },
+    })
+    const { endpoints } = (await response.json()) as { endpoints: { url: string; state: string }[] }
+    if (endpoints.some((endpoint) => endpoint.url === pushUrl && endpoint.state === 'disabled')) break
+    await sleep(50)
+  }
+  log(`  held: the gone partner's URL is disabled; importing ${format(heldBacklog)} recordings for it`)
+  for (let from = 1; from <= heldBacklog; from += 50_000) {
+    await importRecordings(
+      platform.ready,
+      gone.enterpriseId,
+      jsonLines('gone', from, Math.min(50_000, heldBacklog + 1 - from)),
+    )
+  }
+  // At rest: once the platform has numbered the import's changes for the feed (every 5 s).
+  await sleep(10_000)
+  const metricsMs: number[] = []
+  for (let i = 0; i < 20; i++) metricsMs.push(await scrape(platform.ready))
+  return { held: heldBacklog + 1, metricsMs, metricsDuringDrainMs: [] }
+}
+
+/** On PostgreSQL, the held backlog's deliveries cancelled, as deleting the gone partner's recordings would. */
+async function cancelHeld(storage: Storage): Promise<boolean> {
+  if (!storage.databaseUrl) return false
+  const db = await openDatabase({ databaseUrl: storage.databaseUrl, poolSize: 1 })
+  try {
+    await db.query(`UPDATE deliveries SET state = 'cancelled', due_at = NULL WHERE state = 'held'`)
+    await db.query('VACUUM ANALYZE deliveries')
+    return true
+  } finally {
+    await db.close()
+  }
+}
+
 interface BackendReport {
   backend: Backend
   databaseVersion: string
@@ -336,6 +429,10 @@ interface BackendReport {
   settings: PushPlatformReady['settings']
   raw: RawLoopRun[]
   drain: PhaseResult & { stats: DeliveryStats }
+  held: HeldBacklog
+  /** The drain beside the held backlog, and (PostgreSQL) another once it is cancelled. */
+  drainHeld: PhaseResult & { stats: DeliveryStats }
+  drainAfter: (PhaseResult & { stats: DeliveryStats }) | undefined
   paced: PacedResult & { stats: DeliveryStats }
 }
 
@@ -422,10 +519,23 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
               await checkpoint(storage)
               log(`${backend}: backlog drain`)
               const drain = await drainPhase(platform, receiver)
+              log(`${backend}: ${format(heldBacklog)} deliveries held for a gone partner`)
+              const held = await holdBacklog(platform, receiver)
+              await checkpoint(storage)
+              log(`${backend}: backlog drain beside the held backlog`)
+              const draining = drainPhase(platform, receiver, 'drain-held')
+              held.metricsDuringDrainMs = await scrapeWhile(platform.ready, draining)
+              const drainHeld = await draining
+              let drainAfter: PhaseResult | undefined
+              if (await cancelHeld(storage)) {
+                await checkpoint(storage)
+                log(`${backend}: backlog drain once the held backlog is cancelled`)
+                drainAfter = await drainPhase(platform, receiver, 'drain-after')
+              }
               await checkpoint(storage)
               log(`${backend}: paced load`)
               const paced = await pacedPhase(platform, receiver)
-              return { drain, paced }
+              return { drain, held, drainHeld, drainAfter, paced }
             },
           )
         },
@@ -434,10 +544,9 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
       log(`${backend}: computing latencies from deliveries and delivery_attempts`)
       const statsSpec: PushStatsSpec = {
         ...storage,
-        enterprises: [phases.drain, phases.paced].map(({ label, credentials }) => ({
-          label,
-          enterpriseId: credentials.enterpriseId,
-        })),
+        enterprises: [phases.drain, phases.drainHeld, phases.drainAfter, phases.paced].flatMap((phase) =>
+          phase ? [{ label: phase.label, enterpriseId: phase.credentials.enterpriseId }] : [],
+        ),
       }
       const statsChild = await startChild<PushStatsReady>(new URL('./push-stats.js', import.meta.url).href, {
         BENCH_PUSH_STATS_SPEC: JSON.stringify(statsSpec),
@@ -451,6 +560,12 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
         settings: platform.ready.settings,
         raw,
         drain: { ...phases.drain, stats: stats.drain as DeliveryStats },
+        held: phases.held,
+        drainHeld: { ...phases.drainHeld, stats: stats['drain-held'] as DeliveryStats },
+        drainAfter: phases.drainAfter && {
+          ...phases.drainAfter,
+          stats: stats['drain-after'] as DeliveryStats,
+        },
         paced: { ...phases.paced, stats: stats.paced as DeliveryStats },
       }
     },
@@ -484,7 +599,8 @@ function pacedFigures(paced: BackendReport['paced']) {
 
 function failuresOf(report: BackendReport): string[] {
   const failures: string[] = []
-  for (const phase of [report.drain, report.paced]) {
+  for (const phase of [report.drain, report.drainHeld, report.drainAfter, report.paced]) {
+    if (!phase) continue
     const { progress, stats } = phase
     const expected = phase.imports.reduce((sum, timing) => sum + timing.count, 0)
     for (const failure of phase.importFailures.slice(0, 3)) failures.push(`${phase.label}: ${failure}`)
@@ -541,6 +657,19 @@ function renderBackend(report: BackendReport): string {
         `| raw SKIP LOCKED loop, ${run.inFlight} completions in flight${run.inFlight === settings.pushConcurrencyPerUrl && run.inFlight !== settings.pushConcurrency ? ' (the per-URL limit, for reference)' : ''}: no HTTP, no crypto | ${format(run.rows)} | **${format(run.rowsPerSecond)} rows/s** (${format(run.seconds, 2)} s, ${format(run.claims)} claims) | – | – | – | ${format(run.cpuPercent)} (loop process) |`,
     ),
     `| backlog drain: one import of ${format(drain.stats.deliveries)} (one transaction, ${format(drained.importSeconds, 2)} s), commit → last confirmation | ${format(drain.stats.deliveries)} | **${format(drained.confirmedPerSecond)} confirmed/s** (${format(drained.seconds, 2)} s; ${format(100 * ratio)}% of the raw loop) | ${latencies(drain.stats)} | ${attempts(drain.stats)} | ${cpu(drain)} |`,
+    ...[
+      [
+        report.drainHeld,
+        `the same drain beside ${format(report.held.held)} deliveries held for a gone partner`,
+      ],
+      [report.drainAfter, 'the same drain once those are cancelled (nothing held)'],
+    ].flatMap(([phase, what]) => {
+      if (!phase || typeof phase === 'string') return []
+      const figures = drainFigures(phase)
+      return [
+        `| ${what} | ${format(phase.stats.deliveries)} | **${format(figures.confirmedPerSecond)} confirmed/s** (${format(figures.seconds, 2)} s) | ${latencies(phase.stats)} | ${attempts(phase.stats)} | ${cpu(phase)} |`,
+      ]
+    }),
     `| paced, beside the slow partner: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
   ]
 
@@ -576,6 +705,40 @@ function renderBackend(report: BackendReport): string {
       offScale,
     ),
   ]
+
+  // The drains with nothing held: before the backlog and (PostgreSQL) after it is cancelled.
+  const unheld = [drain, report.drainAfter].filter((phase) => phase !== undefined)
+  const middle = (values: number[]) =>
+    values.sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN
+  const unheldRate = middle(unheld.map((phase) => drainFigures(phase).confirmedPerSecond))
+  const unheldFirstP99 = middle(unheld.map((phase) => phase.stats.firstP99))
+  const heldRate = drainFigures(report.drainHeld).confirmedPerSecond
+  const heldFirstP99 = report.drainHeld.stats.firstP99
+  const metricsMax = Math.max(...report.held.metricsMs)
+  const during = [...report.held.metricsDuringDrainMs].sort((a, b) => a - b)
+  const duringP99 = during[Math.ceil(during.length * 0.99) - 1] ?? Number.NaN
+  const heldOffScale =
+    heldBacklog >= ISSUE_HELD ? offScale : `${format(heldBacklog)} held, not ${format(ISSUE_HELD)}`
+  targets.push(
+    target(
+      `with ${format(ISSUE_HELD)} deliveries held, another enterprise's drain rate within ${TARGET_HELD_FACTOR}x of the drain with nothing held`,
+      unheldRate / heldRate <= TARGET_HELD_FACTOR,
+      `${format(heldRate)}/s against ${format(unheldRate)}/s: ${format(unheldRate / heldRate, 2)}x`,
+      heldOffScale,
+    ),
+    target(
+      `and its creation → first attempt p99 within ${TARGET_HELD_FACTOR}x`,
+      heldFirstP99 / unheldFirstP99 <= TARGET_HELD_FACTOR,
+      `${ms(heldFirstP99)} ms against ${ms(unheldFirstP99)} ms: ${format(heldFirstP99 / unheldFirstP99, 2)}x`,
+      heldOffScale,
+    ),
+    target(
+      `GET /metrics with that backlog held under ${TARGET_METRICS_MS} ms`,
+      metricsMax < TARGET_METRICS_MS,
+      `${report.held.metricsMs.length} scrapes at rest: median ${ms(middle([...report.held.metricsMs]))} ms, max ${ms(metricsMax)} ms; ${during.length} scrapes during the held drain beside it: median ${ms(middle([...during]))} ms, p99 ${ms(duringP99)} ms`,
+      heldOffScale,
+    ),
+  )
 
   const notes = [
     `the slow partner received ${format(paced.slow.received)} pushes by the end of the paced run (${format(paced.slow.pushes)} answered), its ${Math.min(settings.pushConcurrencyPerUrl, SLOW_BACKLOG)} per-URL slots busy throughout`,
@@ -613,7 +776,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. ${format(recordings)} audio-only recordings per run (one \`recording.audio_ready\` delivery each), paced run at ${format(rate)}/s.${scale}`,
-    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight), beside a slow partner: a third enterprise whose push URL, on another port of the receiver, answers every push ${format(SLOW_ANSWER_MS)} ms late, given a backlog of ${format(SLOW_BACKLOG)} recordings just before the paced run starts, so that its pushes fill their per-URL slots throughout. Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core; the PostgreSQL server's is summed over its processes from /proc.`,
+    `Three child processes besides the bench: the platform (as \`earshot serve\`: rate limit off, log level warn, EARSHOT_PUSH_ALLOW_PRIVATE=1), a receiver (node:http on loopback: opens each push with @earshot/protocol, answers \`{"code":2000}\`, then at once posts the receipt callback to the platform's POST /openapi/v1/callback, sealed with a fresh nonce, with an access token fetched beforehand, over ${callbackConnections} keep-alive connections) and, before them, the raw loop (in the same database: a table shaped like deliveries, the same rows due now, claimed in batches of up to the free slots with \`UPDATE … FROM (SELECT … ORDER BY due_at LIMIT n FOR UPDATE SKIP LOCKED)\` and completed one UPDATE per row). Recordings are created through the admin API's JSON Lines import; each import is one transaction, whose start is \`deliveries.created_at\`. The backlog drain imports every recording at once and is timed from the commit to the last confirmation; the paced run sends one import per ${format(paceIntervalMs, 1)} ms on a fixed schedule (late imports go at once, at most ${MAX_IMPORTS_IN_FLIGHT} in flight), beside a slow partner: a third enterprise whose push URL, on another port of the receiver, answers every push ${format(SLOW_ANSWER_MS)} ms late, given a backlog of ${format(SLOW_BACKLOG)} recordings just before the paced run starts, so that its pushes fill their per-URL slots throughout. Between the two, a gone partner: an enterprise whose push URL answers 410 Gone, which disables it, given ${format(heldBacklog)} recordings whose deliveries are held; the backlog drain runs again on another enterprise beside that held backlog and (PostgreSQL) once more after the held deliveries are cancelled. Latencies come from the database: first attempt = min(delivery_attempts.started_at), confirmation = deliveries.confirmed_at, both from deliveries.created_at. CPU % is of one core; the PostgreSQL server's is summed over its processes from /proc.`,
     ...reports.map(renderBackend),
   ],
   skipped,

@@ -94,7 +94,7 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
 
     const again = await runCli(bin, ['sync', '--data', data, '--json'], env)
     assert.equal(again.code, 0, again.stderr)
-    assert.deepEqual(JSON.parse(again.stdout), { applied: 0, cursor: summary.cursor })
+    assert.deepEqual(JSON.parse(again.stdout), { applied: 0, cursor: summary.cursor, lagSeconds: 0 })
     assert.equal(again.stderr, '')
 
     // Later changes: only they are applied.

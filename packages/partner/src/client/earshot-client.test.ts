@@ -512,6 +512,7 @@ describe('EarshotClient against the platform', () => {
         items: [],
         nextCursor: cursor,
         hasMore: false,
+        lagSeconds: 0,
       })
       const update = await admin(platform, 'PATCH', `/enterprises/${feed.enterpriseId}/recordings/feed-1`, {
         title: 'renamed',

@@ -7,6 +7,7 @@ import {
 import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
+import { HELD_BACK } from './feed-lag.js'
 
 /** One page of an enterprise's changes after a cursor (DESIGN.md §10). */
 export interface ChangesPage {
@@ -125,7 +126,7 @@ const pageSql = `WITH candidates AS (
             count(*) OVER () AS candidates
        FROM candidates),
    lag AS (SELECT extract(epoch FROM now() - min(at))::float8 AS lag_seconds
-             FROM recording_change_queue WHERE enterprise_id = $1)
+             FROM recording_change_queue WHERE enterprise_id = $1 AND ${HELD_BACK})
    SELECT lag.lag_seconds, m.seq::text AS seq, m.audio_id, m.change, ${isoTime('m.at')} AS at, m.present,
           m.candidates, ${RECORDING_DATA_COLUMNS}
      FROM lag LEFT JOIN measured m ON m.n = 1 OR m.upto <= $4

@@ -13,13 +13,20 @@ export interface FeedHolder {
 }
 
 /**
- * How long the oldest committed change not yet in the feed has waited, in seconds (0 when none): a
+ * The SQL condition of a queued change held back: committed (it is seen), but its transaction is not older
+ * than every one still running, so it cannot be numbered yet (change-feed-schema.ts). A change ready to be
+ * numbered is not held back: the next read numbers it.
+ */
+export const HELD_BACK = 'txid >= pg_snapshot_xmin(pg_current_snapshot())'
+
+/**
+ * How long the oldest committed change held back from the feed has waited, in seconds (0 when none): a
  * change is numbered once every transaction older than it has finished, so one long transaction anywhere
- * on the server holds every later change back (change-feed-schema.ts).
+ * on the server holds every later change back.
  */
 export async function feedLagSeconds(db: Queryable): Promise<number> {
   const [row] = await db.query<{ seconds: number | null }>(
-    'SELECT extract(epoch FROM now() - min(at))::float8 AS seconds FROM recording_change_queue',
+    `SELECT extract(epoch FROM now() - min(at))::float8 AS seconds FROM recording_change_queue WHERE ${HELD_BACK}`,
   )
   return Math.max(0, row?.seconds ?? 0)
 }
@@ -58,12 +65,20 @@ export async function feedHolder(db: Database): Promise<FeedHolder | undefined> 
   }
 }
 
-/** Changes numbered per look: the next look goes on. */
+/** Changes numbered per statement. */
 const NUMBERING_BATCH = 10_000
 
-/** Numbers the changes ready to be numbered, as a read of the feed would, so that the lag is what is held back. */
+/**
+ * Numbers the changes ready to be numbered, a batch per statement, as reads of the feed would: a feed
+ * nobody reads keeps its queue small.
+ */
 export async function numberReadyChanges(db: Queryable): Promise<void> {
-  await db.query('SELECT number_recording_changes($1)', [NUMBERING_BATCH])
+  for (let numbered = NUMBERING_BATCH; numbered === NUMBERING_BATCH; ) {
+    const [row] = await db.query<{ numbered: number }>('SELECT number_recording_changes($1) AS numbered', [
+      NUMBERING_BATCH,
+    ])
+    numbered = Number(row?.numbered ?? 0)
+  }
 }
 
 export interface FeedLagLogger {

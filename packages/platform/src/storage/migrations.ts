@@ -1,7 +1,7 @@
 import {
   dueCheckSql,
   dueIndexSql,
-  groupWaitingIndexSql,
+  groupIndexesSql,
   stateCheckSql,
   sweepIndexSql,
   transitionGuardSql,
@@ -258,7 +258,8 @@ export const migrations: Migration[] = [
         WHERE state = 'failed'`,
       'DROP INDEX deliveries_due',
       `CREATE INDEX deliveries_due ON deliveries ${dueIndexSql(deliveryMachine)}`,
-      `CREATE INDEX deliveries_waiting_by_group ON deliveries ${groupWaitingIndexSql(deliveryMachine)}`,
+      `CREATE INDEX deliveries_held ON deliveries ${groupIndexesSql(deliveryMachine).held}`,
+      `CREATE INDEX deliveries_ready_by_group ON deliveries ${groupIndexesSql(deliveryMachine).ready}`,
       // What a disabled push URL held back until now, pending, leaves the due path at once.
       `UPDATE deliveries SET state = 'held'
         WHERE state = 'pending' AND group_key IN (SELECT e.enterprise_id::text FROM push_endpoints p

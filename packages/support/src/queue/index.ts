@@ -28,7 +28,7 @@ export {
   defineQueueMachine,
   dueCheckSql,
   dueIndexSql,
-  groupWaitingIndexSql,
+  groupIndexesSql,
   ILLEGAL_TRANSITION_SQLSTATE,
   IllegalTransitionError,
   isIllegalTransition,

@@ -72,7 +72,7 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
    * endpoint an operator must re-enable. Needs the machine's held state: the sweep moves a paused group's
    * ready jobs there (a batch at a time; claims skip the few not moved yet), so that claims, sweeps and
    * counts of what is due never read through them, and resume() brings them back in due order. The
-   * table then needs the index groupWaitingIndexSql describes, and its due index dueIndexSql's predicate.
+   * table then needs the indexes groupIndexesSql describes, and its due index dueIndexSql's predicate.
    */
   pausedGroups?: string
 }
@@ -304,8 +304,9 @@ export function defineQueue<S extends string, Id extends JobId, J>(
      held AS (
        UPDATE ${t} j SET state = ${held}
          FROM (SELECT ${id} FROM ${t}
-                WHERE state = ${ready} AND group_key IN (SELECT group_key FROM paused)
-                ORDER BY group_key, due_at LIMIT $1
+                WHERE state = ${ready} AND group_key IS NOT NULL
+                  AND group_key = ANY (ARRAY(SELECT group_key FROM paused))
+                LIMIT $1
                   FOR NO KEY UPDATE SKIP LOCKED) x
         WHERE j.${id} = x.${id}
        RETURNING 1)`

@@ -147,12 +147,17 @@ export function dueIndexSql(machine: QueueMachine<string>): string {
 }
 
 /**
- * `(group_key, due_at) WHERE state IN (ready, held)`: the index a queue with a held state finds a paused
- * group's jobs by, to hold them and to resume them in due order.
+ * The two indexes a queue with a held state finds a paused group's jobs by: `held`, `(group_key, due_at)
+ * WHERE state = held`, to resume them in due order; `ready`, `(group_key) WHERE state = ready AND
+ * group_key IS NOT NULL`, to hold them. Neither predicate follows from a claim's, so that no claim is ever
+ * planned through them (with statistics behind a bulk insert, one was, and read past every held job).
  */
-export function groupWaitingIndexSql(machine: QueueMachine<string>): string {
+export function groupIndexesSql(machine: QueueMachine<string>): { held: string; ready: string } {
   if (!machine.held) throw new Error('a queue without a held state holds no group')
-  return `(group_key, due_at) WHERE state IN (${sqlList([machine.ready, machine.held])})`
+  return {
+    held: `(group_key, due_at) WHERE state = '${machine.held}'`,
+    ready: `(group_key) WHERE state = '${machine.ready}' AND group_key IS NOT NULL`,
+  }
 }
 
 /**

@@ -4,7 +4,7 @@ import type { Database } from '../storage/database.js'
 import { openPglite } from '../storage/pglite.js'
 import { openPostgres } from '../storage/postgres.js'
 import { defineQueue } from './job-queue.js'
-import { defineQueueMachine, dueIndexSql, groupWaitingIndexSql, sweepIndexSql } from './state-machine.js'
+import { defineQueueMachine, dueIndexSql, groupIndexesSql, sweepIndexSql } from './state-machine.js'
 
 /** For the queue's own tests: a jobs table on PGlite or a scratch PostgreSQL database. */
 
@@ -123,7 +123,8 @@ export async function createJobTables(db: Database): Promise<void> {
     )`,
     `CREATE INDEX jobs_due ON jobs ${dueIndexSql(jobMachine)}`,
     `CREATE INDEX jobs_sweepable ON jobs ${sweepIndexSql(jobMachine)}`,
-    `CREATE INDEX jobs_waiting_by_group ON jobs ${groupWaitingIndexSql(jobMachine)}`,
+    `CREATE INDEX jobs_held ON jobs ${groupIndexesSql(jobMachine).held}`,
+    `CREATE INDEX jobs_ready_by_group ON jobs ${groupIndexesSql(jobMachine).ready}`,
     `CREATE TABLE job_attempts (
       attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       job_id bigint NOT NULL REFERENCES jobs,
