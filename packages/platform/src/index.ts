@@ -7,3 +7,4 @@ export { type PlatformOptions, type RunningPlatform, startPlatform } from './pla
 export { insertRecordings, type NewRecording } from './recordings/recording-store.js'
 export type { Database } from './storage/database.js'
 export { openDatabase, type StorageOptions } from './storage/open-database.js'
+export { tendDatabase, type UpkeepStep } from './storage/upkeep.js'

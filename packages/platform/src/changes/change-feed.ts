@@ -7,7 +7,6 @@ import {
 import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
-import { HELD_BACK } from './feed-lag.js'
 
 /** One page of an enterprise's changes after a cursor (DESIGN.md §10). */
 export interface ChangesPage {
@@ -57,7 +56,10 @@ const PAGE_JSON_BUDGET = Math.floor((1024 * 1024 * 3) / 4)
 /** What a change's JSON adds to its text columns: field names, seq, times, escapes of a short title. */
 const ITEM_OVERHEAD_BYTES = 400
 
+/** A row of read_changes (change-feed-schema.ts): the first carries head, numbered and lag for the read. */
 interface ChangeRow extends Partial<RecordingRow> {
+  head: string
+  numbered: number
   seq: string
   audio_id: string
   change: ChangeKind
@@ -79,22 +81,22 @@ export async function readChanges(
 ): Promise<ChangesPage> {
   const cursor =
     request.cursor === undefined ? { version: 2 as const, seq: 0n } : decodeCursor(request.cursor)
-  // The head read as the statement starts, before this numbering: a cursor the feed gave is never past it.
-  const [numbering] = await db.query<{ numbered: string; head: string | null }>(
-    `SELECT number_recording_changes($1)::text AS numbered,
-            (SELECT last_seq FROM change_feed_heads WHERE enterprise_id = $2)::text AS head`,
-    [NUMBERING_BATCH, enterpriseId],
-  )
   const after = cursor.version === 1 ? await ownSeq(db, enterpriseId, cursor.seq) : cursor.seq
-  if (after > BigInt(numbering?.head ?? 0))
+  const rows = await db.query<ChangeRow>(
+    `SELECT f.head::text, f.numbered, f.lag_seconds, f.seq::text, f.audio_id, f.change, ${isoTime('f.at')} AS at,
+            f.present, f.candidates, ${RECORDING_DATA_COLUMNS.replaceAll('r.', 'f.')}
+       FROM read_changes($1, $2, $3, $4, $5, $6) f`,
+    [
+      enterpriseId,
+      after.toString(),
+      request.size + 1,
+      PAGE_JSON_BUDGET,
+      ITEM_OVERHEAD_BYTES,
+      NUMBERING_BATCH,
+    ],
+  )
+  if (after > BigInt(rows[0]?.head ?? 0))
     throw notGiven('is past the end of the feed: not a cursor the feed gave')
-  const rows = await db.query<ChangeRow>(pageSql, [
-    enterpriseId,
-    after.toString(),
-    request.size + 1,
-    PAGE_JSON_BUDGET,
-    ITEM_OVERHEAD_BYTES,
-  ])
   const page = rows.filter((row) => row.seq !== null).slice(0, request.size)
   const items = page.map((row): Change => {
     const item: Change = { seq: Number(row.seq), audioId: row.audio_id, change: row.change, at: row.at }
@@ -106,32 +108,10 @@ export async function readChanges(
     items,
     nextCursor: encodeCursor(last ? BigInt(last.seq) : after),
     // A full batch numbered may have left more to number: ask again rather than report the end.
-    hasMore: (rows[0]?.candidates ?? 0) > page.length || Number(numbering?.numbered) === NUMBERING_BATCH,
+    hasMore: (rows[0]?.candidates ?? 0) > page.length || Number(rows[0]?.numbered) === NUMBERING_BATCH,
     lagSeconds: Math.max(0, Math.round((rows[0]?.lag_seconds ?? 0) * 1000) / 1000),
   }
 }
-
-// The candidates are measured before their data is read: octet_length reads a stored text's length without
-// reading the text. The page keeps its first change, and the next ones while they fit the budget. The lag
-// row comes first, so the answer has it even when no change is ready.
-const pageSql = `WITH candidates AS (
-     SELECT c.seq, c.audio_id, c.change, c.at, r.audio_id IS NOT NULL AS present,
-            $5 + coalesce(octet_length(r.title), 0) + coalesce(octet_length(r.transcript_text), 0)
-               + coalesce(octet_length(r.transcript_sentences), 0) * 5 / 4 AS bytes
-       FROM recording_changes c LEFT JOIN recordings r ON r.audio_id = c.audio_id
-      WHERE c.enterprise_id = $1 AND c.seq > $2
-      ORDER BY c.seq LIMIT $3),
-   measured AS (
-     SELECT *, sum(bytes) OVER (ORDER BY seq) AS upto, row_number() OVER (ORDER BY seq) AS n,
-            count(*) OVER () AS candidates
-       FROM candidates),
-   lag AS (SELECT extract(epoch FROM now() - min(at))::float8 AS lag_seconds
-             FROM recording_change_queue WHERE enterprise_id = $1 AND ${HELD_BACK})
-   SELECT lag.lag_seconds, m.seq::text AS seq, m.audio_id, m.change, ${isoTime('m.at')} AS at, m.present,
-          m.candidates, ${RECORDING_DATA_COLUMNS}
-     FROM lag LEFT JOIN measured m ON m.n = 1 OR m.upto <= $4
-          LEFT JOIN recordings r ON r.audio_id = m.audio_id AND m.present
-    ORDER BY m.seq`
 
 /**
  * The enterprise's own seq of a cursor given before per-enterprise numbering: the change it named is one
