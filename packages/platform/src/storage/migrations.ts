@@ -272,6 +272,42 @@ export const migrations: Migration[] = [
     name: "each enterprise's changes numbered 1, 2, 3… with no gap; unnumbered changes wait in a small queue table of their own",
     statements: perEnterpriseFeedStatements(),
   },
+  {
+    version: 15,
+    name: 'statistics only for the columns queries filter and join on: ANALYZE samples no text it would never use',
+    statements: [
+      // Never filtered on, sorted by nor joined on: the planner needs no statistics of them, and the
+      // transcript's text is the widest part of a sampled row.
+      `ALTER TABLE recordings ${[
+        'title',
+        'denoise_url',
+        'record_duration',
+        'transcript_id',
+        'transcript_text',
+        'transcript_sentences',
+        'duration_ms',
+        'words_count',
+        'created_at',
+        'transcript_added_at',
+      ]
+        .map((column) => `ALTER COLUMN ${column} SET STATISTICS 0`)
+        .join(', ')}`,
+      `ALTER TABLE recording_changes ${['change', 'at', 'legacy_seq']
+        .map((column) => `ALTER COLUMN ${column} SET STATISTICS 0`)
+        .join(', ')}`,
+      `ALTER TABLE delivery_attempts ${[
+        'error',
+        'http_status',
+        'response_code',
+        'duration_ms',
+        'next_attempt_at',
+        'claimed_by',
+      ]
+        .map((column) => `ALTER COLUMN ${column} SET STATISTICS 0`)
+        .join(', ')}`,
+      'ALTER TABLE replay_nonces ALTER COLUMN nonce SET STATISTICS 0',
+    ],
+  },
 ]
 
 /**
