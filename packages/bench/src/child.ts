@@ -14,6 +14,8 @@ export interface ChildUsage {
 export interface RunningChild<Ready> {
   ready: Ready
   usage(): Promise<ChildUsage>
+  /** Sends `{type}` and resolves with the child's first message of type `answer`. */
+  ask<Answer>(type: string, answer: string): Promise<Answer>
   /** Asks the child to close its server and exit; kills it when it does not within the timeout. */
   stop(): Promise<void>
 }
@@ -50,10 +52,11 @@ export function serveParent(ready: object, close: () => Promise<void>): void {
 export async function startChild<Ready>(
   module: string,
   env: Record<string, string>,
-  timeoutMs = 24 * 3600_000,
+  { timeoutMs = 24 * 3600_000, execArgv = [] }: { timeoutMs?: number; execArgv?: string[] } = {},
 ): Promise<RunningChild<Ready>> {
   const child: ChildProcess = fork(new URL(module, import.meta.url), [], {
     env: { ...process.env, ...env },
+    execArgv,
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
@@ -75,25 +78,27 @@ export async function startChild<Ready>(
     throw error
   })
 
+  const ask = <Answer>(type: string, answer: string) =>
+    new Promise<Answer>((resolve, reject) => {
+      const done = (error?: Error, reply?: Answer) => {
+        clearTimeout(timer)
+        child.off('message', onMessage)
+        if (error) reject(error)
+        else resolve(reply as Answer)
+      }
+      const onMessage = (message: { type?: string }) => {
+        if (message.type === answer) done(undefined, message as Answer)
+      }
+      const timer = setTimeout(() => done(new Error(`${module} did not answer ${type}`)), 30_000)
+      child.on('message', onMessage)
+      child.send({ type }, (error) => {
+        if (error) done(new Error(`${module} is gone: ${error.message}`))
+      })
+    })
   return {
     ready,
-    usage: () =>
-      new Promise<ChildUsage>((resolve, reject) => {
-        const done = (error?: Error, usage?: ChildUsage) => {
-          clearTimeout(timer)
-          child.off('message', onMessage)
-          if (error) reject(error)
-          else resolve(usage as ChildUsage)
-        }
-        const onMessage = (message: { type?: string }) => {
-          if (message.type === 'usage') done(undefined, message as ChildUsage)
-        }
-        const timer = setTimeout(() => done(new Error(`${module} did not report its usage`)), 30_000)
-        child.on('message', onMessage)
-        child.send({ type: 'usage' }, (error) => {
-          if (error) done(new Error(`${module} is gone: ${error.message}`))
-        })
-      }),
+    ask,
+    usage: () => ask<ChildUsage>('usage', 'usage'),
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return
       child.send({ type: 'stop' })

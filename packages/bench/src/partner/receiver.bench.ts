@@ -103,7 +103,7 @@ for (const bench of cases) {
         BENCH_SECRET: secret,
         ...(scratch ? { BENCH_DATABASE_URL: scratch.url } : { BENCH_DATA_DIR: join(dataDir, 'db') }),
       },
-      120_000,
+      { timeoutMs: 120_000 },
     )
     let result: ScenarioResult
     try {

@@ -424,6 +424,7 @@ for (const backend of testBackends) {
       await page.keyboard.press('Enter')
       await heading('Import recordings').waitFor()
       assert.equal(await focusedElement(), 'H1#', 'focus moves to the new page')
+      await page.locator('#import-enterprise').waitFor() // drawn once the enterprises have loaded
       await page.keyboard.press('Tab')
       assert.equal(await focusedElement(), 'SELECT#import-enterprise')
     })
