@@ -45,7 +45,7 @@ export function decodeCursor(cursor: string): Cursor {
   return { version: match[1] === '1' ? 1 : 2, seq: BigInt(match[2]) }
 }
 
-/** Changes numbered by one read at most (change-feed-schema.ts). */
+/** Changes numbered by one read at most (sql/000014.sql). */
 const NUMBERING_BATCH = 10_000
 
 /**
@@ -56,7 +56,7 @@ const PAGE_JSON_BUDGET = Math.floor((1024 * 1024 * 3) / 4)
 /** What a change's JSON adds to its text columns: field names, seq, times, escapes of a short title. */
 const ITEM_OVERHEAD_BYTES = 400
 
-/** A row of read_changes (change-feed-schema.ts): the first carries head, numbered and lag for the read. */
+/** A row of read_changes (sql/000014.sql): the first carries head, numbered and lag for the read. */
 interface ChangeRow extends Partial<RecordingRow> {
   head: string
   numbered: number
@@ -71,7 +71,7 @@ interface ChangeRow extends Partial<RecordingRow> {
 
 /**
  * The changes after the cursor, oldest first. The changes of finished transactions are numbered first; only
- * numbered changes are read, and numbering never goes behind a seq given (change-feed-schema.ts), so a page
+ * numbered changes are read, and numbering never goes behind a seq given (sql/000014.sql), so a page
  * never passes a change that commits later. `data` is the recording as it is now: absent once it is deleted.
  */
 export async function readChanges(

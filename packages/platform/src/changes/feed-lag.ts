@@ -14,7 +14,7 @@ export interface FeedHolder {
 
 /**
  * The SQL condition of a queued change held back: committed (it is seen), but its transaction is not older
- * than every one still running, so it cannot be numbered yet (change-feed-schema.ts). A change ready to be
+ * than every one still running, so it cannot be numbered yet (sql/000014.sql). A change ready to be
  * numbered is not held back: the next read numbers it.
  */
 export const HELD_BACK = 'txid >= pg_snapshot_xmin(pg_current_snapshot())'

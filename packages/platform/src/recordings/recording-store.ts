@@ -149,7 +149,7 @@ const CHECK_VIOLATION = '23514'
 
 /**
  * Changes the fields given of a recording; call it inside a transaction. An audio part given to a recording
- * that had none schedules its push (DESIGN.md §6). The feed records the change (change-feed-schema.ts).
+ * that had none schedules its push (DESIGN.md §6). The feed records the change (sql/000014.sql).
  * False when the enterprise has no such recording.
  */
 export async function updateRecording(
@@ -194,7 +194,7 @@ export async function updateRecording(
 /**
  * Deletes a recording (DESIGN.md §10); call it inside a transaction. Its data goes, its audioId stays taken
  * by a tombstone, its deliveries not yet confirmed are cancelled, and a `recording.deleted` push is
- * scheduled. The feed records the deletion (change-feed-schema.ts). False when the enterprise has no such
+ * scheduled. The feed records the deletion (sql/000014.sql). False when the enterprise has no such
  * recording.
  */
 export async function deleteRecording(

@@ -1,0 +1,9 @@
+-- statistics only for the columns queries filter and join on: ANALYZE samples no text it would never use
+
+ALTER TABLE recordings ALTER COLUMN title SET STATISTICS 0, ALTER COLUMN denoise_url SET STATISTICS 0, ALTER COLUMN record_duration SET STATISTICS 0, ALTER COLUMN transcript_id SET STATISTICS 0, ALTER COLUMN transcript_text SET STATISTICS 0, ALTER COLUMN transcript_sentences SET STATISTICS 0, ALTER COLUMN duration_ms SET STATISTICS 0, ALTER COLUMN words_count SET STATISTICS 0, ALTER COLUMN created_at SET STATISTICS 0, ALTER COLUMN transcript_added_at SET STATISTICS 0;
+
+ALTER TABLE recording_changes ALTER COLUMN change SET STATISTICS 0, ALTER COLUMN at SET STATISTICS 0, ALTER COLUMN legacy_seq SET STATISTICS 0;
+
+ALTER TABLE delivery_attempts ALTER COLUMN error SET STATISTICS 0, ALTER COLUMN http_status SET STATISTICS 0, ALTER COLUMN response_code SET STATISTICS 0, ALTER COLUMN duration_ms SET STATISTICS 0, ALTER COLUMN next_attempt_at SET STATISTICS 0, ALTER COLUMN claimed_by SET STATISTICS 0;
+
+ALTER TABLE replay_nonces ALTER COLUMN nonce SET STATISTICS 0;

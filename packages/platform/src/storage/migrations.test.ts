@@ -1,0 +1,131 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { deliveryMachine } from '../push/delivery-states.js'
+import { migrate, migrations, parseMigration } from './migrations.js'
+
+/**
+ * Migrations are frozen SQL: a database made at once and one upgraded from the last release's schema (with
+ * rows in it) end with the same schema, and the latest state lists in SQL are the delivery machine's.
+ */
+
+/** Every object of the public schema as the catalogs describe it, one sorted line each. */
+async function schemaOf(db: Database): Promise<string[]> {
+  const rows = await db.query<{ line: string }>(`
+    SELECT format('column %s.%s %s %s %s', c.table_name, c.column_name, c.data_type, c.is_nullable,
+                  coalesce(c.column_default, '')) AS line
+      FROM information_schema.columns c WHERE c.table_schema = 'public'
+    UNION ALL
+    SELECT format('constraint %s %s %s', conrelid::regclass, conname, pg_get_constraintdef(oid))
+      FROM pg_constraint WHERE connamespace = 'public'::regnamespace
+    UNION ALL
+    SELECT format('index %s', indexdef) FROM pg_indexes WHERE schemaname = 'public'
+    UNION ALL
+    SELECT format('function %s %s', p.proname, md5(p.prosrc)) FROM pg_proc p
+     WHERE p.pronamespace = 'public'::regnamespace
+    UNION ALL
+    SELECT format('trigger %s', pg_get_triggerdef(oid)) FROM pg_trigger WHERE NOT tgisinternal
+    UNION ALL
+    SELECT format('statistics %s.%s %s', attrelid::regclass, attname, attstattarget) FROM pg_attribute
+     WHERE attrelid IN (SELECT oid FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r')
+       AND attnum > 0 AND NOT attisdropped AND attstattarget IS NOT NULL AND attstattarget >= 0`)
+  return rows.map((row) => row.line).sort()
+}
+
+/** The quoted names of a catalog definition: `'pending'::text` → pending. */
+const quotedNames = (definition: string) => [...definition.matchAll(/'([a-z_]+)'/g)].map((m) => m[1]).sort()
+
+for (const backend of testBackends) {
+  describe(`${backend}: frozen migrations`, { timeout: 120_000 }, () => {
+    const scratches: ScratchDatabase[] = []
+    let fresh: Database
+    let upgraded: Database
+    const open = async () => {
+      if (backend === 'pglite') return openPglite(undefined)
+      const scratch = await scratchPostgresDatabase()
+      scratches.push(scratch)
+      return openPostgres({ connectionString: scratch.url, max: 2 })
+    }
+    before(async () => {
+      fresh = await open()
+      await migrate(fresh)
+      upgraded = await open()
+      await migrate(
+        upgraded,
+        migrations.filter((m) => m.version <= 12),
+      )
+      await upgraded.query(
+        `INSERT INTO enterprises (enterprise_id, name, push_url) VALUES (1, 'A', 'https://a.example')`,
+      )
+      await upgraded.query(
+        `INSERT INTO recordings (audio_id, enterprise_id, device_uid, title, recorded_at, denoise_url, record_duration)
+         VALUES ('a-1', 1, 'd', 't', now(), 'https://cdn.example/a.mp3', 1)`,
+      )
+      await migrate(upgraded)
+    })
+    after(async () => {
+      await fresh?.close()
+      await upgraded?.close()
+      for (const scratch of scratches) await scratch.drop()
+    })
+
+    test('a database made at once and one upgraded from the last release have the same schema', async () => {
+      const [made, grown] = [await schemaOf(fresh), await schemaOf(upgraded)]
+      assert.ok(made.length > 100, `the catalogs describe the schema (${made.length} lines)`)
+      assert.deepEqual(grown, made)
+    })
+
+    test("the deliveries' state check, due check and transition guard are the delivery machine's", async () => {
+      const constraint = async (name: string) =>
+        (
+          await fresh.query<{ definition: string }>(
+            `SELECT pg_get_constraintdef(oid) AS definition FROM pg_constraint WHERE conname = $1`,
+            [name],
+          )
+        )[0]?.definition ?? ''
+      assert.deepEqual(
+        quotedNames(await constraint('deliveries_state_check')),
+        [...deliveryMachine.states].sort(),
+      )
+      assert.deepEqual(
+        quotedNames(await constraint('deliveries_due_check')),
+        [...deliveryMachine.final].sort(),
+      )
+      const [guard] = await fresh.query<{ source: string }>(
+        `SELECT prosrc AS source FROM pg_proc WHERE proname = 'deliveries_transition_guard'`,
+      )
+      const pairs = /'\{([^}]*)\}'/.exec(guard?.source ?? '')?.[1]?.split(',') ?? []
+      const allowed = deliveryMachine.states.flatMap((from) =>
+        deliveryMachine.states.filter((to) => deliveryMachine.allows(from, to)).map((to) => `${from}>${to}`),
+      )
+      assert.deepEqual(pairs.sort(), allowed.sort())
+      const indexes = await fresh.query<{ name: string; definition: string }>(
+        `SELECT indexname AS name, indexdef AS definition FROM pg_indexes WHERE tablename = 'deliveries'`,
+      )
+      const index = (name: string) => indexes.find((row) => row.name === name)?.definition ?? ''
+      assert.match(index('deliveries_sweepable'), /WHERE/)
+      assert.deepEqual(
+        quotedNames(index('deliveries_sweepable').split('WHERE')[1] ?? ''),
+        [deliveryMachine.claimed, ...deliveryMachine.waiting].sort(),
+      )
+      // Claims read the due index, which held deliveries stay out of; paused groups are found by the others.
+      assert.deepEqual(quotedNames(index('deliveries_due')), [deliveryMachine.held])
+      assert.deepEqual(quotedNames(index('deliveries_held')), [deliveryMachine.held])
+      assert.deepEqual(quotedNames(index('deliveries_ready_by_group')), [deliveryMachine.ready])
+    })
+  })
+}
+
+test('a migration file is split as PostgreSQL reads it: quotes and $$ bodies keep their semicolons', {
+  timeout: 10_000,
+}, () => {
+  const migration = parseMigration(
+    7,
+    `-- a name\n\nCREATE TABLE t (x text DEFAULT 'a;b');\n\nCREATE FUNCTION f() RETURNS int LANGUAGE plpgsql AS $$\nBEGIN\n  RETURN 1;\nEND\n$$;\n`,
+  )
+  assert.equal(migration.name, 'a name')
+  assert.equal(migration.statements.length, 2)
+  assert.match(migration.statements[1] ?? '', /RETURN 1;\nEND\n\$\$$/)
+  assert.throws(() => parseMigration(8, 'CREATE TABLE t ()'), /does not begin with a line "-- its name"/)
+})
