@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 import { closedPort } from '@earshot/test-kit/run-cli'
 
 const run = promisify(execFile)
@@ -95,10 +95,12 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
         existsSync(join(project, 'node_modules', present, 'dist', 'index.js')) ||
           present === '@earshot/support',
       )
-    assert.equal(
-      existsSync(join(project, 'node_modules', '@earshot', 'partner', 'dist', 'packaging.test.js')),
-      false,
-    )
+    // Shipped packages hold only shipped code: no test, test helper, fixture or bench module.
+    for (const name of ['partner', 'protocol', 'support']) {
+      const shipped = readdirSync(join(project, 'node_modules', '@earshot', name), { recursive: true })
+      const testCode = shipped.map(String).filter((path) => /\.test\.|fixture|bench/.test(path))
+      assert.deepEqual(testCode, [], `@earshot/${name} ships no test code`)
+    }
   })
 
   test("the README's client quick start runs", async () => {

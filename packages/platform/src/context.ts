@@ -3,6 +3,7 @@ import type { CredentialCache } from './auth/credential-cache.js'
 import type { NonceGuard } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
 import type { PlatformMetrics } from './metrics/metrics.js'
+import type { RecordingEvents } from './recordings/recording-events.js'
 import type { Database } from './storage/database.js'
 
 /** What every feature of a running platform is handed: passed in, never global. */
@@ -18,6 +19,8 @@ export interface PlatformContext {
   clock: () => number
   randomBytes: (size: number) => Buffer
   metrics: PlatformMetrics
+  /** Told of every recording part stored and every deletion, in its transaction (push/ schedules its deliveries). */
+  recordingEvents: RecordingEvents
   /** Where the JSON log lines go (stderr unless the embedding process gives another destination). */
   logDestination: LogDestination
 }

@@ -1,6 +1,5 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
-import { buildAdminApi } from './admin/admin-api.js'
 import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
 import { loadEnterpriseKey } from './auth/credentials.js'
@@ -8,9 +7,11 @@ import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
 import { watchFeedLag } from './changes/feed-lag.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context.js'
-import { buildPartnerApi } from './http/partner-api.js'
-import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/server-options.js'
+import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
+import { buildAdminApi } from './listeners/admin-listener.js'
+import { buildPartnerApi } from './listeners/partner-listener.js'
 import { createMetrics } from './metrics/metrics.js'
+import { deliveriesOfRecordings } from './push/deliveries-of-recordings.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
 import type { Database } from './storage/database.js'
@@ -68,6 +69,7 @@ export async function startPlatform({
       clock,
       randomBytes,
       metrics: createMetrics(db),
+      recordingEvents: deliveriesOfRecordings,
       logDestination,
     }
     const lifecycle: Lifecycle = { shuttingDown: false }

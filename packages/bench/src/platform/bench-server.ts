@@ -110,7 +110,7 @@ for (const [e, { enterpriseId }] of credentials.entries()) {
     heldAt(e, stage.from),
     heldAt(e, stage.to),
   )) {
-    await db.transaction((tx) => insertRecordings(tx, enterpriseId, chunk))
+    await db.transaction((tx) => insertRecordings(tx, enterpriseId, chunk, platform.context.recordingEvents))
     seeded += chunk.length
     const now = performance.now()
     if (now - lastReport >= 5000 || seeded === stageRows) {

@@ -9,7 +9,7 @@
  * 1. raw loop: BENCH_PUSH_RECORDINGS rows (default 20,000) due now in a table shaped like deliveries,
  *    drained by a loop with the dispatcher's concurrency (push-raw-loop.ts), in a child process;
  * 2. backlog drain: the platform (push-platform.ts) and a receiver that acks and calls back at once
- *    (push-receiver.ts), each in a child process; one JSON Lines import of BENCH_PUSH_RECORDINGS
+ *    (push-bench-receiver.ts), each in a child process; one JSON Lines import of BENCH_PUSH_RECORDINGS
  *    recordings (one transaction, so every delivery falls due at its commit), timed to the last
  *    confirmation;
  * 3. a gone partner: an enterprise whose push URL answers 410 (disabled at once), then given BENCH_PUSH_HELD
@@ -46,9 +46,9 @@ import {
   yes,
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
+import type { PushReceiverReady, ReceiverProgress, ReceiverRegistration } from './push-bench-receiver.js'
 import type { PushPlatformReady } from './push-platform.js'
 import type { RawLoopReady, RawLoopRun, RawLoopSpec } from './push-raw-loop.js'
-import type { PushReceiverReady, ReceiverProgress, ReceiverRegistration } from './push-receiver.js'
 import type { DeliveryStats, PushStatsReady, PushStatsSpec } from './push-stats.js'
 
 const TARGET_CONFIRMED_PER_SECOND = 1000
@@ -532,7 +532,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
         () => platform.stop(),
         async () => {
           const receiver = await startChild<PushReceiverReady>(
-            new URL('./push-receiver.js', import.meta.url).href,
+            new URL('./push-bench-receiver.js', import.meta.url).href,
             {
               BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
               BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),

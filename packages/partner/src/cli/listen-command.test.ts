@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { openDatabase } from '../storage/database.js'
 

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, type JsonObject, open } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient, type EarshotClientOptions } from './earshot-client.js'
 import {
   EarshotApiError,

@@ -9,7 +9,7 @@ import {
   type WorkResult,
 } from '@earshot/support/queue'
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
-import { defaultLogger, type ReceiverLogger } from '../receiver/logger.js'
+import { defaultLogger, type ReceiverLogger } from '../logging/logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import {
   admitAndRecord,

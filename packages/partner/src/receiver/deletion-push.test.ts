@@ -4,10 +4,10 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient } from '../client/earshot-client.js'
+import { silentLogger } from '../logging/logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
-import { silentLogger } from './logger.js'
 import { createPushReceiver, type ReceivedDeletion, type ReceivedPush } from './push-receiver.js'
 
 describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {

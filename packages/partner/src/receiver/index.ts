@@ -1,3 +1,4 @@
+export { defaultLogger, type ReceiverLogger, silentLogger } from '../logging/logger.js'
 export {
   type Admission,
   type CallbackOutbox,
@@ -17,7 +18,6 @@ export {
   type Queryable,
 } from '../storage/database.js'
 export type { PushReceiverPluginOptions } from './fastify-plugin.js'
-export { defaultLogger, type ReceiverLogger, silentLogger } from './logger.js'
 export { DEFAULT_PUSH_PATH, type PushAnswer, type PushAnswerBody, type PushRequest } from './push-exchange.js'
 export {
   createPushReceiver,

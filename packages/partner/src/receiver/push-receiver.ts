@@ -18,9 +18,9 @@ import {
 } from '@earshot/protocol'
 import type { FastifyPluginAsync } from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
+import { defaultLogger, type ReceiverLogger } from '../logging/logger.js'
 import type { CallbackOutbox } from '../outbox/callback-outbox.js'
 import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
-import { defaultLogger, type ReceiverLogger } from './logger.js'
 import type { PushAnswer, PushRequest } from './push-exchange.js'
 
 /** A push as handed to onRecording: the event, and for the transcript form its sentences parsed. */

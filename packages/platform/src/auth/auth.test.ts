@@ -30,7 +30,7 @@ import {
   type Reply,
   type TestPartner,
 } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 
 /** POST /openapi/v1/token and the bearer checks of /audios and /callback (DESIGN.md §1–3). */
 

@@ -10,7 +10,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import { admin, createPartner } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 import type { Database } from '../storage/database.js'
 import { credentialCache, listenForCredentialChanges } from './credential-cache.js'
 import { type EnterpriseKey, loadEnterpriseKey, usableKey } from './credentials.js'

@@ -17,7 +17,7 @@ import {
   type Reply,
   type TestPartner,
 } from '@earshot/test-kit/calls'
-import { eventually } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
 
 /**
  * DESIGN.md §3: disabling an enterprise, retiring a key version or rotating a key takes effect on every

@@ -40,7 +40,7 @@ for (const backend of testBackends) {
     })
 
     test(`${WRITERS} writers over two enterprises, ${CHANGES} changes: each reader sees its enterprise's changes once, numbered 1..n`, async () => {
-      const { db } = platform.context
+      const { db, recordingEvents: events } = platform.context
       let writing = true
 
       async function writer(w: number): Promise<number> {
@@ -57,22 +57,27 @@ for (const backend of testBackends) {
                 const existing = own[(t * 7 + i) % Math.max(own.length, 1)]
                 const kind = own.length > 4 ? (t + i) % 5 : 0
                 if (kind === 3 && existing) {
-                  await updateRecording(tx, enterpriseId, existing, { title: `t${t}-${i}` })
+                  await updateRecording(tx, enterpriseId, existing, { title: `t${t}-${i}` }, events)
                 } else if (kind === 4 && existing && !abandon) {
-                  await deleteRecording(tx, enterpriseId, existing)
+                  await deleteRecording(tx, enterpriseId, existing, events)
                   own.splice(own.indexOf(existing), 1)
                 } else {
                   const audioId = `w${w}-t${t}-${i}`
-                  await insertRecordings(tx, enterpriseId, [
-                    {
-                      audioId,
-                      deviceUid: `dev-${w}`,
-                      title: audioId,
-                      recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, made + i)).toISOString(),
-                      denoiseUrl: `https://cdn.example/${audioId}.mp3`,
-                      recordDuration: 1,
-                    },
-                  ])
+                  await insertRecordings(
+                    tx,
+                    enterpriseId,
+                    [
+                      {
+                        audioId,
+                        deviceUid: `dev-${w}`,
+                        title: audioId,
+                        recordedAt: new Date(Date.UTC(2026, 0, 1, 0, 0, made + i)).toISOString(),
+                        denoiseUrl: `https://cdn.example/${audioId}.mp3`,
+                        recordDuration: 1,
+                      },
+                    ],
+                    events,
+                  )
                   if (!abandon) own.push(audioId)
                 }
                 // Let other writers' transactions start and commit while this one is open.

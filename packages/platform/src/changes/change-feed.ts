@@ -4,9 +4,9 @@ import {
   InvalidParameterError,
   type ResolvedChangesRequest,
 } from '@earshot/protocol'
-import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
+import { isoTime } from '../storage/iso-time.js'
 
 /** One page of an enterprise's changes after a cursor (DESIGN.md §10). */
 export interface ChangesPage {

@@ -1,3 +1,4 @@
+import { Gauge, type Registry } from 'prom-client'
 import type { Database, Queryable } from '../storage/database.js'
 
 /** What holds the change feed back: the oldest transaction still running on the server. */
@@ -138,4 +139,16 @@ function describeHolder(holder: FeedHolder): string {
       : `the prepared transaction ${JSON.stringify(holder.preparedGid)}`
   const age = holder.seconds === null ? '' : `, open for ${Math.round(holder.seconds)} s`
   return `${who} (database ${holder.database ?? 'unknown'}${age}${holder.application ? `, ${holder.application}` : ''})`
+}
+
+/** Registers earshot_change_feed_lag_seconds, read at each scrape. */
+export function registerFeedLagMetric(registry: Registry, db: Queryable): void {
+  new Gauge({
+    name: 'earshot_change_feed_lag_seconds',
+    help: 'How long the oldest committed change not yet in the change feed has waited: a transaction still running on the database server holds it back (0 when none)',
+    registers: [registry],
+    async collect() {
+      this.set(await feedLagSeconds(db))
+    },
+  })
 }

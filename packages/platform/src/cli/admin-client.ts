@@ -36,7 +36,7 @@ export interface RotatedKey extends EnterpriseCredentials {
 
 // The admin API's delivery and import shapes, as the server renders them (types only: nothing of the
 // server loads).
-import type { ImportProgressLine as ImportLine } from '../admin/json-lines-import.js'
+import type { ImportProgressLine as ImportLine } from '../imports/json-lines-import.js'
 import type { DeliveryView as Delivery } from '../push/delivery-store.js'
 import type { EndpointView as Endpoint } from '../push/endpoint-health.js'
 
@@ -57,7 +57,7 @@ export interface DeliveryQuery {
 }
 
 /** One line of the import response stream. */
-export type { ImportProgressLine as ImportLine } from '../admin/json-lines-import.js'
+export type { ImportProgressLine as ImportLine } from '../imports/json-lines-import.js'
 
 /** A request body: whole, or a stream of bytes sent as it is read. */
 export type RequestBody = string | Uint8Array | AsyncIterable<Uint8Array>

@@ -35,14 +35,17 @@ interface ReplayOptions extends JsonFlag {
 const DEFAULT_LIMIT = 100
 const MAX_LIMIT = 1000
 
-/** `earshot deliveries list|show|replay`: push deliveries and their attempts (DESIGN.md §6, §7). */
+/** `earshot deliveries list|show|replay`: push deliveries and their attempts. */
 export function deliveriesCommand(): Command {
-  const deliveries = new Command('deliveries').description(
-    'list push deliveries with their attempts; replay failed or unconfirmed ones',
-  )
+  return new Command('deliveries')
+    .description('list push deliveries with their attempts; replay failed or unconfirmed ones')
+    .addCommand(listCommand())
+    .addCommand(showCommand())
+    .addCommand(replayCommand())
+}
 
-  deliveries
-    .command('list')
+function listCommand(): Command {
+  return new Command('list')
     .description('list deliveries, newest first, with their attempts')
     .option('--enterprise <id>', 'only this enterprise', enterpriseIdArgument)
     .addOption(new Option('--state <state>', 'only deliveries in this state').choices(DELIVERY_STATES))
@@ -59,51 +62,56 @@ export function deliveriesCommand(): Command {
     )
     .action(async (options: ListOptions, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
-        const found = await client.listDeliveries({
-          enterpriseId: options.enterprise,
-          state: options.state,
-          audioId: options.audioId,
-          before: options.before,
-          limit: options.limit,
-        })
-        if (options.json) {
-          return printJson(
-            found.map(({ deliveryId, audioId, eventId, eventType, state, attempts }) => ({
-              deliveryId,
-              audioId,
-              eventId,
-              eventType,
-              state,
-              attempts,
-            })),
-          )
-        }
-        if (found.length === 0) return printLines('No deliveries match.')
-        const rows = found.map((delivery) => [
-          String(delivery.deliveryId),
-          String(delivery.enterpriseId),
-          delivery.audioId,
-          shortEventType(delivery.eventType),
-          delivery.state,
-          String(delivery.attempts.length),
-          lastAttempt(delivery.attempts.at(-1)),
-          delivery.nextAttemptAt ?? '-',
-        ])
-        printLines(
-          ...table(
-            ['ID', 'ENTERPRISE', 'AUDIO ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'NEXT ATTEMPT'],
-            rows,
-          ),
-        )
-        const last = found.at(-1) as Delivery
-        if (found.length === (options.limit ?? DEFAULT_LIMIT)) {
-          printLines(`Showing the newest ${found.length}; for older ones add --before ${last.deliveryId}.`)
-        }
+        await printDeliveries(client, options)
       })
     })
+}
 
-  deliveries
-    .command('show')
+async function printDeliveries(client: AdminClient, options: ListOptions): Promise<void> {
+  const found = await client.listDeliveries({
+    enterpriseId: options.enterprise,
+    state: options.state,
+    audioId: options.audioId,
+    before: options.before,
+    limit: options.limit,
+  })
+  if (options.json) {
+    return printJson(
+      found.map(({ deliveryId, audioId, eventId, eventType, state, attempts }) => ({
+        deliveryId,
+        audioId,
+        eventId,
+        eventType,
+        state,
+        attempts,
+      })),
+    )
+  }
+  if (found.length === 0) return printLines('No deliveries match.')
+  const rows = found.map((delivery) => [
+    String(delivery.deliveryId),
+    String(delivery.enterpriseId),
+    delivery.audioId,
+    shortEventType(delivery.eventType),
+    delivery.state,
+    String(delivery.attempts.length),
+    lastAttempt(delivery.attempts.at(-1)),
+    delivery.nextAttemptAt ?? '-',
+  ])
+  printLines(
+    ...table(
+      ['ID', 'ENTERPRISE', 'AUDIO ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'NEXT ATTEMPT'],
+      rows,
+    ),
+  )
+  const last = found.at(-1) as Delivery
+  if (found.length === (options.limit ?? DEFAULT_LIMIT)) {
+    printLines(`Showing the newest ${found.length}; for older ones add --before ${last.deliveryId}.`)
+  }
+}
+
+function showCommand(): Command {
+  return new Command('show')
     .description('show one delivery and its attempts')
     .argument('<deliveryId>', 'the delivery id', deliveryIdArgument)
     .option('--json', 'print the delivery with its attempts as JSON')
@@ -114,9 +122,10 @@ export function deliveriesCommand(): Command {
         printLines(...describeDelivery(delivery))
       })
     })
+}
 
-  deliveries
-    .command('replay')
+function replayCommand(): Command {
+  return new Command('replay')
     .description(
       'put failed or unconfirmed deliveries back to pending (same eventId): one by its id, or an ' +
         "enterprise's created from --from (inclusive) to --to (exclusive); with --unreceipted-since, " +
@@ -145,48 +154,55 @@ export function deliveriesCommand(): Command {
     )
     .action(async (deliveryId: number | undefined, options: ReplayOptions, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
-        if (options.unreceiptedSince !== undefined) {
-          return replayUnreceipted(client, deliveryId, options)
-        }
-        if (options.yes) throw new CommandFailure('--yes goes with --unreceipted-since')
-        const range = [
-          ['--enterprise', options.enterprise],
-          ['--from', options.from],
-          ['--to', options.to],
-        ] as const
-        const given = range.filter(([, value]) => value !== undefined).map(([flag]) => flag)
-        if (deliveryId !== undefined) {
-          if (given.length > 0) {
-            throw new CommandFailure(
-              `give either a delivery id or --enterprise with --from and --to, not both (got ${given.join(', ')})`,
-            )
-          }
-          const { delivery } = await client.replayDelivery(deliveryId)
-          if (options.json) return printJson({ replayed: 1 })
-          return printLines(
-            `Replayed delivery ${deliveryId}: it is pending again and is pushed with the same eventId ` +
-              `${delivery.eventId}.`,
-          )
-        }
-        const missing = range.filter(([, value]) => value === undefined).map(([flag]) => flag)
-        if (missing.length > 0) {
-          throw new CommandFailure(
-            `give a delivery id, or --enterprise ID --from TIME --to TIME (missing ${missing.join(', ')})`,
-          )
-        }
-        const { enterprise, from, to } = options as Required<ReplayOptions>
-        const { replayed } = await client.replayDeliveries(enterprise, from, to)
-        if (options.json) return printJson({ replayed })
-        printLines(
-          replayed === 0
-            ? `Enterprise ${enterprise} has no failed or unconfirmed deliveries created from ${from} to ${to}; nothing replayed.`
-            : `Replayed ${replayed} failed or unconfirmed ${replayed === 1 ? 'delivery' : 'deliveries'} of enterprise ` +
-                `${enterprise} created from ${from} to ${to}; they are pending again.`,
-        )
+        await replay(client, deliveryId, options)
       })
     })
+}
 
-  return deliveries
+/** One delivery by its id, or an enterprise's in a time range (or its unreceipted ones: replayUnreceipted). */
+async function replay(
+  client: AdminClient,
+  deliveryId: number | undefined,
+  options: ReplayOptions,
+): Promise<void> {
+  if (options.unreceiptedSince !== undefined) {
+    return replayUnreceipted(client, deliveryId, options)
+  }
+  if (options.yes) throw new CommandFailure('--yes goes with --unreceipted-since')
+  const range = [
+    ['--enterprise', options.enterprise],
+    ['--from', options.from],
+    ['--to', options.to],
+  ] as const
+  const given = range.filter(([, value]) => value !== undefined).map(([flag]) => flag)
+  if (deliveryId !== undefined) {
+    if (given.length > 0) {
+      throw new CommandFailure(
+        `give either a delivery id or --enterprise with --from and --to, not both (got ${given.join(', ')})`,
+      )
+    }
+    const { delivery } = await client.replayDelivery(deliveryId)
+    if (options.json) return printJson({ replayed: 1 })
+    return printLines(
+      `Replayed delivery ${deliveryId}: it is pending again and is pushed with the same eventId ` +
+        `${delivery.eventId}.`,
+    )
+  }
+  const missing = range.filter(([, value]) => value === undefined).map(([flag]) => flag)
+  if (missing.length > 0) {
+    throw new CommandFailure(
+      `give a delivery id, or --enterprise ID --from TIME --to TIME (missing ${missing.join(', ')})`,
+    )
+  }
+  const { enterprise, from, to } = options as Required<ReplayOptions>
+  const { replayed } = await client.replayDeliveries(enterprise, from, to)
+  if (options.json) return printJson({ replayed })
+  printLines(
+    replayed === 0
+      ? `Enterprise ${enterprise} has no failed or unconfirmed deliveries created from ${from} to ${to}; nothing replayed.`
+      : `Replayed ${replayed} failed or unconfirmed ${replayed === 1 ? 'delivery' : 'deliveries'} of enterprise ` +
+          `${enterprise} created from ${from} to ${to}; they are pending again.`,
+  )
 }
 
 /**

@@ -17,12 +17,17 @@ const SECRET_WARNING = 'The secret is shown only this once: store it now (the pl
 
 /** `earshot enterprise create|list|disable|rotate-key|set-push-url`. */
 export function enterpriseCommand(): Command {
-  const enterprise = new Command('enterprise').description(
-    'create, list and disable enterprises; rotate keys; set push URLs',
-  )
+  return new Command('enterprise')
+    .description('create, list and disable enterprises; rotate keys; set push URLs')
+    .addCommand(createCommand())
+    .addCommand(listCommand())
+    .addCommand(disableCommand())
+    .addCommand(rotateKeyCommand())
+    .addCommand(setPushUrlCommand())
+}
 
-  enterprise
-    .command('create')
+function createCommand(): Command {
+  return new Command('create')
     .description('create an enterprise and print its credentials (enterpriseId, keyVersion, secret)')
     .requiredOption('--name <name>', 'the enterprise name')
     .option('--push-url <url>', 'where recordings are pushed (http:// or https://)')
@@ -43,9 +48,10 @@ export function enterpriseCommand(): Command {
         )
       })
     })
+}
 
-  enterprise
-    .command('list')
+function listCommand(): Command {
+  return new Command('list')
     .description('list enterprises with their status, current keyVersion and push URL')
     .option('--json', 'print the enterprises as a JSON array')
     .action(async (options: JsonFlag, command: Command) => {
@@ -65,9 +71,10 @@ export function enterpriseCommand(): Command {
         printLines(...table(['ID', 'NAME', 'STATUS', 'KEY', 'PUSH URL'], rows))
       })
     })
+}
 
-  enterprise
-    .command('disable')
+function disableCommand(): Command {
+  return new Command('disable')
     .description('disable an enterprise: its tokens stop working at once')
     .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
     .option('--json', 'print {"enterpriseId", "disabled"} as JSON')
@@ -78,9 +85,10 @@ export function enterpriseCommand(): Command {
         printLines(`Enterprise ${result.enterpriseId} is disabled; its tokens no longer work.`)
       })
     })
+}
 
-  enterprise
-    .command('rotate-key')
+function rotateKeyCommand(): Command {
+  return new Command('rotate-key')
     .description('issue the next keyVersion; the previous one stays valid for the grace period')
     .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
     .option('--json', 'print the new credentials and when the previous key retires as JSON')
@@ -97,9 +105,10 @@ export function enterpriseCommand(): Command {
         )
       })
     })
+}
 
-  enterprise
-    .command('set-push-url')
+function setPushUrlCommand(): Command {
+  return new Command('set-push-url')
     .description('set where recordings are pushed, or --clear to stop pushing')
     .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
     .argument('[url]', 'the push URL (http:// or https://)')
@@ -126,8 +135,6 @@ export function enterpriseCommand(): Command {
         })
       },
     )
-
-  return enterprise
 }
 
 function currentKeyVersion(enterprise: Enterprise): number | undefined {

@@ -6,10 +6,15 @@ import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient 
 
 /** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID --enterprise ID [--json]`. */
 export function recordingsCommand(): Command {
-  const recordings = new Command('recordings').description('ingest, update and delete recordings')
+  return new Command('recordings')
+    .description('ingest, update and delete recordings')
+    .addCommand(importCommand())
+    .addCommand(updateCommand())
+    .addCommand(deleteCommand())
+}
 
-  recordings
-    .command('import')
+function importCommand(): Command {
+  return new Command('import')
     .description(
       'import a JSON Lines file, one recording per line; every line is validated first and a bad line ' +
         'imports nothing; lines already imported are skipped, so running it again completes an ' +
@@ -70,9 +75,10 @@ export function recordingsCommand(): Command {
         )
       })
     })
+}
 
-  recordings
-    .command('update')
+function updateCommand(): Command {
+  return new Command('update')
     .description('change fields of a recording; the change feed records it')
     .argument('<audioId>', 'the recording')
     .requiredOption('--enterprise <id>', 'the enterprise the recording belongs to', enterpriseIdArgument)
@@ -91,9 +97,10 @@ export function recordingsCommand(): Command {
         printLines(`Updated recording ${audioId} of enterprise ${enterprise}.`)
       })
     })
+}
 
-  recordings
-    .command('delete')
+function deleteCommand(): Command {
+  return new Command('delete')
     .description(
       'delete a recording: its data leaves the query, the change feed keeps a tombstone, its pending ' +
         'pushes are cancelled and a recording.deleted event is pushed',
@@ -108,8 +115,6 @@ export function recordingsCommand(): Command {
         printLines(`Deleted recording ${audioId} of enterprise ${options.enterprise}.`)
       })
     })
-
-  return recordings
 }
 
 interface UpdateOptions {

@@ -136,7 +136,7 @@ async function demo(running: RunningPlatform, config: PlatformConfig): Promise<s
   const embedded = config.dataDir !== 'memory://' && config.databaseUrl === undefined
   const file = embedded ? resolve(config.dataDir, '..', 'demo-credentials.json') : undefined
   const { seedDemoIfEmpty } = await import('../demo/demo-seed.js')
-  const credentials = await seedDemoIfEmpty(running.context.db, Date.now())
+  const credentials = await seedDemoIfEmpty(running.context, Date.now())
   if (!credentials) {
     const fileExists = file !== undefined && (await stat(file).catch(() => undefined)) !== undefined
     return [

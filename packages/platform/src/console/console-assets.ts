@@ -5,10 +5,19 @@ import { sendStaticAsset, staticAsset } from '../http/static-asset.js'
 /** The console's files, shipped beside dist/ (tsc copies no file that is not TypeScript). */
 const CONSOLE_DIR = new URL('../../console/', import.meta.url)
 
+const JAVASCRIPT = 'text/javascript; charset=utf-8'
 const FILES = {
   'index.html': 'text/html; charset=utf-8',
-  'console.js': 'text/javascript; charset=utf-8',
   'console.css': 'text/css; charset=utf-8',
+  // The shell, then a module per page and the two they are built from.
+  'console.js': JAVASCRIPT,
+  'overview.js': JAVASCRIPT,
+  'enterprises.js': JAVASCRIPT,
+  'deliveries.js': JAVASCRIPT,
+  'import.js': JAVASCRIPT,
+  'navigation.js': JAVASCRIPT,
+  'dom.js': JAVASCRIPT,
+  'admin-api.js': JAVASCRIPT,
 } as const
 
 /**
@@ -27,7 +36,7 @@ const CONTENT_SECURITY_POLICY = [
 ].join('; ')
 
 /**
- * Serves the operators' console at `/console`: three files read once at startup and served from memory.
+ * Serves the operators' console at `/console`: its files, read once at startup and served from memory.
  * Only these names are routes, so no request path ever reaches the file system. They are revalidated
  * on every load (ETag), so an upgraded platform serves its new console at once.
  */

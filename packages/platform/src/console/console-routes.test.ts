@@ -3,7 +3,8 @@ import { request } from 'node:http'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
-import { eventually, startTestReceiver, type TestReceiver } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
+import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import type { DeliveryView } from '../push/delivery-store.js'
 import type { Overview } from './overview.js'
 
@@ -239,6 +240,22 @@ for (const backend of testBackends) {
         assert.equal(response.status, 404, path)
         assert.equal((JSON.parse(response.body) as { code: number }).code, 4040, path)
       }
+    })
+
+    test('every module the console imports is served, from the shell down', async () => {
+      const seen = new Set<string>()
+      const pending = ['console.js']
+      for (let name = pending.pop(); name !== undefined; name = pending.pop()) {
+        if (seen.has(name)) continue
+        seen.add(name)
+        const response = await fetch(`${platform.adminUrl}/console/${name}`)
+        assert.equal(response.status, 200, name)
+        assert.equal(response.headers.get('content-type'), 'text/javascript; charset=utf-8', name)
+        for (const [, imported] of (await response.text()).matchAll(/from '\.\/([\w-]+\.js)'/g)) {
+          pending.push(imported as string)
+        }
+      }
+      assert.ok(seen.has('deliveries.js') && seen.has('dom.js'), [...seen].join(', '))
     })
   })
 }

@@ -1,8 +1,8 @@
-import { InvalidParameterError, ISO_INSTANT_RULE, parseInstant, ResponseCode } from '@earshot/protocol'
+import { InvalidParameterError, ISO_INSTANT_RULE, parseInstant } from '@earshot/protocol'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
-import { enterpriseExists } from '../enterprises/enterprise-store.js'
-import { ApiError } from '../http/api-error.js'
+import { requireEnterprise } from '../enterprises/enterprise-params.js'
+import { ID_RULE, idParam, positiveInteger } from '../http/admin-params.js'
 import {
   countReplayable,
   DELIVERY_STATES,
@@ -20,7 +20,6 @@ const DEFAULT_LOG_LIMIT = 25
 const MAX_LOG_LIMIT = 200
 const LOG_FIELDS = ['enterpriseId', 'state', 'audioId', 'from', 'to', 'before', 'limit'] as const
 const RANGE_FIELDS = ['from', 'to'] as const
-const ID_RULE = 'must be a positive integer'
 
 /**
  * The operators' console (issue 15): its pages at /console (served without the admin token, which the
@@ -54,21 +53,11 @@ export function consoleRoutes(app: FastifyInstance, context: PlatformContext, pr
   )
 
   app.get(`${prefix}/enterprises/:enterpriseId/deliveries/replayable`, async (request) => {
-    const raw = (request.params as { enterpriseId: string }).enterpriseId
-    const enterpriseId = positiveInteger(raw)
-    if (enterpriseId === undefined) throw new InvalidParameterError('enterpriseId', ID_RULE)
+    const enterpriseId = idParam(request, 'enterpriseId')
     const { from, to } = rangeQuery(request)
-    if (!(await enterpriseExists(db, enterpriseId))) {
-      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-    }
+    await requireEnterprise(db, enterpriseId)
     return { enterpriseId, from, to, replayable: await countReplayable(db, { enterpriseId, from, to }) }
   })
-}
-
-function positiveInteger(raw: unknown): number | undefined {
-  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) return undefined
-  const value = Number(raw)
-  return value >= 1 ? value : undefined
 }
 
 /** The query's fields as strings, each given at most once, none but those allowed. */

@@ -6,12 +6,8 @@ import { join } from 'node:path'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import {
-  callbackSender,
-  eventually,
-  startTestReceiver,
-  type TestReceiver,
-} from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
+import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
 
 /*

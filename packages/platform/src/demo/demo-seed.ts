@@ -1,7 +1,7 @@
 import type { TranscriptSentence } from '@earshot/protocol'
+import type { PlatformContext } from '../context.js'
 import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
 import { insertRecordings, type NewRecording } from '../recordings/recording-store.js'
-import type { Database } from '../storage/database.js'
 
 export const DEMO_ENTERPRISE_NAME = 'Demo Enterprise'
 export const DEMO_RECORDINGS = 300
@@ -39,14 +39,16 @@ export const samplePhrases = [
  * with both (set A). Returns its credentials, or undefined when the database already has enterprises.
  */
 export async function seedDemoIfEmpty(
-  db: Database,
+  { db, recordingEvents }: Pick<PlatformContext, 'db' | 'recordingEvents'>,
   now: number,
   randomBytes?: (size: number) => Buffer,
 ): Promise<EnterpriseCredentials | undefined> {
   const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
   if (row?.any) return undefined
   const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
-  await db.transaction((tx) => insertRecordings(tx, credentials.enterpriseId, demoRecordings(now)))
+  await db.transaction((tx) =>
+    insertRecordings(tx, credentials.enterpriseId, demoRecordings(now), recordingEvents),
+  )
   return credentials
 }
 

@@ -5,7 +5,7 @@ import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends
 import { admin, createPartner, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { Compile } from 'typebox/compile'
-import type { RouteSummary } from '../http/server-options.js'
+import type { RouteSummary } from '../http/create-server.js'
 
 /*
  * Both listeners' OpenAPI documents (docs/): valid OpenAPI 3.1, every route the listeners register in

@@ -1,5 +1,6 @@
 import { generateSecret } from '@earshot/protocol'
 import type { Database, Queryable } from '../storage/database.js'
+import { isoTime } from '../storage/iso-time.js'
 
 export interface EnterpriseCredentials {
   enterpriseId: number
@@ -132,22 +133,4 @@ export async function rotateKey(
       previousKeyRetiresAt: current?.retiresAt ?? new Date(nowMs).toISOString(),
     }
   })
-}
-
-/** The current key of an enterprise (the one pushes are sealed under). */
-export async function currentKey(
-  db: Queryable,
-  enterpriseId: number,
-): Promise<{ keyVersion: number; secret: string } | undefined> {
-  const [row] = await db.query<{ keyVersion: number; secret: string }>(
-    `SELECT key_version AS "keyVersion", secret FROM enterprise_keys
-      WHERE enterprise_id = $1 AND retires_at IS NULL ORDER BY key_version DESC LIMIT 1`,
-    [enterpriseId],
-  )
-  return row
-}
-
-/** Renders a timestamptz as ISO-8601 UTC text on both backends. */
-export function isoTime(column: string): string {
-  return `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 }

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
-import { confirmReceipts } from '../recordings/recording-store.js'
 import { deliveryMachine } from './delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from './delivery-store.js'
+import { confirmReceipts } from './receipts.js'
 
 /** The operators' delivery API (DESIGN.md §6, §7): list with filters, show, replay one or a range. */
 

@@ -8,10 +8,11 @@ import {
   RULE,
   UNKNOWN_FIELD_RULE,
 } from '@earshot/protocol'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import type { PlatformContext } from '../context.js'
-import { enterpriseExists } from '../enterprises/enterprise-store.js'
+import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
+import { ID_RULE, idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import {
   DELIVERY_STATES,
@@ -26,8 +27,6 @@ import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 
 export const DEFAULT_DELIVERY_LIMIT = 100
 export const MAX_DELIVERY_LIMIT = 1000
-
-const ID_RULE = 'must be a positive integer'
 
 /** A positive integer as query text: up to 15 digits, not all zeros. */
 const IdText = (description: string, rule: string) =>
@@ -154,10 +153,7 @@ export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, p
   })
 
   app.post(`${prefix}/enterprises/:enterpriseId/deliveries/replay`, async (request) => {
-    const enterpriseId = idParam(request, 'enterpriseId')
-    if (!(await enterpriseExists(db, enterpriseId))) {
-      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-    }
+    const enterpriseId = await existingEnterpriseId(db, request)
     const { from, to } = replayRange.parse(jsonObject(request.body, '{"from", "to"}'))
     const replayed = await replayDeliveries(db, { enterpriseId, from, to })
     return { enterpriseId, replayed }
@@ -166,9 +162,7 @@ export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, p
   app.post(`${prefix}/enterprises/:enterpriseId/deliveries/replay-unreceipted`, async (request) => {
     const enterpriseId = idParam(request, 'enterpriseId')
     const { since, dryRun = false } = unreceiptedReplay.parse(jsonObject(request.body, '{"since", "dryRun"}'))
-    if (!(await enterpriseExists(db, enterpriseId))) {
-      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-    }
+    await requireEnterprise(db, enterpriseId)
     if (dryRun) return { enterpriseId, since, ...(await countUnreceipted(db, enterpriseId, since)) }
     return { enterpriseId, since, ...(await replayUnreceipted(db, enterpriseId, since)) }
   })
@@ -176,18 +170,6 @@ export function deliveryRoutes(app: FastifyInstance, context: PlatformContext, p
 
 function noSuchDelivery(deliveryId: number): ApiError {
   return new ApiError(ResponseCode.NOT_FOUND, `no delivery ${deliveryId}`)
-}
-
-function idParam(request: FastifyRequest, name: 'deliveryId' | 'enterpriseId'): number {
-  const id = positiveInteger((request.params as Record<string, string>)[name])
-  if (id === undefined) throw new InvalidParameterError(name, ID_RULE)
-  return id
-}
-
-function positiveInteger(raw: unknown): number | undefined {
-  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) return undefined
-  const value = Number(raw)
-  return value >= 1 ? value : undefined
 }
 
 /** Validates the list query (each field given once: a repeated one arrives as an array). */
@@ -203,12 +185,4 @@ function deliveryFilter(query: unknown): DeliveryFilter {
   if (text.before !== undefined) filter.before = Number(text.before)
   if (text.limit !== undefined) filter.limit = Number(text.limit)
   return filter
-}
-
-/** A body that is not a JSON object is not a request of this kind at all: 4000, not a field's 4001. */
-function jsonObject(body: unknown, shape: string): unknown {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError(ResponseCode.INVALID_REQUEST, `the body must be a JSON object ${shape}`)
-  }
-  return body
 }

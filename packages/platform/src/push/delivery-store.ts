@@ -1,8 +1,9 @@
 import { PushEventType } from '@earshot/protocol'
 import { defineQueue, sqlList } from '@earshot/support/queue'
-import { isoTime } from '../enterprises/enterprise-store.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
+import type { EventType, RecordingEvent } from '../recordings/recording-events.js'
 import type { Queryable } from '../storage/database.js'
+import { isoTime } from '../storage/iso-time.js'
 import {
   CANCELLABLE_STATES,
   type DeliveryState,
@@ -12,22 +13,16 @@ import {
 } from './delivery-states.js'
 
 /*
- * Durable push deliveries (DESIGN.md §6). One row per event; `due_at` says when a dispatcher must next
+ * Durable push deliveries. One row per event; `due_at` says when a dispatcher must next
  * act on it — attempt it (pending), take it back from a claim whose lease ended (in_flight), end its
  * confirm window (acked) — so one partial index serves them all.
  */
 
+export type { EventType } from '../recordings/recording-events.js'
 export { DELIVERY_STATES, type DeliveryState, REPLAYABLE_STATES } from './delivery-states.js'
-
-export type EventType = (typeof PushEventType)[keyof typeof PushEventType]
 
 /** Notified when deliveries become due now, so dispatchers (in any process) attempt them at once. */
 const PUSH_CHANNEL = 'earshot_push'
-
-export interface DeliveryEvent {
-  audioId: string
-  eventType: EventType
-}
 
 /** The enterprises whose push URL is disabled (endpoint-health.ts), as the queue's group keys. */
 const PAUSED_GROUPS = `SELECT e.enterprise_id::text FROM push_endpoints p
@@ -41,7 +36,7 @@ const PAUSED_GROUPS = `SELECT e.enterprise_id::text FROM push_endpoints p
 export async function scheduleDeliveries(
   tx: Queryable,
   enterpriseId: number,
-  events: readonly DeliveryEvent[],
+  events: readonly RecordingEvent[],
 ): Promise<number> {
   if (events.length === 0) return 0
   const [row] = await tx.query<{ scheduled: number; pending: number }>(

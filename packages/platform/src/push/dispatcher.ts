@@ -2,12 +2,12 @@ import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '
 import { batcher } from '@earshot/support/batcher'
 import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
-import type { PushAttemptResult, PushMetrics } from '../metrics/metrics.js'
 import { recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
 import { type EndpointOutcome, recordEndpointOutcomes, urlLabel } from './endpoint-health.js'
+import type { PushAttemptResult, PushMetrics } from './push-metrics.js'
 import { type AttemptResult, createPushSender, type PushSender } from './push-sender.js'
 
 export type PushSettings = Pick<

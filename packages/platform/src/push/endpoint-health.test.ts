@@ -9,13 +9,13 @@ import {
   type Reply,
   type TestPartner,
 } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/eventually'
 import {
   callbackSender,
-  eventually,
   type PushAnswer,
   startTestReceiver,
   type TestReceiver,
-} from '@earshot/test-kit/push-receiver'
+} from '@earshot/test-kit/test-receiver'
 import type { PlatformConfig } from '../config/config.js'
 import type { DeliveryView } from './delivery-store.js'
 import { type EndpointView, recordEndpointOutcomes } from './endpoint-health.js'

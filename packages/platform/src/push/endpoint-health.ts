@@ -1,5 +1,5 @@
-import { isoTime } from '../enterprises/enterprise-store.js'
 import type { Queryable } from '../storage/database.js'
+import { isoTime } from '../storage/iso-time.js'
 import { replayFailedSince, resumeHeld } from './delivery-store.js'
 
 /*

@@ -8,7 +8,13 @@ import {
 import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import type { PlatformContext } from '../context.js'
+import { PushUrlChange } from '../enterprises/enterprise-input.js'
+import { noSuchEnterprise } from '../enterprises/enterprise-params.js'
+import { setPushUrl } from '../enterprises/enterprise-store.js'
+import { checkPushUrl } from '../http/address-policy.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
+import { resumeHeld } from './delivery-store.js'
 import { type EndpointView, enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
 
 const URL_RULE = 'must be the push URL, an absolute http:// or https:// URL'
@@ -33,14 +39,25 @@ const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
 })
 
 /**
- * The operators' view of push URL health (DESIGN.md §10): list every push URL with its state and why,
- * and enable a disabled (or failing) one again, which resumes the deliveries it held.
+ * The operators' push URLs: set an enterprise's, list every push URL with its health and why, and enable a
+ * disabled (or failing) one again, which resumes the deliveries it held.
  *
+ * - PUT  {prefix}/enterprises/:enterpriseId/push-url {pushUrl} → {enterpriseId, pushUrl}
  * - GET  {prefix}/endpoints → {endpoints}, by URL
  * - POST {prefix}/endpoints/enable {url} → {url, enabled: true, resumed, replayed, endpoint}
  */
 export function endpointRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
-  const { db } = context
+  const { db, config } = context
+
+  app.put(`${prefix}/enterprises/:enterpriseId/push-url`, async (request) => {
+    const enterpriseId = idParam(request, 'enterpriseId')
+    const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
+    const checked = await checkPushUrl(pushUrl, config.pushAllowPrivate)
+    if (!(await setPushUrl(db, enterpriseId, checked))) throw noSuchEnterprise(enterpriseId)
+    // Deliveries held for a disabled push URL go to the new one, unless it is disabled too.
+    await resumeHeld(db, [enterpriseId])
+    return { enterpriseId, pushUrl: checked }
+  })
 
   app.get(
     `${prefix}/endpoints`,
@@ -60,8 +77,5 @@ export function endpointRoutes(app: FastifyInstance, context: PlatformContext, p
 
 /** The URL of an enable, normalized as enterprises' push URLs are stored. */
 function urlOf(body: unknown): string {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object {"url"}')
-  }
-  return new URL(endpointEnable.parse(body).url).href
+  return new URL(endpointEnable.parse(jsonObject(body, '{"url"}')).url).href
 }

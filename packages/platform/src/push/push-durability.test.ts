@@ -10,12 +10,8 @@ import {
   testConfig,
 } from '@earshot/test-kit/backends'
 import { type ChildPlatform, startChildPlatform } from '@earshot/test-kit/child-platform'
-import {
-  callbackSender,
-  eventually,
-  startTestReceiver,
-  type TestReceiver,
-} from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
+import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { startPlatform } from '../platform.js'
 import { openDatabase } from '../storage/open-database.js'
 import type { DeliveryView } from './delivery-store.js'

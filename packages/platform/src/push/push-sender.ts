@@ -1,5 +1,5 @@
 import { Agent, errors, request } from 'undici'
-import { ADDRESS_REFUSED_CODE, guardedLookup, hostLiteralRefusal } from './address-policy.js'
+import { ADDRESS_REFUSED_CODE, guardedLookup, hostLiteralRefusal } from '../http/address-policy.js'
 
 /** How an attempt ended, for metrics: an ack, or why not. */
 export type AttemptResult = 'acked' | 'rejected' | 'timeout' | 'network_error' | 'address_refused' | 'aborted'

@@ -4,7 +4,8 @@ import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import { startTestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
-import { callbackSender, eventually, startTestReceiver } from '@earshot/test-kit/push-receiver'
+import { eventually } from '@earshot/test-kit/eventually'
+import { callbackSender, startTestReceiver } from '@earshot/test-kit/test-receiver'
 import { listDeliveries } from './delivery-store.js'
 
 const bin = new URL('../../bin/earshot.js', import.meta.url).pathname

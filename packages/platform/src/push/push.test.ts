@@ -3,13 +3,13 @@ import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { eventually } from '@earshot/test-kit/eventually'
 import {
   callbackSender,
-  eventually,
   type ReceiverBehaviour,
   startTestReceiver,
   type TestReceiver,
-} from '@earshot/test-kit/push-receiver'
+} from '@earshot/test-kit/test-receiver'
 import type { PlatformConfig } from '../config/config.js'
 import {
   type DeliveryState,

@@ -217,7 +217,9 @@ for (const backend of testBackends) {
       enterpriseId = (await createEnterprise(db, 'Counted', null)).enterpriseId
       otherId = (await createEnterprise(db, 'Other', null)).enterpriseId
       // Another enterprise's recordings at the same instants and devices: never counted in the first's.
-      await db.transaction((tx) => insertRecordings(tx, otherId, recordings('o', 200, 3)))
+      await db.transaction((tx) =>
+        insertRecordings(tx, otherId, recordings('o', 200, 3), platform.context.recordingEvents),
+      )
     })
     after(async () => {
       await platform?.stop()
@@ -299,7 +301,9 @@ for (const backend of testBackends) {
       try {
         await Promise.all(
           [...large, ...small].map((list) =>
-            db.transaction((tx) => insertRecordings(tx, enterpriseId, list)),
+            db.transaction((tx) =>
+              insertRecordings(tx, enterpriseId, list, platform.context.recordingEvents),
+            ),
           ),
         )
       } finally {

@@ -2,7 +2,7 @@ import type { Queryable } from '../storage/database.js'
 
 /**
  * The exact number of an enterprise's recordings in a time window, read from the counters migration 5
- * keeps (storage/migrations.ts) rather than counted row by row: the window [start, end) is cut into
+ * keeps (sql/000005.sql and later) rather than counted row by row: the window [start, end) is cut into
  * whole UTC days, summed from the day counters; what is left at its edges (less than a day on each
  * side) into whole UTC hours, summed from the hour counters; what is left of those into whole UTC
  * minutes (migration 9); and what is left of those (less than a minute on each side) is counted in

@@ -19,7 +19,7 @@ import {
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner } from '@earshot/test-kit/calls'
 import fc from 'fast-check'
-import { MAX_LINE_BYTES } from '../admin/json-lines-import.js'
+import { MAX_LINE_BYTES } from '../imports/json-lines-import.js'
 import { recordingData } from './recording-data.js'
 import {
   MAX_DENOISE_URL_LENGTH,

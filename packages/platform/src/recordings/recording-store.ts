@@ -6,12 +6,10 @@ import {
   serializeTranscriptSentences,
   type TranscriptSentence,
 } from '@earshot/protocol'
-import { sqlList } from '@earshot/support/queue'
-import { RECEIPT_STATES } from '../push/delivery-states.js'
-import { cancelDeliveries, type DeliveryEvent, scheduleDeliveries } from '../push/delivery-store.js'
 import type { Queryable } from '../storage/database.js'
 import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
 import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from './recording-data.js'
+import type { RecordingEvent, RecordingEvents } from './recording-events.js'
 
 export interface TranscriptPart {
   transcriptId: number
@@ -41,7 +39,7 @@ export interface RecordingPage {
 export const INSERT_BATCH = 1000
 
 /**
- * Inserts recordings of one enterprise and schedules their pushes; call it inside a transaction.
+ * Inserts recordings of one enterprise and announces their parts; call it inside a transaction.
  * An audioId that already exists is refused with 4001. The counters of the query's total follow by
  * trigger (recording-counts.ts).
  */
@@ -49,6 +47,7 @@ export async function insertRecordings(
   tx: Queryable,
   enterpriseId: number,
   list: readonly NewRecording[],
+  events: RecordingEvents,
 ): Promise<void> {
   if (list.length > INSERT_BATCH) await lockRecordingCounters(tx, enterpriseId, list)
   for (let start = 0; start < list.length; start += INSERT_BATCH) {
@@ -58,13 +57,13 @@ export async function insertRecordings(
       const id = /\(audio_id\)=\((.*)\)/.exec((error as { detail?: string }).detail ?? '')?.[1]
       throw new InvalidParameterError('audioId', `${id ? JSON.stringify(id) : 'a recording'} already exists`)
     })
-    await scheduleDeliveries(tx, enterpriseId, batch.flatMap(eventsOfNewRecording))
+    await events.announce(tx, enterpriseId, batch.flatMap(eventsOfNewRecording))
   }
 }
 
 /** DESIGN.md §6: one event when the audio part becomes available, one when the transcript does. */
-function eventsOfNewRecording(recording: NewRecording): DeliveryEvent[] {
-  const events: DeliveryEvent[] = []
+function eventsOfNewRecording(recording: NewRecording): RecordingEvent[] {
+  const events: RecordingEvent[] = []
   if (recording.denoiseUrl !== undefined) {
     events.push({ audioId: recording.audioId, eventType: PushEventType.AUDIO_READY })
   }
@@ -108,7 +107,7 @@ async function insertBatch(
 }
 
 /**
- * Adds or replaces the transcript part of a recording and schedules its push; call it inside a
+ * Adds or replaces the transcript part of a recording and announces it; call it inside a
  * transaction. False when the enterprise has no such recording.
  */
 export async function attachTranscript(
@@ -116,6 +115,7 @@ export async function attachTranscript(
   enterpriseId: number,
   audioId: string,
   transcript: TranscriptPart,
+  events: RecordingEvents,
 ): Promise<boolean> {
   const rows = await tx.query(
     `UPDATE recordings SET transcript_id = $3, transcript_text = $4, transcript_sentences = $5, duration_ms = $6,
@@ -132,7 +132,7 @@ export async function attachTranscript(
     ],
   )
   if (rows.length === 0) return false
-  await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.TRANSCRIPT_READY }])
+  await events.announce(tx, enterpriseId, [{ audioId, eventType: PushEventType.TRANSCRIPT_READY }])
   return true
 }
 
@@ -149,7 +149,7 @@ const CHECK_VIOLATION = '23514'
 
 /**
  * Changes the fields given of a recording; call it inside a transaction. An audio part given to a recording
- * that had none schedules its push (DESIGN.md §6). The feed records the change (sql/000014.sql).
+ * that had none is announced. The feed records the change (sql/000014.sql).
  * False when the enterprise has no such recording.
  */
 export async function updateRecording(
@@ -157,6 +157,7 @@ export async function updateRecording(
   enterpriseId: number,
   audioId: string,
   changes: RecordingChanges,
+  events: RecordingEvents,
 ): Promise<boolean> {
   const rows = await tx
     .query<{ audio_added: boolean }>(
@@ -186,21 +187,21 @@ export async function updateRecording(
   const [row] = rows
   if (!row) return false
   if (row.audio_added) {
-    await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.AUDIO_READY }])
+    await events.announce(tx, enterpriseId, [{ audioId, eventType: PushEventType.AUDIO_READY }])
   }
   return true
 }
 
 /**
- * Deletes a recording (DESIGN.md §10); call it inside a transaction. Its data goes, its audioId stays taken
- * by a tombstone, its deliveries not yet confirmed are cancelled, and a `recording.deleted` push is
- * scheduled. The feed records the deletion (sql/000014.sql). False when the enterprise has no such
+ * Deletes a recording; call it inside a transaction. Its data goes, its audioId stays taken by a tombstone,
+ * and its deletion is announced (push/ then cancels what was not confirmed and pushes `recording.deleted`). The feed records the deletion (sql/000014.sql). False when the enterprise has no such
  * recording.
  */
 export async function deleteRecording(
   tx: Queryable,
   enterpriseId: number,
   audioId: string,
+  events: RecordingEvents,
 ): Promise<boolean> {
   const deleted = await tx.query(
     `WITH deleted AS (DELETE FROM recordings WHERE enterprise_id = $1 AND audio_id = $2 RETURNING audio_id)
@@ -208,8 +209,7 @@ export async function deleteRecording(
     [enterpriseId, audioId],
   )
   if (deleted.length === 0) return false
-  await cancelDeliveries(tx, audioId)
-  await scheduleDeliveries(tx, enterpriseId, [{ audioId, eventType: PushEventType.DELETED }])
+  await events.announce(tx, enterpriseId, [{ audioId, eventType: PushEventType.DELETED }])
   return true
 }
 
@@ -283,60 +283,3 @@ const NEWEST_FIRST = 'ORDER BY recorded_at DESC, audio_id DESC'
  * rows: the direct read does 1.5x the statements per second at offset 0, the same at 40, 0.7x at 100.
  */
 const KEYS_FIRST_FROM_OFFSET = 40
-
-/** A receipt callback: the partner says it has the recording audioId of its enterprise. */
-export interface Receipt {
-  enterpriseId: number
-  audioId: string
-}
-
-/**
- * Records the partner's receipts of recordings (DESIGN.md §5), any number in one statement: confirms
- * the deliveries of each the partner has acknowledged (an ack recorded, in a state a receipt confirms
- * from), and stamps the receipt's time on the others still open, so that one whose push is in flight is
- * confirmed when its ack is recorded (deliveryQueue's settle). Deliveries never acknowledged are left to
- * be pushed as scheduled. Idempotent; for each receipt, false when its audioId is not a recording of
- * its enterprise — another enterprise's id looks the same as none.
- */
-export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[]): Promise<boolean[]> {
-  // The deliveries' own rows carry both facts: a concurrent ack being recorded takes the same row lock,
-  // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
-  // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
-  // so that two statements over overlapping rows wait for each other rather than deadlock.
-  // A deleted recording is still the partner's to confirm when the partner had it: a push of its data was
-  // acknowledged (an attempt's ack is recorded even when the deletion had made its claim stale), or a
-  // receipt for it came before the deletion. The deletion's own push, or a push that never got an answer,
-  // tells nothing: another enterprise's audioId, or one the partner never received, looks the same.
-  const rows = await db.query<{ enterprise_id: number; audio_id: string }>(
-    `WITH asked AS (SELECT DISTINCT e, a FROM unnest($1::int8[], $2::text[]) AS u(e, a)),
-          owned AS (SELECT r.audio_id, r.enterprise_id
-                      FROM recordings r JOIN asked ON r.audio_id = asked.a AND r.enterprise_id = asked.e
-                    UNION ALL
-                    SELECT t.audio_id, t.enterprise_id
-                      FROM recording_tombstones t JOIN asked ON t.audio_id = asked.a AND t.enterprise_id = asked.e
-                     WHERE EXISTS (SELECT 1 FROM receipts
-                                    WHERE audio_id = t.audio_id AND confirmed_at <= t.deleted_at)
-                        OR EXISTS (SELECT 1 FROM deliveries d
-                                    WHERE d.audio_id = t.audio_id AND d.event_type <> '${PushEventType.DELETED}'
-                                      AND (d.acks > 0 OR EXISTS (SELECT 1 FROM delivery_attempts a
-                                                                  WHERE a.delivery_id = d.delivery_id
-                                                                    AND a.outcome = 'acked')))),
-          added AS (INSERT INTO receipts (audio_id, enterprise_id)
-                    SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
-                    ON CONFLICT (audio_id) DO NOTHING),
-          touched AS (UPDATE deliveries d
-                         SET received_at = now(),
-                             state = CASE WHEN d.acks > 0 THEN 'confirmed' ELSE d.state END,
-                             due_at = CASE WHEN d.acks > 0 THEN NULL ELSE d.due_at END,
-                             claimed_by = CASE WHEN d.acks > 0 THEN NULL ELSE d.claimed_by END,
-                             confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
-                        FROM (SELECT delivery_id FROM deliveries
-                               WHERE audio_id IN (SELECT audio_id FROM owned) AND state IN (${sqlList(RECEIPT_STATES)})
-                               ORDER BY delivery_id FOR NO KEY UPDATE) AS open
-                       WHERE d.delivery_id = open.delivery_id)
-     SELECT enterprise_id, audio_id FROM owned`,
-    [receipts.map((receipt) => receipt.enterpriseId), receipts.map((receipt) => receipt.audioId)],
-  )
-  const owned = new Set(rows.map((row) => `${row.enterprise_id}:${row.audio_id}`))
-  return receipts.map((receipt) => owned.has(`${receipt.enterpriseId}:${receipt.audioId}`))
-}

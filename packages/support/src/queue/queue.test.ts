@@ -1,22 +1,21 @@
 import assert from 'node:assert/strict'
 import { after, before, beforeEach, describe, test } from 'node:test'
-import type { Database } from '../storage/database.js'
-import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
-import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
+import { testBackends } from '@earshot/test-kit/backends'
+import { eventually, latch } from '@earshot/test-kit/eventually'
 import {
   addJobs,
   attemptsOf,
   createJobTables,
-  eventually,
   jobMachine,
   jobQueue,
   jobRow,
-  latch,
   openTestDatabase,
   type TestDatabase,
   type TestJob,
-  testBackends,
-} from './test-fixture.js'
+} from '@earshot/test-kit/queue-fixture'
+import type { Database } from '../storage/database.js'
+import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
+import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
 
 const LEASE = 30
 const attempt = { startedAt: Date.parse('2026-11-23T10:00:00Z'), durationMs: 12 }

@@ -1,22 +1,21 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test'
-import type { Database } from '../storage/database.js'
-import type { Claim } from './job-queue.js'
-import { type Runner, type RunnerOptions, startRunner, type WorkResult } from './runner.js'
+import { testBackends } from '@earshot/test-kit/backends'
+import { eventually, latch } from '@earshot/test-kit/eventually'
 import {
   addJobs,
   attemptsOf,
   createJobTables,
-  eventually,
   type JobState,
   jobQueue,
   jobRow,
-  latch,
   openTestDatabase,
   type TestDatabase,
   type TestJob,
-  testBackends,
-} from './test-fixture.js'
+} from '@earshot/test-kit/queue-fixture'
+import type { Database } from '../storage/database.js'
+import type { Claim } from './job-queue.js'
+import { type Runner, type RunnerOptions, startRunner, type WorkResult } from './runner.js'
 
 type Options = RunnerOptions<JobState, number, TestJob, WorkResult>
 

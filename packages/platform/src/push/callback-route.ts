@@ -1,32 +1,19 @@
-import { CallbackPlaintext, RecordingFilter, ResponseCode, SPEC_VERSION } from '@earshot/protocol'
+import { CallbackPlaintext, ResponseCode } from '@earshot/protocol'
 import { batcher } from '@earshot/support/batcher'
 import type { FastifyInstance } from 'fastify'
 import { authenticate } from '../auth/authenticate.js'
-import { type RateLimitCheck, replySealed } from '../auth/envelope-request.js'
+import type { RateLimitCheck } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
-import { confirmReceipts, queryRecordings, type Receipt } from './recording-store.js'
+import { confirmReceipts, type Receipt } from './receipts.js'
 
-/** POST /openapi/v1/audios (contract §4.2) and POST /openapi/v1/callback (contract §4.3). */
-export function recordingRoutes(
+/** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
+export function callbackRoute(
   app: FastifyInstance,
   context: PlatformContext,
   rateLimit: RateLimitCheck,
 ): void {
   const confirmReceipt = receiptBatcher(context)
-
-  app.post('/openapi/v1/audios', async (request, reply) => {
-    const opened = await authenticate(context, request, rateLimit)
-    const filter = RecordingFilter.parse(opened.plaintext)
-    const page = await queryRecordings(context.db, opened.enterpriseId, filter)
-    return replySealed(request, reply, opened, {
-      specVersion: SPEC_VERSION,
-      page: filter.page,
-      size: filter.size,
-      total: page.total,
-      items: page.items,
-    })
-  })
 
   app.post('/openapi/v1/callback', async (request, reply) => {
     const opened = await authenticate(context, request, rateLimit)

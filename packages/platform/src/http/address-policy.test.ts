@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { InvalidParameterError } from '@earshot/protocol'
 import ipaddr from 'ipaddr.js'
 import { Agent, request } from 'undici'
+import { createPushSender } from '../push/push-sender.js'
 import {
   ADDRESS_REFUSED_CODE,
   type AddressClass,
@@ -15,7 +16,6 @@ import {
   guardedLookup,
   hostLiteralRefusal,
 } from './address-policy.js'
-import { createPushSender } from './push-sender.js'
 
 const METADATA = 'a cloud metadata address'
 const LINK_LOCAL = 'a link-local address'

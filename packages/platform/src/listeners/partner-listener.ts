@@ -6,10 +6,11 @@ import { tokenRoute } from '../auth/token-route.js'
 import { changeRoutes } from '../changes/change-routes.js'
 import type { PlatformContext } from '../context.js'
 import { apiReference } from '../docs/api-reference.js'
-import { recordingRoutes } from '../recordings/partner-routes.js'
-import { ApiError } from './api-error.js'
-import { parseJsonStrictly, requireJsonContentType } from './json-body.js'
-import { createServer, type Lifecycle } from './server-options.js'
+import { ApiError } from '../http/api-error.js'
+import { createServer, type Lifecycle } from '../http/create-server.js'
+import { parseJsonStrictly, requireJsonContentType } from '../http/json-body.js'
+import { callbackRoute } from '../push/callback-route.js'
+import { queryRoute } from '../recordings/query-route.js'
 
 /** The partner-facing API: token, audios, their changes and callback under /openapi/v1, plus health probes. */
 export async function buildPartnerApi(
@@ -57,7 +58,8 @@ export async function buildPartnerApi(
   })
 
   tokenRoute(app, context, rateLimit)
-  recordingRoutes(app, context, rateLimit)
+  queryRoute(app, context, rateLimit)
+  callbackRoute(app, context, rateLimit)
   changeRoutes(app, context, rateLimit)
   apiReference(app, 'partner')
 

@@ -3,6 +3,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { toFailure } from '../http/error-handler.js'
+import type { RecordingEvents } from '../recordings/recording-events.js'
 import { RecordingInput } from '../recordings/recording-input.js'
 import {
   attachTranscript,
@@ -43,12 +44,14 @@ export type ImportProgressLine =
 
 export interface ImportTarget {
   db: Database
+  /** Told of the recordings stored, in each chunk's transaction (their pushes are scheduled there). */
+  events: RecordingEvents
   enterpriseId: number
   bodyLimitBytes: number
 }
 
 /**
- * Imports a JSON Lines body (DESIGN.md §7, revised 2026-11-23) in two passes, never holding the
+ * Imports a JSON Lines body in two passes, never holding the
  * body in memory. The validation pass reads the request stream line by line, checks every line
  * (strict UTF-8, JSON, schema, audioIds unique in the file, and against what is stored) and spools
  * the valid recordings to a temporary file; a bad line is reported with its line number and nothing
@@ -59,7 +62,7 @@ export interface ImportTarget {
  * a chunk failing) is completed by importing the same file again.
  */
 export async function importJsonLines(
-  { db, enterpriseId, bodyLimitBytes }: ImportTarget,
+  { db, events, enterpriseId, bodyLimitBytes }: ImportTarget,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -95,7 +98,7 @@ export async function importJsonLines(
     const summary: ImportSummary = { imported: 0, skipped: 0 }
     write({ progress: 0, total })
     for await (const chunk of chunks(spool.entries())) {
-      const counted = await db.transaction((tx) => commitChunk(tx, enterpriseId, chunk))
+      const counted = await db.transaction((tx) => commitChunk(tx, events, enterpriseId, chunk))
       summary.imported += counted.imported
       summary.skipped += counted.skipped
       done += chunk.length
@@ -228,6 +231,7 @@ function parseLine(bytes: Buffer | undefined): RecordingInput | undefined {
 /** One chunk of the commit pass, judged again: another writer may have stored some of it meanwhile. */
 async function commitChunk(
   tx: Queryable,
+  events: RecordingEvents,
   enterpriseId: number,
   chunk: readonly SpooledRecording[],
 ): Promise<ImportSummary> {
@@ -243,10 +247,9 @@ async function commitChunk(
       throw new InvalidParameterError('', `line ${line}: ${verdict.reason} (stored after the validation)`)
     }
   })
-  // insertRecordings and attachTranscript schedule the pushes in this same transaction.
-  await insertRecordings(tx, enterpriseId, fresh)
+  await insertRecordings(tx, enterpriseId, fresh, events)
   for (const { audioId, transcript } of transcripts) {
-    await attachTranscript(tx, enterpriseId, audioId, transcript)
+    await attachTranscript(tx, enterpriseId, audioId, transcript, events)
   }
   const imported = fresh.length + transcripts.length
   return { imported, skipped: chunk.length - imported }

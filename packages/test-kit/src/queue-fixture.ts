@@ -1,20 +1,14 @@
-import { randomBytes } from 'node:crypto'
-import pg from 'pg'
-import type { Database } from '../storage/database.js'
-import { openPglite } from '../storage/pglite.js'
-import { openPostgres } from '../storage/postgres.js'
-import { defineQueue } from './job-queue.js'
-import { defineQueueMachine, dueIndexSql, groupIndexesSql, sweepIndexSql } from './state-machine.js'
+import {
+  defineQueue,
+  defineQueueMachine,
+  dueIndexSql,
+  groupIndexesSql,
+  sweepIndexSql,
+} from '@earshot/support/queue'
+import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type BackendName, scratchPostgresDatabase } from './backends.js'
 
-/** For the queue's own tests: a jobs table on PGlite or a scratch PostgreSQL database. */
-
-export type TestBackend = 'pglite' | 'postgres'
-
-/** PGlite always; PostgreSQL too when DATABASE_URL names a server. */
-export const testBackends: TestBackend[] = [
-  'pglite',
-  ...(process.env.DATABASE_URL ? ['postgres' as const] : []),
-]
+/** For the generic queue's own tests (@earshot/support): a jobs table on PGlite or a scratch PostgreSQL database. */
 
 export interface TestDatabase {
   db: Database
@@ -24,7 +18,7 @@ export interface TestDatabase {
 }
 
 /** An in-memory PGlite, or a new database on the DATABASE_URL server dropped again by close(). */
-export async function openTestDatabase(backend: TestBackend): Promise<TestDatabase> {
+export async function openTestDatabase(backend: BackendName): Promise<TestDatabase> {
   if (backend === 'pglite') {
     const db = await openPglite(undefined)
     return {
@@ -33,14 +27,10 @@ export async function openTestDatabase(backend: TestBackend): Promise<TestDataba
       close: () => db.close(),
     }
   }
-  const serverUrl = process.env.DATABASE_URL as string
-  const name = `earshot_queue_test_${randomBytes(6).toString('hex')}`
-  await onServer(serverUrl, `CREATE DATABASE ${name}`)
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
+  const scratch = await scratchPostgresDatabase()
   const pools: Database[] = []
   const open = async () => {
-    const db = await openPostgres({ connectionString: url.toString(), max: 4 })
+    const db = await openPostgres({ connectionString: scratch.url, max: 4 })
     pools.push(db)
     return db
   }
@@ -49,18 +39,8 @@ export async function openTestDatabase(backend: TestBackend): Promise<TestDataba
     openAnother: open,
     async close() {
       await Promise.all(pools.map((db) => db.close()))
-      await onServer(serverUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      await scratch.drop()
     },
-  }
-}
-
-async function onServer(serverUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  try {
-    await client.query(sql)
-  } finally {
-    await client.end()
   }
 }
 
@@ -191,28 +171,4 @@ export async function attemptsOf(db: Database, id: number): Promise<AttemptRow[]
       WHERE job_id = $1 ORDER BY attempt_id`,
     [id],
   )
-}
-
-/** Polls until check() returns a value other than undefined/false, or fails after timeoutMs. */
-export async function eventually<T>(
-  check: () => Promise<T | undefined | false>,
-  timeoutMs: number,
-  what: string,
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value !== undefined && value !== false) return value
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
-
-/** A promise and the function that resolves it: a gate a test opens, or an event it waits for. */
-export function latch(): { done: Promise<void>; signal: () => void } {
-  let signal: () => void = () => {}
-  const done = new Promise<void>((resolve) => {
-    signal = resolve
-  })
-  return { done, signal }
 }

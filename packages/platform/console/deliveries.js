@@ -1,0 +1,375 @@
+/** The deliveries page: the log filtered by enterprise, state and audioId, each delivery's timeline, replays. */
+import { api, enterpriseOptions } from './admin-api.js'
+import {
+  alertBox,
+  badge,
+  cell,
+  confirmDialog,
+  count,
+  enterpriseSelect,
+  field,
+  h,
+  heading,
+  localInputValue,
+  showError,
+  stamp,
+  stateLabel,
+  statusBox,
+  table,
+} from './dom.js'
+import { navigate, refreshLater, stopRefreshing } from './navigation.js'
+
+const PAGE_SIZE = 25
+/** While a listed delivery may still move on its own, the deliveries page refreshes this often. */
+const LIVE_REFRESH_MS = 1000
+const STATES = ['pending', 'held', 'in_flight', 'acked', 'confirmed', 'failed', 'unconfirmed', 'cancelled']
+const REPLAYABLE = ['failed', 'unconfirmed']
+/** Acked ones wait for the partner's receipt: the console shows them confirmed as it comes. */
+const MOVING = ['pending', 'in_flight', 'acked']
+
+export async function deliveries(view, params, current) {
+  document.title = 'Deliveries · Earshot console'
+  const filter = new URLSearchParams()
+  for (const name of ['enterpriseId', 'state', 'audioId', 'from', 'to']) {
+    const value = params.get(name)
+    if (value) filter.set(name, value)
+  }
+  const page = {
+    filter,
+    current,
+    alert: alertBox(),
+    status: statusBox(),
+    listing: h('div', { class: 'listing' }),
+    pager: h('nav', { class: 'pager', 'aria-label': 'Pages of deliveries' }),
+    /** Cursors of the pages seen before this one, for "Newer". */
+    cursors: [],
+    before: null,
+    /** The page as last drawn, so that a live refresh redraws only what changed. */
+    shown: '',
+    /** The deliveries whose timeline is open. */
+    open: new Set(),
+  }
+  page.load = () => loadDeliveries(page)
+  view.append(
+    h(
+      'div',
+      { class: 'title-row' },
+      heading('Deliveries'),
+      h('button', { type: 'button', onclick: () => page.load() }, 'Refresh'),
+    ),
+    await filterForm(filter, current),
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('button', { type: 'button', onclick: () => replayRange(page) }, 'Replay range…'),
+      h(
+        'small',
+        { class: 'muted' },
+        'Replays the failed and unconfirmed deliveries of the filtered enterprise created in the filtered time range.',
+      ),
+    ),
+    page.status,
+    page.alert,
+    page.listing,
+    page.pager,
+  )
+  await page.load()
+}
+
+async function loadDeliveries(page) {
+  stopRefreshing()
+  try {
+    const query = new URLSearchParams(page.filter)
+    query.set('limit', String(PAGE_SIZE))
+    if (page.before !== null) query.set('before', String(page.before))
+    const answer = await api('GET', `/delivery-log?${query}`)
+    if (!page.current()) return
+    // Live refreshes redraw only what changed, so focus and open timelines stay put.
+    const fingerprint = JSON.stringify(answer)
+    if (fingerprint !== page.shown) {
+      page.shown = fingerprint
+      const focused = document.activeElement?.id
+      page.listing.replaceChildren(deliveryTable(page, answer.deliveries))
+      renderPager(page, answer.nextBefore)
+      if (focused) document.getElementById(focused)?.focus()
+    }
+    if (answer.deliveries.some((d) => MOVING.includes(d.state))) refreshLater(page.load, LIVE_REFRESH_MS)
+  } catch (error) {
+    if (page.current()) showError(page.alert, error)
+  }
+}
+
+function renderPager(page, nextBefore) {
+  page.pager.replaceChildren(
+    h(
+      'button',
+      {
+        type: 'button',
+        id: 'page-newer',
+        disabled: page.cursors.length === 0,
+        onclick: () => {
+          page.before = page.cursors.pop() ?? null
+          page.load()
+        },
+      },
+      '← Newer',
+    ),
+    h('span', { class: 'muted' }, `Page ${page.cursors.length + 1}`),
+    h(
+      'button',
+      {
+        type: 'button',
+        id: 'page-older',
+        disabled: nextBefore === null,
+        onclick: () => {
+          page.cursors.push(page.before)
+          page.before = nextBefore
+          page.load()
+        },
+      },
+      'Older →',
+    ),
+  )
+}
+
+async function replayOne(page, delivery) {
+  page.alert.replaceChildren()
+  try {
+    await api('POST', `/deliveries/${delivery.deliveryId}/replay`)
+    page.status.textContent = `Delivery ${delivery.deliveryId} is pending again (same eventId ${delivery.eventId}).`
+    await page.load()
+  } catch (error) {
+    showError(page.alert, error)
+  }
+}
+
+/** Replays the failed and unconfirmed deliveries of the filtered enterprise and time range, once confirmed. */
+async function replayRange(page) {
+  page.alert.replaceChildren()
+  page.status.replaceChildren()
+  const enterpriseId = page.filter.get('enterpriseId')
+  const from = page.filter.get('from')
+  const to = page.filter.get('to')
+  if (!enterpriseId || !from || !to) {
+    page.alert.textContent =
+      'To replay a range, filter by an enterprise and both ends of the time range (from and to), apply the filter, then replay.'
+    return
+  }
+  try {
+    const range = new URLSearchParams({ from, to })
+    const { replayable } = await api('GET', `/enterprises/${enterpriseId}/deliveries/replayable?${range}`)
+    const span = `created from ${stamp(from).textContent} to ${stamp(to).textContent}`
+    if (replayable === 0) {
+      await confirmDialog({
+        title: 'Nothing to replay',
+        message: `Enterprise ${enterpriseId} has no failed or unconfirmed delivery ${span}.`,
+      })
+      return
+    }
+    const confirmed = await confirmDialog({
+      title: `Replay ${count(replayable, 'delivery', 'deliveries')}?`,
+      message: `${count(replayable, 'failed or unconfirmed delivery', 'failed or unconfirmed deliveries')} of enterprise ${enterpriseId} ${span} will be replayed: pushed again with the same eventIds.`,
+      confirmLabel: `Replay ${count(replayable, 'delivery', 'deliveries')}`,
+    })
+    if (!confirmed) return
+    const { replayed } = await api('POST', `/enterprises/${enterpriseId}/deliveries/replay`, { from, to })
+    page.status.textContent = `Replayed ${count(replayed, 'delivery', 'deliveries')}.`
+    await page.load()
+  } catch (error) {
+    showError(page.alert, error)
+  }
+}
+
+const COLUMNS = [
+  'Delivery',
+  'Enterprise',
+  'Audio ID',
+  'Event',
+  'State',
+  'Attempts',
+  'Created',
+  'Next attempt',
+  '',
+]
+
+function deliveryTable(page, list) {
+  if (list.length === 0) return h('p', {}, 'No delivery matches.')
+  return table(
+    'Deliveries, newest first',
+    COLUMNS,
+    list.flatMap((d) => deliveryRows(page, d)),
+  )
+}
+
+/** A delivery's row, and the row of its timeline below it (hidden until its toggle opens it). */
+function deliveryRows(page, d) {
+  const timelineId = `timeline-${d.deliveryId}`
+  const detail = h(
+    'tr',
+    { class: 'timeline-row', hidden: !page.open.has(d.deliveryId) },
+    h('td', { colspan: String(COLUMNS.length), id: timelineId }, timeline(d)),
+  )
+  const toggle = h(
+    'button',
+    {
+      type: 'button',
+      id: `toggle-${d.deliveryId}`,
+      'aria-expanded': String(page.open.has(d.deliveryId)),
+      'aria-controls': timelineId,
+      onclick: () => {
+        if (page.open.has(d.deliveryId)) page.open.delete(d.deliveryId)
+        else page.open.add(d.deliveryId)
+        const expanded = page.open.has(d.deliveryId)
+        toggle.setAttribute('aria-expanded', String(expanded))
+        detail.hidden = !expanded
+      },
+    },
+    'Timeline',
+  )
+  const replay =
+    REPLAYABLE.includes(d.state) &&
+    h(
+      'button',
+      {
+        type: 'button',
+        id: `replay-${d.deliveryId}`,
+        'aria-label': `Replay delivery ${d.deliveryId}`,
+        onclick: () => replayOne(page, d),
+      },
+      'Replay',
+    )
+  const row = h(
+    'tr',
+    { id: `delivery-${d.deliveryId}` },
+    cell(COLUMNS[0], String(d.deliveryId)),
+    cell(COLUMNS[1], String(d.enterpriseId)),
+    cell(COLUMNS[2], h('span', { class: 'mono' }, d.audioId)),
+    cell(COLUMNS[3], d.eventType.replace('recording.', '')),
+    cell(COLUMNS[4], badge(d.state)),
+    cell(COLUMNS[5], String(d.attempts.length)),
+    cell(COLUMNS[6], stamp(d.createdAt)),
+    cell(COLUMNS[7], stamp(d.nextAttemptAt)),
+    cell('Actions', h('div', { class: 'row-actions' }, toggle, replay)),
+  )
+  return [row, detail]
+}
+
+async function filterForm(filter, current) {
+  let list = []
+  const alert = alertBox()
+  try {
+    list = await enterpriseOptions()
+  } catch (error) {
+    if (current()) showError(alert, error)
+  }
+  const state = h(
+    'select',
+    { id: 'filter-state', name: 'state' },
+    h('option', { value: '' }, 'Any state'),
+    STATES.map((s) => h('option', { value: s, selected: filter.get('state') === s }, stateLabel(s))),
+  )
+  const enterprise = enterpriseSelect(
+    'filter-enterprise',
+    list,
+    filter.get('enterpriseId'),
+    'Every enterprise',
+  )
+  const audioId = h('input', {
+    id: 'filter-audio-id',
+    name: 'audioId',
+    type: 'text',
+    value: filter.get('audioId') ?? '',
+    spellcheck: 'false',
+  })
+  const from = h('input', {
+    id: 'filter-from',
+    name: 'from',
+    type: 'datetime-local',
+    step: '1',
+    value: localInputValue(filter.get('from')),
+  })
+  const to = h('input', {
+    id: 'filter-to',
+    name: 'to',
+    type: 'datetime-local',
+    step: '1',
+    value: localInputValue(filter.get('to')),
+  })
+  return h(
+    'form',
+    {
+      class: 'card filters',
+      'aria-label': 'Filter deliveries',
+      onsubmit: (event) => {
+        event.preventDefault()
+        const query = new URLSearchParams()
+        if (enterprise.value) query.set('enterpriseId', enterprise.value)
+        if (state.value) query.set('state', state.value)
+        if (audioId.value.trim()) query.set('audioId', audioId.value.trim())
+        // datetime-local is the browser's local time; the API takes instants with an offset.
+        if (from.value) query.set('from', new Date(from.value).toISOString())
+        if (to.value) query.set('to', new Date(to.value).toISOString())
+        const next = `#/deliveries${query.size > 0 ? `?${query}` : ''}`
+        navigate(next)
+      },
+    },
+    h(
+      'div',
+      { class: 'fields' },
+      field('filter-enterprise', 'Enterprise', enterprise),
+      field('filter-state', 'State', state),
+      field('filter-audio-id', 'Audio ID', audioId),
+      field('filter-from', 'Created from', from),
+      field('filter-to', 'Created before', to),
+    ),
+    alert,
+    h(
+      'div',
+      { class: 'actions' },
+      h('button', { type: 'submit', class: 'primary' }, 'Apply'),
+      h('a', { href: '#/deliveries', class: 'button quiet' }, 'Clear'),
+    ),
+  )
+}
+
+function timeline(delivery) {
+  const facts = [
+    ['Event ID', h('span', { class: 'mono' }, delivery.eventId)],
+    ['Event type', delivery.eventType],
+    ['Created', stamp(delivery.createdAt)],
+    ['Acked', stamp(delivery.ackedAt)],
+    ['Confirmed', stamp(delivery.confirmedAt)],
+    ['Next attempt', stamp(delivery.nextAttemptAt)],
+  ]
+  return h(
+    'div',
+    { class: 'timeline' },
+    h('h3', {}, `Delivery ${delivery.deliveryId}: attempts`),
+    h(
+      'dl',
+      { class: 'facts' },
+      facts.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
+    ),
+    delivery.attempts.length === 0
+      ? h('p', { class: 'muted' }, 'No attempt yet.')
+      : h(
+          'ol',
+          { class: 'attempts' },
+          delivery.attempts.map((a) =>
+            h(
+              'li',
+              { class: `attempt outcome-${a.outcome}` },
+              h('span', { class: 'attempt-no' }, `#${a.attemptNo}`),
+              stamp(a.startedAt),
+              h('span', {}, `${a.durationMs} ms`),
+              h('span', {}, a.httpStatus === null ? 'no HTTP answer' : `HTTP ${a.httpStatus}`),
+              h('span', {}, a.responseCode === null ? 'no code' : `code ${a.responseCode}`),
+              badge(a.outcome),
+              // The sender words a bare refusal as the status already shown.
+              a.error && a.error !== `HTTP ${a.httpStatus}` && h('span', { class: 'attempt-error' }, a.error),
+              h('span', { class: 'muted' }, 'next attempt ', stamp(a.nextAttemptAt)),
+            ),
+          ),
+        ),
+  )
+}

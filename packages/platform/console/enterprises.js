@@ -1,0 +1,295 @@
+/** The enterprises page: create, list, rotate keys, set push URLs, disable. */
+import { api, enterpriseOptions } from './admin-api.js'
+import {
+  alertBox,
+  badge,
+  cell,
+  confirmDialog,
+  field,
+  h,
+  heading,
+  label,
+  showError,
+  stamp,
+  statusBox,
+  table,
+} from './dom.js'
+
+export async function enterprises(view, _params, current) {
+  document.title = 'Enterprises · Earshot console'
+  const page = {
+    alert: alertBox(),
+    status: statusBox(),
+    secretPanel: h('div', { class: 'secret-panel', hidden: true }),
+    listing: h('div'),
+  }
+  page.load = async () => {
+    try {
+      const list = await enterpriseOptions()
+      if (!current()) return
+      page.listing.replaceChildren(enterpriseTable(page, list))
+    } catch (error) {
+      if (current()) showError(page.alert, error)
+    }
+  }
+  /** Runs an action of a row, then lists again; its failure goes to the page's alert. */
+  page.act = async (work) => {
+    page.alert.replaceChildren()
+    page.status.replaceChildren()
+    try {
+      await work()
+      await page.load()
+    } catch (error) {
+      showError(page.alert, error)
+    }
+  }
+  view.append(
+    heading('Enterprises'),
+    createForm(page),
+    page.secretPanel,
+    page.status,
+    page.alert,
+    page.listing,
+  )
+  await page.load()
+}
+
+/** The form that creates an enterprise and shows its secret once. */
+function createForm(page) {
+  const name = h('input', { id: 'new-name', name: 'name', type: 'text', required: true, maxlength: '200' })
+  const pushUrl = h('input', {
+    id: 'new-push-url',
+    name: 'pushUrl',
+    type: 'text',
+    inputmode: 'url',
+    placeholder: 'https://partner.example/earshot',
+    spellcheck: 'false',
+  })
+  const createAlert = alertBox()
+  return h(
+    'form',
+    {
+      class: 'card',
+      'aria-labelledby': 'create-heading',
+      onsubmit: async (event) => {
+        event.preventDefault()
+        createAlert.replaceChildren()
+        try {
+          const body = { name: name.value, ...(pushUrl.value.trim() && { pushUrl: pushUrl.value.trim() }) }
+          const created = await api('POST', '/enterprises', body)
+          name.value = ''
+          pushUrl.value = ''
+          showSecret(page.secretPanel, `Enterprise ${created.enterpriseId} created`, created)
+          await page.load()
+        } catch (error) {
+          showError(createAlert, error)
+        }
+      },
+    },
+    h('h2', { id: 'create-heading' }, 'Create an enterprise'),
+    h(
+      'div',
+      { class: 'fields' },
+      field('new-name', 'Name', name),
+      field('new-push-url', 'Push URL (optional)', pushUrl),
+    ),
+    createAlert,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Create')),
+  )
+}
+
+/** The secret of a created enterprise or a rotated key, shown this once with a copy button. */
+function showSecret(panel, title, credentials) {
+  const output = h('input', {
+    id: 'secret',
+    type: 'text',
+    readonly: true,
+    value: credentials.secret,
+    spellcheck: 'false',
+    'aria-describedby': 'secret-note',
+  })
+  const copied = statusBox()
+  panel.replaceChildren(
+    h('h2', {}, title),
+    h(
+      'p',
+      { id: 'secret-note' },
+      `Key version ${credentials.keyVersion}. This secret is shown only this once: copy it now and hand it to the partner.`,
+    ),
+    field('secret', 'Secret', output),
+    h(
+      'div',
+      { class: 'actions' },
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'primary',
+          onclick: async () => {
+            try {
+              await navigator.clipboard.writeText(credentials.secret)
+              copied.textContent = 'Copied to the clipboard.'
+            } catch {
+              output.select()
+              copied.textContent =
+                'The browser refused the clipboard: the secret is selected, copy it by hand.'
+            }
+          },
+        },
+        'Copy secret',
+      ),
+      h(
+        'button',
+        {
+          type: 'button',
+          class: 'quiet',
+          onclick: () => {
+            panel.hidden = true
+            panel.replaceChildren()
+          },
+        },
+        'Hide it',
+      ),
+    ),
+    copied,
+  )
+  panel.hidden = false
+  output.focus()
+  output.select()
+}
+
+function enterpriseTable(page, list) {
+  if (list.length === 0) return h('p', {}, 'No enterprise yet.')
+  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'Created', 'Actions']
+  return table(
+    'Enterprises',
+    columns,
+    list.map((e) => {
+      const current = e.keys.at(-1)
+      const retiring = e.keys.filter((k) => k.retiresAt && new Date(k.retiresAt) > new Date())
+      return h(
+        'tr',
+        {},
+        cell(columns[0], String(e.enterpriseId)),
+        cell(columns[1], e.name),
+        cell(
+          columns[2],
+          e.pushUrl ? h('span', { class: 'url' }, e.pushUrl) : h('span', { class: 'muted' }, 'none'),
+        ),
+        cell(
+          columns[3],
+          `v${current?.keyVersion ?? '?'}`,
+          retiring.map((k) => h('small', { class: 'block' }, `v${k.keyVersion} until `, stamp(k.retiresAt))),
+        ),
+        cell(columns[4], e.disabled ? badge('disabled') : badge('active')),
+        cell(columns[5], stamp(e.createdAt)),
+        cell(columns[6], e.disabled ? h('span', { class: 'muted' }, '—') : enterpriseActions(page, e)),
+      )
+    }),
+  )
+}
+
+function enterpriseActions(page, e) {
+  return h(
+    'div',
+    { class: 'row-actions' },
+    pushUrlForm(page, e),
+    rotateButton(page, e),
+    disableButton(page, e),
+  )
+}
+
+/** The push URL of an enterprise: set, changed or cleared in place. */
+function pushUrlForm(page, e) {
+  const inputId = `push-url-${e.enterpriseId}`
+  const input = h('input', {
+    id: inputId,
+    type: 'text',
+    inputmode: 'url',
+    value: e.pushUrl ?? '',
+    placeholder: 'https://partner.example/earshot',
+    spellcheck: 'false',
+  })
+  const formAlert = alertBox()
+  const setUrl = (pushUrl) => async () => {
+    formAlert.replaceChildren()
+    try {
+      await api('PUT', `/enterprises/${e.enterpriseId}/push-url`, { pushUrl })
+      page.status.textContent =
+        pushUrl === null
+          ? `Enterprise ${e.enterpriseId} no longer pushes.`
+          : `Enterprise ${e.enterpriseId} now pushes to ${pushUrl}.`
+      await page.load()
+    } catch (error) {
+      showError(formAlert, error)
+      input.focus()
+    }
+  }
+  return h(
+    'details',
+    {},
+    h('summary', {}, 'Push URL'),
+    h(
+      'form',
+      {
+        class: 'inline-form',
+        onsubmit: (event) => {
+          event.preventDefault()
+          setUrl(input.value.trim())()
+        },
+      },
+      label(inputId, `Push URL of enterprise ${e.enterpriseId}`),
+      input,
+      h(
+        'div',
+        { class: 'actions' },
+        h('button', { type: 'submit', class: 'primary' }, 'Save'),
+        e.pushUrl && h('button', { type: 'button', onclick: setUrl(null) }, 'Clear'),
+      ),
+      formAlert,
+    ),
+  )
+}
+
+function rotateButton(page, e) {
+  return h(
+    'button',
+    {
+      type: 'button',
+      'aria-label': `Rotate the key of enterprise ${e.enterpriseId}`,
+      onclick: () =>
+        page.act(async () => {
+          const rotated = await api('POST', `/enterprises/${e.enterpriseId}/rotate-key`)
+          showSecret(page.secretPanel, `Enterprise ${e.enterpriseId}: new key`, rotated)
+          page.status.textContent = `Key version ${rotated.previousKeyVersion} stays valid until ${stamp(rotated.previousKeyRetiresAt).textContent}.`
+        }),
+    },
+    'Rotate key',
+  )
+}
+
+function disableButton(page, e) {
+  return h(
+    'button',
+    {
+      type: 'button',
+      class: 'danger',
+      'aria-label': `Disable enterprise ${e.enterpriseId}`,
+      onclick: async () => {
+        const confirmed = await confirmDialog({
+          title: `Disable enterprise ${e.enterpriseId}?`,
+          message: `${e.name} can no longer get tokens or query: its tokens stop working on every instance within a second. The console cannot enable it again.`,
+          confirmLabel: 'Disable',
+          danger: true,
+        })
+        if (confirmed) {
+          await page.act(async () => {
+            await api('POST', `/enterprises/${e.enterpriseId}/disable`)
+            page.status.textContent = `Enterprise ${e.enterpriseId} is disabled.`
+          })
+        }
+      },
+    },
+    'Disable',
+  )
+}

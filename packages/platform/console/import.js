@@ -1,0 +1,150 @@
+/** The import page: a JSON Lines file sent to the admin API, its progress and its refused lines. */
+import { API, enterpriseOptions, token, unauthorized } from './admin-api.js'
+import { alertBox, count, enterpriseSelect, field, h, heading, showError, statusBox } from './dom.js'
+
+export async function importPage(view, params, current) {
+  document.title = 'Import · Earshot console'
+  const alert = alertBox()
+  view.append(
+    heading('Import recordings'),
+    h(
+      'p',
+      {},
+      'A JSON Lines file: one recording per line. Every line is checked before anything is stored; a refused file imports nothing and lists its bad lines. Importing the same file again completes an interrupted import and skips what is stored already.',
+    ),
+  )
+  let list = []
+  try {
+    list = await enterpriseOptions()
+  } catch (error) {
+    if (current()) showError(alert, error)
+  }
+  const progressText = h('span', { id: 'import-progress-label' }, 'Import progress')
+  const progress = h('progress', {
+    id: 'import-progress',
+    max: '1',
+    'aria-labelledby': 'import-progress-label',
+  })
+  const ui = {
+    alert,
+    enterprise: enterpriseSelect(
+      'import-enterprise',
+      list.filter((e) => !e.disabled),
+      params.get('enterpriseId'),
+    ),
+    file: h('input', {
+      id: 'import-file',
+      name: 'file',
+      type: 'file',
+      required: true,
+      accept: '.jsonl,.ndjson,.json,application/x-ndjson,application/jsonl',
+    }),
+    progress,
+    progressText,
+    progressBlock: h('div', { class: 'progress', hidden: true }, progressText, progress),
+    status: statusBox(),
+    problems: h('ol', { class: 'problems', 'aria-label': 'Refused lines' }),
+    submit: h('button', { type: 'submit', class: 'primary' }, 'Import'),
+  }
+  view.append(
+    h(
+      'form',
+      { class: 'card', 'aria-label': 'Import a JSON Lines file', onsubmit: (event) => runImport(ui, event) },
+      h(
+        'div',
+        { class: 'fields' },
+        field('import-enterprise', 'Enterprise', ui.enterprise),
+        field('import-file', 'JSON Lines file', ui.file),
+      ),
+      h('div', { class: 'actions' }, ui.submit),
+    ),
+    ui.progressBlock,
+    ui.status,
+    ui.alert,
+    ui.problems,
+  )
+}
+
+/** A refused file: the summary in the alert, each refused line in the list below it. */
+function refuse(ui, failure) {
+  const [summary, ...lines] = failure.msg.split(/; (?=line \d+: )/)
+  ui.alert.replaceChildren(
+    summary.replace(/^./, (c) => c.toUpperCase()),
+    ' ',
+    h('span', { class: 'code' }, `(${failure.code})`),
+  )
+  ui.problems.replaceChildren(...lines.map((line) => h('li', {}, line)))
+}
+
+async function runImport(ui, event) {
+  event.preventDefault()
+  const chosen = ui.file.files?.[0]
+  if (!chosen || !ui.enterprise.value) return
+  ui.alert.replaceChildren()
+  ui.status.replaceChildren()
+  ui.problems.replaceChildren()
+  ui.submit.disabled = true
+  ui.progressBlock.hidden = false
+  ui.progress.removeAttribute('value')
+  ui.progressText.textContent = `Uploading and checking ${chosen.name}…`
+  try {
+    const response = await fetch(`${API}/enterprises/${ui.enterprise.value}/recordings/import`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/x-ndjson' },
+      body: chosen,
+    })
+    if (!response.ok) {
+      const answer = await response.json().catch(() => undefined)
+      if (response.status === 401) unauthorized('The admin API no longer accepts this token.')
+      ui.progressBlock.hidden = true
+      refuse(ui, {
+        code: answer?.code ?? `HTTP ${response.status}`,
+        msg: answer?.msg ?? 'the import was refused',
+      })
+      return
+    }
+    if (!(await followProgress(ui, response.body))) {
+      ui.alert.textContent = 'The import stopped before its end: import the same file again to complete it.'
+    }
+  } catch (error) {
+    showError(ui.alert, error)
+  } finally {
+    ui.submit.disabled = false
+  }
+}
+
+/** Shows the import's progress lines as they come; whether its last line (summary or refusal) came. */
+async function followProgress(ui, body) {
+  let finished = false
+  for await (const line of ndjsonLines(body)) {
+    if ('progress' in line) {
+      ui.progress.max = Math.max(line.total, 1)
+      ui.progress.value = line.progress
+      ui.progressText.textContent = `Committed ${line.progress} of ${count(line.total, 'recording')}`
+    } else if ('error' in line) {
+      refuse(ui, line.error)
+      finished = true
+    } else if ('imported' in line) {
+      ui.status.textContent = `Imported ${count(line.imported, 'recording')} into enterprise ${ui.enterprise.value}; skipped ${line.skipped} already imported.`
+      finished = true
+    }
+  }
+  return finished
+}
+
+/** The JSON lines of a streamed answer, as they arrive. */
+async function* ndjsonLines(body) {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader()
+  let buffer = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    buffer += value
+    for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, end)
+      buffer = buffer.slice(end + 1)
+      if (line.trim()) yield JSON.parse(line)
+    }
+  }
+  if (buffer.trim()) yield JSON.parse(buffer)
+}
