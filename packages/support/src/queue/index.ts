@@ -16,14 +16,8 @@ export {
   type Settlement,
 } from './job-queue.js'
 export { type RetryOptions, retryDelay } from './retry.js'
-export {
-  type Attempted,
-  type Runner,
-  type RunnerLogger,
-  type RunnerOptions,
-  startRunner,
-  type WorkResult,
-} from './runner.js'
+export { startRunner } from './runner.js'
+export type { Attempted, Runner, RunnerLogger, RunnerOptions, WorkResult } from './runner-options.js'
 export {
   defineQueueMachine,
   dueCheckSql,

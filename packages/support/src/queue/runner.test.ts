@@ -15,7 +15,8 @@ import {
 } from '@earshot/test-kit/queue-fixture'
 import type { Database } from '../storage/database.js'
 import type { Claim } from './job-queue.js'
-import { type Runner, type RunnerOptions, startRunner, type WorkResult } from './runner.js'
+import { startRunner } from './runner.js'
+import type { Runner, RunnerOptions, WorkResult } from './runner-options.js'
 
 type Options = RunnerOptions<JobState, number, TestJob, WorkResult>
 
@@ -320,17 +321,22 @@ for (const backend of testBackends) {
     test('a job falling due between the claim and the sweep is claimed shortly, not a poll later', async () => {
       const [id] = (await addJobs(db, ['late'], { dueInSeconds: 3600 })) as [number]
       let fellDue = false
-      const queue: typeof jobQueue = {
-        ...jobQueue,
-        async claim(on, options) {
-          const claims = await jobQueue.claim(on, options)
-          if (!fellDue) {
-            fellDue = true
-            await db.query('UPDATE jobs SET due_at = now() WHERE job_id = $1', [id])
-          }
-          return claims
+      // The queue as it is, but for its first claim: the job falls due right after it.
+      const queue: typeof jobQueue = Object.create(jobQueue, {
+        claim: {
+          value: async (
+            on: Parameters<typeof jobQueue.claim>[0],
+            options: Parameters<typeof jobQueue.claim>[1],
+          ) => {
+            const claims = await jobQueue.claim(on, options)
+            if (!fellDue) {
+              fellDue = true
+              await db.query('UPDATE jobs SET due_at = now() WHERE job_id = $1', [id])
+            }
+            return claims
+          },
         },
-      }
+      })
       await start({ queue, pollMs: 600_000, work: async () => ({ ok: true }) })
       await eventually(allIn([id], 'done'), 20_000, 'done')
     })

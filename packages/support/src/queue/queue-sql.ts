@@ -1,0 +1,235 @@
+import type { Claim, ClaimRef, JobId, QueueSpec } from './job-queue.js'
+import { sqlList } from './state-machine.js'
+
+const NAME = /^[a-z_][a-z0-9_]*$/
+const TYPE = /^[a-z][a-z0-9_ ]*$/
+
+/** Refuses a spec whose names are not plain SQL identifiers (they are written into the statements). */
+export function checkQueueSpec<S extends string, Id extends JobId, J>(spec: QueueSpec<S, Id, J>): void {
+  const extra = spec.attempts.columns ?? []
+  for (const name of [
+    spec.table,
+    spec.idColumn,
+    spec.attempts.table,
+    spec.channel,
+    ...extra.map((c) => c.name),
+  ]) {
+    if (!NAME.test(name)) throw new Error(`${JSON.stringify(name)} is not a lower-case SQL identifier`)
+  }
+  for (const { type } of extra)
+    if (!TYPE.test(type)) throw new Error(`${JSON.stringify(type)} is not a SQL type`)
+  for (const timer of spec.timers ?? []) {
+    if (!spec.machine.waiting.includes(timer.state))
+      throw new Error(`timer on ${timer.state}, not a waiting state`)
+  }
+  if (spec.pausedGroups !== undefined && spec.machine.held === undefined) {
+    throw new Error('pausedGroups needs a machine with a held state')
+  }
+}
+
+/** The queue's statements, written once from its spec. */
+export interface QueueStatements {
+  claimByDue: string
+  claimByIds: string
+  renew: string
+  release: string
+  settle: string
+  sweep: string
+  resume: string
+  notify: string
+}
+
+/** The names a spec's statements are written with. */
+function namesOf<S extends string, Id extends JobId, J>(spec: QueueSpec<S, Id, J>) {
+  const { machine } = spec
+  return {
+    t: spec.table,
+    id: spec.idColumn,
+    idType: spec.idType,
+    ready: `'${machine.ready}'`,
+    claimed: `'${machine.claimed}'`,
+    held: machine.held === undefined ? undefined : `'${machine.held}'`,
+    finals: sqlList(machine.final),
+    unpaused: spec.pausedGroups ? `(group_key IS NULL OR group_key NOT IN (${spec.pausedGroups}))` : 'true',
+  }
+}
+type Names = ReturnType<typeof namesOf>
+
+export function queueStatements<S extends string, Id extends JobId, J>(
+  spec: QueueSpec<S, Id, J>,
+): QueueStatements {
+  const names = namesOf(spec)
+  return {
+    claimByDue: claimSql(spec, names, false),
+    claimByIds: claimSql(spec, names, true),
+    renew: renewSql(names),
+    release: releaseSql(spec, names),
+    settle: settleSql(spec, names),
+    sweep: sweepSql(spec, names),
+    resume: resumeSql(spec, names),
+    notify: `SELECT pg_notify('${spec.channel}', '')`,
+  }
+}
+
+/** The parameters of a fenced statement: ids, claimants and claim numbers. */
+export function refParams<Id extends JobId>(claims: readonly ClaimRef<Id>[]): unknown[] {
+  return [claims.map((c) => c.id), claims.map((c) => c.fence.claimant), claims.map((c) => c.fence.claimNo)]
+}
+
+/** A claim as the claim statements return it. */
+export function claimOf<Id extends JobId, J>(
+  spec: QueueSpec<string, Id, J>,
+  claimant: string,
+  row: Record<string, unknown>,
+): Claim<Id, J> {
+  return {
+    id: row.queue_id as Id,
+    fence: { claimant, claimNo: row.queue_claim_no as number },
+    group: (row.queue_group as string | null) ?? null,
+    job: spec.claimed.parse(row),
+  }
+}
+
+/**
+ * The candidates are locked in due order; those past their group's room are left out of the update, and
+ * their locks end with the statement. The claims come back in the order they were due in.
+ */
+function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, byIds: boolean): string {
+  const { t, id, idType, ready, claimed, unpaused } = n
+  const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
+  return `WITH candidates AS (
+       SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
+        WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
+          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused}
+        ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
+        LIMIT $2
+          FOR NO KEY UPDATE SKIP LOCKED),
+     due AS (
+       SELECT c.${id}, c.named, c.due_at FROM (SELECT ${id}, group_key, named, due_at,
+                                   row_number() OVER (PARTITION BY group_key ORDER BY named DESC, due_at, ${id}) AS n
+                              FROM candidates) c
+         LEFT JOIN unnest($6::text[], $7::int[]) AS h(group_key, held) ON h.group_key = c.group_key
+        WHERE c.group_key IS NULL OR c.n <= $5 - coalesce(h.held, 0)),
+     claimed AS (
+       UPDATE ${t} j SET state = ${claimed}, claim_no = j.claim_no + 1, claimed_by = $1, claimed_at = now(),
+                         due_at = now() + make_interval(secs => $4)
+         FROM due WHERE j.${id} = due.${id}
+       RETURNING j.*, due.named AS queue_named, due.due_at AS queue_was_due)
+     SELECT j.${id} AS queue_id, j.claim_no AS queue_claim_no, j.group_key AS queue_group, ${spec.claimed.select}
+       FROM claimed j ${spec.claimed.joins ?? ''}
+      ORDER BY j.queue_named DESC, j.queue_was_due, j.${id}`
+}
+
+/** The fence: the claimant and claim number of the current claim, in the claimed state. */
+const fenced = ({ id, claimed }: Names) =>
+  `j.${id} = r.id AND j.claimed_by = r.claimant AND j.claim_no = r.claim_no AND j.state = ${claimed}`
+const refs = ({ idType }: Names) =>
+  `unnest($1::${idType}[], $2::text[], $3::int[]) AS r(id, claimant, claim_no)`
+
+/**
+ * Every statement that waits for the locks of several jobs takes them in id order (as the application
+ * must, e.g. a receipt confirming deliveries): two such statements over the same jobs then queue behind
+ * each other instead of deadlocking — which PostgreSQL resolves only after deadlock_timeout (1 s), by
+ * aborting one of them. NO KEY UPDATE, because no key changes: the attempts' foreign key checks (KEY SHARE)
+ * need not wait.
+ */
+const lockFenced = (n: Names, r: string) =>
+  `locked AS (SELECT j.${n.id} FROM ${n.t} j, ${r} WHERE ${fenced(n)} ORDER BY j.${n.id} FOR NO KEY UPDATE OF j)`
+
+function renewSql(n: Names): string {
+  return `WITH ${lockFenced(n, refs(n))}
+     UPDATE ${n.t} j SET due_at = now() + make_interval(secs => $4) FROM locked l WHERE j.${n.id} = l.${n.id}
+     RETURNING 1`
+}
+
+function releaseSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
+  return `WITH ${lockFenced(n, refs(n))},
+     released AS (
+       UPDATE ${n.t} j SET state = ${n.ready}, due_at = now(), claimed_by = NULL FROM locked l WHERE j.${n.id} = l.${n.id}
+       RETURNING 1),
+     counted AS (SELECT count(*) AS released FROM released)
+     SELECT released, CASE WHEN released > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`
+}
+
+/** Moves each fenced job to its next state and records its attempt (stale when its claim was not current). */
+function settleSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
+  const { t, id, idType, ready, finals } = n
+  const extra = spec.attempts.columns ?? []
+  const nextState = spec.settle?.state ?? 'r.state'
+  const columnNames = extra.map((c) => c.name)
+  return `WITH r AS (
+       SELECT * FROM unnest($1::${idType}[], $2::text[], $3::int[], $4::text[], $5::float8[], $6::text[], $7::text[],
+                            $8::float8[], $9::int[]${extra.map((c, i) => `, $${10 + i}::${c.type}[]`).join('')})
+         AS r(id, claimant, claim_no, state, delay, outcome, error, started_ms, duration_ms${columnNames.map((c) => `, ${c}`).join('')})),
+     ${lockFenced(n, 'r')},
+     moved AS (
+       UPDATE ${t} j
+          SET state = ${nextState},
+              due_at = CASE WHEN ${nextState} IN (${finals}) THEN NULL ELSE now() + make_interval(secs => r.delay) END,
+              claimed_by = NULL${spec.settle?.set ? `, ${spec.settle.set(nextState)}` : ''}
+         FROM r, locked l
+        WHERE j.${id} = l.${id} AND ${fenced(n)}
+       RETURNING j.${id} AS id, j.claim_no, j.state, j.due_at),
+     recorded AS (
+       INSERT INTO ${spec.attempts.table} (${id}, claim_no, claimed_by, started_at, duration_ms, outcome, error, stale,
+                                          next_attempt_at${columnNames.map((c) => `, ${c}`).join('')})
+       SELECT r.id, r.claim_no, r.claimant, to_timestamp(r.started_ms / 1000), r.duration_ms, r.outcome, r.error,
+              m.id IS NULL, CASE WHEN m.state = ${ready} THEN m.due_at END${columnNames.map((c) => `, r.${c}`).join('')}
+         FROM r LEFT JOIN moved m ON m.id = r.id AND m.claim_no = r.claim_no
+       RETURNING stale)
+     SELECT count(*) FILTER (WHERE NOT stale) AS moved, count(*) FILTER (WHERE stale) AS stale FROM recorded`
+}
+
+/**
+ * Moves on the claims whose lease ended and the waiting jobs whose timer is up, holds a paused group's
+ * ready jobs (a batch at a time, found by the group index, not the due index), and says when the next
+ * job falls due.
+ */
+function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
+  const { t, id, ready, claimed, held, finals, unpaused } = n
+  const timers = spec.timers ?? []
+  const sweptState = `CASE j.state WHEN ${claimed} THEN ${ready}${timers
+    .map((timer) => ` WHEN '${timer.state}' THEN (${timer.next})`)
+    .join('')} END`
+  const holdSql = spec.pausedGroups
+    ? `,
+     paused (group_key) AS (${spec.pausedGroups}),
+     held AS (
+       UPDATE ${t} j SET state = ${held}
+         FROM (SELECT ${id} FROM ${t}
+                WHERE state = ${ready} AND group_key IS NOT NULL
+                  AND group_key = ANY (ARRAY(SELECT group_key FROM paused))
+                LIMIT $1
+                  FOR NO KEY UPDATE SKIP LOCKED) x
+        WHERE j.${id} = x.${id}
+       RETURNING 1)`
+    : ''
+  return `WITH expired AS (
+       UPDATE ${t} j SET state = ${sweptState},
+                         due_at = CASE WHEN ${sweptState} IN (${finals}) THEN NULL ELSE now() END, claimed_by = NULL
+         FROM (SELECT ${id} FROM ${t}
+                WHERE due_at <= now() AND state IN (${sqlList([spec.machine.claimed, ...timers.map((timer) => timer.state)])})
+                ORDER BY due_at LIMIT $1
+                  FOR NO KEY UPDATE SKIP LOCKED) x
+        WHERE j.${id} = x.${id}
+       RETURNING 1)${holdSql}
+     SELECT (SELECT count(*) FROM expired)${spec.pausedGroups ? ' + (SELECT count(*) FROM held)' : ''} AS moved,
+            (SELECT greatest(extract(epoch FROM min(due_at) - now()), 0)::float8 FROM ${t}
+              WHERE due_at IS NOT NULL${held ? ` AND state <> ${held}` : ''} AND (state <> ${ready} OR ${unpaused})) AS seconds`
+}
+
+/** Puts held jobs of groups back to ready: chosen in due order, locked in id order (as every statement over several jobs locks them). */
+function resumeSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
+  const { t, id, ready, held, unpaused } = n
+  return `WITH chosen AS (
+       SELECT j.${id} FROM ${t} j
+        WHERE j.state = ${held} AND j.${id} IN (SELECT ${id} FROM ${t}
+                                                 WHERE state = ${held} AND group_key = ANY($1::text[]) AND ${unpaused}
+                                                 ORDER BY due_at LIMIT $2)
+        ORDER BY j.${id} FOR NO KEY UPDATE OF j),
+     resumed AS (
+       UPDATE ${t} j SET state = ${ready}, due_at = least(j.due_at, now()) FROM chosen c WHERE j.${id} = c.${id}
+       RETURNING 1),
+     counted AS (SELECT count(*) AS resumed FROM resumed)
+     SELECT resumed, CASE WHEN resumed > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`
+}
