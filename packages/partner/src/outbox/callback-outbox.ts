@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { PushEventType, ResponseCode } from '@earshot/protocol'
-import { batcher } from '@earshot/support/batcher'
 import {
+  type Attempted,
   type Claim,
+  type Next,
   type RunnerLogger,
   retryDelay,
   startRunner,
@@ -11,24 +12,21 @@ import {
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
 import { defaultLogger, type ReceiverLogger } from '../logging/logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
+import { type Admission, Admissions, type ReceivedEvent } from './admissions.js'
 import {
-  admitAndRecord,
   type CallbackJob,
   type CallbackState,
   callbackQueue,
-  type EnvelopeSeen,
   forgetExpiredNonces,
   handBackHeld,
   listCallbacks,
-  nonceKey,
   type ReceiptCallback,
-  rearm,
   releaseAll,
   type StoredState,
 } from './outbox-store.js'
 import { createOutboxSchema } from './schema.js'
 
-export type { CallbackState, ReceiptCallback }
+export type { Admission, CallbackState, ReceiptCallback, ReceivedEvent }
 
 /** Sends one receipt callback; resolves when the platform confirmed it (code 2000). */
 export type ConfirmReceipt = (audioId: string, options: { signal: AbortSignal }) => Promise<void>
@@ -68,15 +66,6 @@ export interface CallbackOutboxOptions {
   logger?: ReceiverLogger | undefined
 }
 
-/** What the outbox knows of a push before its recording is handed over. */
-export type Admission = 'new' | 'duplicate' | 'replayed'
-
-export interface ReceivedEvent {
-  eventId: string
-  eventType: string
-  audioId: string
-}
-
 export interface CallbackOutbox {
   /**
    * Takes the envelope's nonce (refused within the replay window: 'replayed') and says whether the
@@ -103,8 +92,6 @@ const LEASE_MARGIN_MS = 30 * SECOND
  * the pushes' statements wait for them, a statement costs far more than its rows.
  */
 const RECORD_BATCH_MS = 100
-/** On PostgreSQL, batches of pushes run on this many pool connections at once. */
-const POSTGRES_PARALLEL_BATCHES = 4
 
 /**
  * Codes whose refusal a later attempt may not get: an expired or unknown token (the client fetches a
@@ -136,7 +123,7 @@ export function isPermanentRefusal(error: unknown): boolean {
  */
 export async function openCallbackOutbox(options: CallbackOutboxOptions): Promise<CallbackOutbox> {
   const settings = checkOptions(options)
-  const { confirm, clock, logger } = settings
+  const { clock, logger } = settings
   const owned = options.database === undefined
   const db =
     options.database ?? (await openDatabase({ dataDir: options.dataDir, databaseUrl: options.databaseUrl }))
@@ -144,143 +131,13 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
   const claimant = randomBytes(9).toString('base64url')
   /** How long a new or repeated event's callback waits for wake(eventId), and the attempt it starts. */
   const holdSeconds = (settings.answerGraceMs + settings.attemptTimeoutMs) / SECOND
-  const runner = await (async () => {
-    await createOutboxSchema(db)
-    // Only this process can hold the embedded database: whatever a previous process held is due now.
-    if (db.kind === 'pglite') await releaseAll(db)
-    return startRunner<StoredState, string, CallbackJob, WorkResult>({
-      db,
-      queue: callbackQueue,
-      claimant,
-      concurrency: settings.concurrency,
-      leaseSeconds: (settings.attemptTimeoutMs + LEASE_MARGIN_MS) / SECOND,
-      pollMs: settings.pollIntervalMs,
-      recordBatchMs: RECORD_BATCH_MS,
-      clock,
-      logger: runnerLogger(logger),
-      work: send,
-      next(claim, attempt) {
-        const ids = { audioId: claim.job.audioId, eventId: claim.id }
-        // Final states ignore the delay, unless a repeat re-armed the callback meanwhile (callbackQueue).
-        if (attempt.kind === 'done') return { state: 'confirmed', delaySeconds: holdSeconds }
-        const error = messageOf(attempt.error)
-        if (isPermanentRefusal(attempt.error)) {
-          // A deletion of a recording the platform never got to push here: nothing was stored to confirm.
-          if (
-            claim.job.eventType === PushEventType.DELETED &&
-            codeOf(attempt.error) === ResponseCode.NOT_FOUND
-          ) {
-            logger.info('receipt callback of a deletion: the recording was never received here', ids)
-          } else logger.error('receipt callback refused for good', { ...ids, error })
-          return { state: 'failed', delaySeconds: holdSeconds }
-        }
-        const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {
-          repeatLast: true,
-        }) as number
-        const failures = claim.job.failures + 1
-        logger.warn('receipt callback failed; will retry', { ...ids, failures, retryInMs: delayMs, error })
-        return { state: 'pending', delaySeconds: delayMs / SECOND }
-      },
-      observe(claim, attempt) {
-        if (attempt.kind === 'done')
-          logger.info('receipt confirmed', { audioId: claim.job.audioId, eventId: claim.id })
-      },
-    })
-  })().catch(async (error: unknown) => {
-    if (owned) await db.close().catch(() => {})
-    throw error
-  })
-
-  /** One attempt: `confirm`, abandoned after attemptTimeoutMs or when close() gives up on it. */
-  async function send(claim: Claim<string, CallbackJob>, stopped: AbortSignal): Promise<WorkResult> {
-    // One controller and timer per attempt: AbortSignal.any and .timeout cost far more per callback.
-    const attempt = new AbortController()
-    const timer = setTimeout(
-      () => attempt.abort(new Error(`no answer within ${settings.attemptTimeoutMs} ms`)),
-      settings.attemptTimeoutMs,
-    )
-    timer.unref()
-    const stop = () => attempt.abort(new Error('the outbox is closing'))
-    stopped.addEventListener('abort', stop, { once: true })
-    try {
-      const { signal } = attempt
-      await untilAborted(
-        Promise.resolve().then(() => confirm(claim.job.audioId, { signal })),
-        signal,
-      )
-      return { ok: true }
-    } finally {
-      clearTimeout(timer)
-      stopped.removeEventListener('abort', stop)
-    }
-  }
-
-  /** Callbacks this outbox recorded and holds, waiting for wake(eventId): eventId → audioId, when recorded. */
-  const held = new Map<string, { audioId: string; eventType: string; at: number }>()
-  /** Never woken within the grace (the answer did not go out): the hold ends and a claim sends it. */
-  const forgetUnanswered = (now: number) => {
-    for (const [eventId, { at }] of held) {
-      if (at > now - settings.answerGraceMs) break
-      held.delete(eventId)
-    }
-  }
-
-  // admit() and recordReceived() calls made together share one statement (see outbox-store.ts).
-  const tick = batcher(
-    async (work: Work[]): Promise<(Admission | boolean)[]> => {
-      const now = clock()
-      const results: (Admission | boolean)[] = new Array(work.length)
-      const admits: { item: EnvelopeSeen; index: number }[] = []
-      const records: { event: ReceivedEvent; index: number }[] = []
-      const nonces = new Set<string>()
-      const eventIds = new Set<string>()
-      work.forEach((entry, index) => {
-        if (entry.kind === 'admit') {
-          const key = nonceKey(entry.item.keyVersion, entry.item.nonce)
-          // The same nonce twice in one batch: the later one is a replay of the earlier.
-          if (nonces.has(key)) results[index] = 'replayed'
-          else {
-            nonces.add(key)
-            admits.push({ item: entry.item, index })
-          }
-        } else if (eventIds.has(entry.event.eventId)) results[index] = false
-        else {
-          eventIds.add(entry.event.eventId)
-          records.push({ event: entry.event, index })
-        }
-      })
-      const { taken, known, created } = await admitAndRecord(
-        db,
-        admits.map((a) => a.item),
-        records.map((r) => r.event),
-        {
-          now: new Date(now),
-          nonceExpiresAt: new Date(now + settings.replayWindowMs),
-          holdSeconds,
-          claimant,
-        },
-      )
-      forgetUnanswered(now)
-      for (const { event, index } of records) {
-        const isNew = created.has(event.eventId)
-        results[index] = isNew
-        if (isNew) held.set(event.eventId, { audioId: event.audioId, eventType: event.eventType, at: now })
-      }
-      const repeated: string[] = []
-      for (const { item, index } of admits) {
-        if (!taken.has(nonceKey(item.keyVersion, item.nonce))) results[index] = 'replayed'
-        // An event recorded by this very statement is not in its snapshot of the table: ask eventIds too.
-        else if (known.has(item.eventId) || eventIds.has(item.eventId)) {
-          results[index] = 'duplicate'
-          // A callback held here goes out after the answer anyway.
-          if (!held.has(item.eventId)) repeated.push(item.eventId)
-        } else results[index] = 'new'
-      }
-      if (repeated.length > 0) await rearm(db, repeated, holdSeconds)
-      return results
+  const runner = await startCallbackRunner(db, settings, claimant, holdSeconds).catch(
+    async (error: unknown) => {
+      if (owned) await db.close().catch(() => {})
+      throw error
     },
-    { parallel: db.kind === 'postgres' ? POSTGRES_PARALLEL_BATCHES : 1 },
   )
+  const admissions = new Admissions(db, { ...settings, holdSeconds, claimant })
 
   const pruneNonces = () =>
     forgetExpiredNonces(db, new Date(clock())).catch((error: unknown) => {
@@ -294,21 +151,14 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
 
   let closed: Promise<void> | undefined
   return {
-    admit: (item) => tick({ kind: 'admit', item }) as Promise<Admission>,
-    recordReceived: (event) => tick({ kind: 'record', event }) as Promise<boolean>,
+    admit: (item) => admissions.admit(item),
+    recordReceived: (event) => admissions.recordReceived(event),
     wake(eventId) {
       if (closed) return
-      const mine = eventId === undefined ? undefined : held.get(eventId)
+      const mine = eventId === undefined ? undefined : admissions.take(eventId)
       if (eventId === undefined || !mine) return runner.wake(eventId === undefined ? undefined : [eventId])
-      held.delete(eventId)
-      runner.adopt([
-        {
-          id: eventId,
-          fence: { claimant, claimNo: 1 },
-          group: null,
-          job: { audioId: mine.audioId, eventType: mine.eventType, failures: 0 },
-        },
-      ])
+      const job = { audioId: mine.audioId, eventType: mine.eventType, failures: 0 }
+      runner.adopt([{ id: eventId, fence: { claimant, claimNo: 1 }, group: null, job }])
     },
     callbacks: (filter = {}) => listCallbacks(db, filter),
     close() {
@@ -327,7 +177,84 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
   }
 }
 
-type Work = { kind: 'admit'; item: EnvelopeSeen } | { kind: 'record'; event: ReceivedEvent }
+/** The outbox's schema made, then its queue runner: attempts `confirm`, retries on the schedule. */
+async function startCallbackRunner(db: Database, settings: Settings, claimant: string, holdSeconds: number) {
+  await createOutboxSchema(db)
+  // Only this process can hold the embedded database: whatever a previous process held is due now.
+  if (db.kind === 'pglite') await releaseAll(db)
+  return startRunner<StoredState, string, CallbackJob, WorkResult>({
+    db,
+    queue: callbackQueue,
+    claimant,
+    concurrency: settings.concurrency,
+    leaseSeconds: (settings.attemptTimeoutMs + LEASE_MARGIN_MS) / SECOND,
+    pollMs: settings.pollIntervalMs,
+    recordBatchMs: RECORD_BATCH_MS,
+    clock: settings.clock,
+    logger: runnerLogger(settings.logger),
+    work: (claim, stopped) => sendCallback(settings, claim, stopped),
+    next: (claim, attempt) => callbackNext(settings, holdSeconds, claim, attempt),
+    observe(claim, attempt) {
+      if (attempt.kind === 'done')
+        settings.logger.info('receipt confirmed', { audioId: claim.job.audioId, eventId: claim.id })
+    },
+  })
+}
+
+/** One attempt: `confirm`, abandoned after attemptTimeoutMs or when close() gives up on it. */
+async function sendCallback(
+  settings: Settings,
+  claim: Claim<string, CallbackJob>,
+  stopped: AbortSignal,
+): Promise<WorkResult> {
+  // One controller and timer per attempt: AbortSignal.any and .timeout cost far more per callback.
+  const attempt = new AbortController()
+  const timer = setTimeout(
+    () => attempt.abort(new Error(`no answer within ${settings.attemptTimeoutMs} ms`)),
+    settings.attemptTimeoutMs,
+  )
+  timer.unref()
+  const stop = () => attempt.abort(new Error('the outbox is closing'))
+  stopped.addEventListener('abort', stop, { once: true })
+  try {
+    const { signal } = attempt
+    await untilAborted(
+      Promise.resolve().then(() => settings.confirm(claim.job.audioId, { signal })),
+      signal,
+    )
+    return { ok: true }
+  } finally {
+    clearTimeout(timer)
+    stopped.removeEventListener('abort', stop)
+  }
+}
+
+/** Where a callback goes after its attempt: confirmed, failed for good on a permanent refusal, or retried. */
+function callbackNext(
+  settings: Settings,
+  holdSeconds: number,
+  claim: Claim<string, CallbackJob>,
+  attempt: Exclude<Attempted<WorkResult>, { kind: 'aborted' }>,
+): Next<StoredState> {
+  const { logger } = settings
+  const ids = { audioId: claim.job.audioId, eventId: claim.id }
+  // Final states ignore the delay, unless a repeat re-armed the callback meanwhile (callbackQueue).
+  if (attempt.kind === 'done') return { state: 'confirmed', delaySeconds: holdSeconds }
+  const error = messageOf(attempt.error)
+  if (isPermanentRefusal(attempt.error)) {
+    // A deletion of a recording the platform never got to push here: nothing was stored to confirm.
+    if (claim.job.eventType === PushEventType.DELETED && codeOf(attempt.error) === ResponseCode.NOT_FOUND) {
+      logger.info('receipt callback of a deletion: the recording was never received here', ids)
+    } else logger.error('receipt callback refused for good', { ...ids, error })
+    return { state: 'failed', delaySeconds: holdSeconds }
+  }
+  const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {
+    repeatLast: true,
+  }) as number
+  const failures = claim.job.failures + 1
+  logger.warn('receipt callback failed; will retry', { ...ids, failures, retryInMs: delayMs, error })
+  return { state: 'pending', delaySeconds: delayMs / SECOND }
+}
 
 type Settings = Required<
   Pick<

@@ -98,133 +98,73 @@ class Refusal extends Error {
 }
 
 /**
- * Receives pushes (DESIGN.md §6): opens and checks each one, refuses replays, answers a repeated
- * eventId with 2000 without handing it over again, hands a new one to onRecording (a deletion to
- * onDeleted), records it with its receipt callback, answers 2000, and only then lets the outbox call back.
+ * Receives pushes: opens and checks each one, refuses replays, answers a repeated eventId with 2000
+ * without handing it over again, hands a new one to onRecording (a deletion to onDeleted), records it with
+ * its receipt callback, answers 2000, and only then lets the outbox call back.
  */
 export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
-  const keys = keyResolver(options)
-  const { outbox } = options
-  if (!outbox || typeof outbox.admit !== 'function') throw new EarshotConfigError('outbox is required')
-  if (typeof options.onRecording !== 'function')
-    throw new EarshotConfigError('onRecording must be a function')
-  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT
-  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) {
-    throw new EarshotConfigError('bodyLimitBytes must be a positive whole number')
+  const receiver = new Receiver(options)
+  const handle = (request: PushRequest) => receiver.handle(request)
+  return {
+    handle,
+    handler: (request, response) => {
+      receiver.serveNode(request, response).catch(() => response.destroy())
+    },
+    fastifyPlugin: createFastifyPlugin(handle, receiver.bodyLimitBytes),
+    bodyLimitBytes: receiver.bodyLimitBytes,
   }
-  const logger = options.logger ?? defaultLogger
-  const { onRecording, onDeleted } = options
-  if (onDeleted !== undefined && typeof onDeleted !== 'function')
-    throw new EarshotConfigError('onDeleted must be a function when given')
+}
 
+const answer = (code: ResponseCodeValue, msg: string, afterResponse: () => void = noop): PushAnswer => ({
+  status: httpStatusOf(code),
+  body: { code, msg },
+  afterResponse,
+})
+
+class Receiver {
+  readonly bodyLimitBytes: number
+  readonly #keys: KeyResolver
+  readonly #outbox: CallbackOutbox
+  readonly #logger: ReceiverLogger
+  readonly #onRecording: PushReceiverOptions['onRecording']
+  readonly #onDeleted: PushReceiverOptions['onDeleted']
   /** Nonces being handled: the same envelope twice at once is a replay before the database says so. */
-  const nonces = new Set<string>()
+  readonly #nonces = new Set<string>()
   /** EventIds being handled, with whether the recording got stored. */
-  const events = new Map<string, Promise<boolean>>()
+  readonly #events = new Map<string, Promise<boolean>>()
 
-  const answer = (code: ResponseCodeValue, msg: string, afterResponse: () => void = noop): PushAnswer => ({
-    status: httpStatusOf(code),
-    body: { code, msg },
-    afterResponse,
-  })
+  constructor(options: PushReceiverOptions) {
+    this.#keys = keyResolver(options)
+    const { outbox } = options
+    if (!outbox || typeof outbox.admit !== 'function') throw new EarshotConfigError('outbox is required')
+    if (typeof options.onRecording !== 'function')
+      throw new EarshotConfigError('onRecording must be a function')
+    if (options.onDeleted !== undefined && typeof options.onDeleted !== 'function')
+      throw new EarshotConfigError('onDeleted must be a function when given')
+    this.bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT
+    if (!Number.isSafeInteger(this.bodyLimitBytes) || this.bodyLimitBytes < 1) {
+      throw new EarshotConfigError('bodyLimitBytes must be a positive whole number')
+    }
+    this.#outbox = outbox
+    this.#logger = options.logger ?? defaultLogger
+    this.#onRecording = options.onRecording
+    this.#onDeleted = options.onDeleted
+  }
 
-  async function handle(request: PushRequest): Promise<PushAnswer> {
+  async handle(request: PushRequest): Promise<PushAnswer> {
     try {
-      return await receive(request)
+      return await this.#receive(request)
     } catch (error) {
       if (error instanceof Refusal) {
-        logger.warn('push refused', { code: error.responseCode, reason: error.message })
+        this.#logger.warn('push refused', { code: error.responseCode, reason: error.message })
         return answer(error.responseCode, error.message)
       }
-      logger.error('push failed', { error: messageOf(error) })
+      this.#logger.error('push failed', { error: messageOf(error) })
       return answer(ResponseCode.INTERNAL_ERROR, catalogueEntry(ResponseCode.INTERNAL_ERROR).defaultMessage)
     }
   }
 
-  async function receive({ body, headers }: PushRequest): Promise<PushAnswer> {
-    if (!isJsonContentType(headers['content-type'])) {
-      throw new Refusal(ResponseCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json')
-    }
-    const size = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
-    if (size > bodyLimitBytes) {
-      throw new Refusal(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${bodyLimitBytes} bytes`)
-    }
-    const text =
-      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, size).toString('utf8')
-    const { envelope, event } = openPush(text, keys)
-
-    const nonceKey = `${envelope.keyVersion}:${envelope.nonce}`
-    if (nonces.has(nonceKey)) throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
-    nonces.add(nonceKey)
-    try {
-      const admission = await outbox.admit(envelope)
-      if (admission === 'replayed') {
-        throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
-      }
-      const wake = () => outbox.wake(event.eventId)
-      if (admission === 'duplicate') return duplicate(event, wake)
-      for (;;) {
-        const earlier = events.get(event.eventId)
-        if (!earlier) break
-        // The platform pushed again while we were still on the first push (it timed out waiting).
-        if (await earlier) return duplicate(event, wake)
-      }
-      const storing = store(event)
-      events.set(event.eventId, storing)
-      try {
-        if (!(await storing)) {
-          return answer(ResponseCode.INTERNAL_ERROR, 'the recording could not be stored; push again later')
-        }
-      } finally {
-        events.delete(event.eventId)
-      }
-      logger.info('push received', {
-        eventId: event.eventId,
-        audioId: event.audioId,
-        eventType: event.eventType,
-      })
-      return answer(ResponseCode.OK, 'success', wake)
-    } finally {
-      nonces.delete(nonceKey)
-    }
-  }
-
-  function duplicate(event: Received, wake: () => void): PushAnswer {
-    logger.info('push repeated; already received', { eventId: event.eventId, audioId: event.audioId })
-    return answer(ResponseCode.OK, 'success (already received)', wake)
-  }
-
-  /** onRecording or onDeleted, then the receipt; false (nothing recorded) when it throws. */
-  async function store(event: Received): Promise<boolean> {
-    const ids = { eventId: event.eventId, audioId: event.audioId }
-    try {
-      if (event.eventType !== PushEventType.DELETED) await onRecording(event)
-      else if (onDeleted) await onDeleted(event)
-      else {
-        logger.error('a recording was deleted but the receiver has no onDeleted; answering 5000', ids)
-        return false
-      }
-    } catch (error) {
-      const handler = event.eventType === PushEventType.DELETED ? 'onDeleted' : 'onRecording'
-      logger.error(`${handler} failed; answering 5000 so that the platform pushes again`, {
-        ...ids,
-        error: messageOf(error),
-      })
-      return false
-    }
-    await outbox.recordReceived({
-      eventId: event.eventId,
-      eventType: event.eventType,
-      audioId: event.audioId,
-    })
-    return true
-  }
-
-  const handler = (request: IncomingMessage, response: ServerResponse): void => {
-    serveNode(request, response).catch(() => response.destroy())
-  }
-
-  async function serveNode(request: IncomingMessage, response: ServerResponse): Promise<void> {
+  async serveNode(request: IncomingMessage, response: ServerResponse): Promise<void> {
     if (request.method !== 'POST') return send(response, answer(ResponseCode.INVALID_REQUEST, 'use POST'))
     if (!isJsonContentType(request.headers['content-type'])) {
       return send(
@@ -232,19 +172,96 @@ export function createPushReceiver(options: PushReceiverOptions): PushReceiver {
         answer(ResponseCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json'),
       )
     }
-    const tooLarge = () => answer(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${bodyLimitBytes} bytes`)
+    const tooLarge = () =>
+      answer(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${this.bodyLimitBytes} bytes`)
     const declared = Number(request.headers['content-length'])
-    if (declared > bodyLimitBytes) return send(response, tooLarge(), true)
-    const body = await readBody(request, bodyLimitBytes)
+    if (declared > this.bodyLimitBytes) return send(response, tooLarge(), true)
+    const body = await readBody(request, this.bodyLimitBytes)
     if (body === undefined) return send(response, tooLarge(), true)
-    send(response, await handle({ body, headers: request.headers }))
+    send(response, await this.handle({ body, headers: request.headers }))
   }
 
-  return {
-    handle,
-    handler,
-    fastifyPlugin: createFastifyPlugin(handle, bodyLimitBytes),
-    bodyLimitBytes,
+  async #receive({ body, headers }: PushRequest): Promise<PushAnswer> {
+    if (!isJsonContentType(headers['content-type'])) {
+      throw new Refusal(ResponseCode.UNSUPPORTED_MEDIA_TYPE, 'Content-Type must be application/json')
+    }
+    const size = typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body.byteLength
+    if (size > this.bodyLimitBytes) {
+      throw new Refusal(ResponseCode.PAYLOAD_TOO_LARGE, `the body is over ${this.bodyLimitBytes} bytes`)
+    }
+    const text =
+      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, size).toString('utf8')
+    const { envelope, event } = openPush(text, this.#keys)
+    const nonceKey = `${envelope.keyVersion}:${envelope.nonce}`
+    if (this.#nonces.has(nonceKey))
+      throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
+    this.#nonces.add(nonceKey)
+    try {
+      const admission = await this.#outbox.admit(envelope)
+      if (admission === 'replayed')
+        throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
+      return await this.#receiveAdmitted(event, admission === 'duplicate')
+    } finally {
+      this.#nonces.delete(nonceKey)
+    }
+  }
+
+  /** An envelope whose nonce was taken: a new event stored (once, however often it arrives at once). */
+  async #receiveAdmitted(event: Received, known: boolean): Promise<PushAnswer> {
+    const wake = () => this.#outbox.wake(event.eventId)
+    if (known) return this.#duplicate(event, wake)
+    for (;;) {
+      const earlier = this.#events.get(event.eventId)
+      if (!earlier) break
+      // The platform pushed again while we were still on the first push (it timed out waiting).
+      if (await earlier) return this.#duplicate(event, wake)
+    }
+    const storing = this.#store(event)
+    this.#events.set(event.eventId, storing)
+    try {
+      if (!(await storing)) {
+        return answer(ResponseCode.INTERNAL_ERROR, 'the recording could not be stored; push again later')
+      }
+    } finally {
+      this.#events.delete(event.eventId)
+    }
+    this.#logger.info('push received', {
+      eventId: event.eventId,
+      audioId: event.audioId,
+      eventType: event.eventType,
+    })
+    return answer(ResponseCode.OK, 'success', wake)
+  }
+
+  #duplicate(event: Received, wake: () => void): PushAnswer {
+    this.#logger.info('push repeated; already received', { eventId: event.eventId, audioId: event.audioId })
+    return answer(ResponseCode.OK, 'success (already received)', wake)
+  }
+
+  /** onRecording or onDeleted, then the receipt; false (nothing recorded) when it throws. */
+  async #store(event: Received): Promise<boolean> {
+    const ids = { eventId: event.eventId, audioId: event.audioId }
+    try {
+      if (event.eventType !== PushEventType.DELETED) await this.#onRecording(event)
+      else if (this.#onDeleted) await this.#onDeleted(event)
+      else {
+        this.#logger.error('a recording was deleted but the receiver has no onDeleted; answering 5000', ids)
+        return false
+      }
+    } catch (error) {
+      const handler = event.eventType === PushEventType.DELETED ? 'onDeleted' : 'onRecording'
+      this.#logger.error(`${handler} failed; answering 5000 so that the platform pushes again`, {
+        ...ids,
+        error: messageOf(error),
+      })
+      return false
+    }
+    await this.#outbox.recordReceived({
+      eventId: event.eventId,
+      eventType: event.eventType,
+      audioId: event.audioId,
+    })
+    return true
   }
 }
 

@@ -1,12 +1,12 @@
 import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '@earshot/protocol'
-import { batcher } from '@earshot/support/batcher'
 import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
 import { recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
-import { type EndpointOutcome, recordEndpointOutcomes, urlLabel } from './endpoint-health.js'
+import type { EndpointOutcome } from './endpoint-health.js'
+import { EndpointHealthRecorder } from './endpoint-health-recorder.js'
 import type { PushAttemptResult, PushMetrics } from './push-metrics.js'
 import { type AttemptResult, createPushSender, type PushSender } from './push-sender.js'
 
@@ -59,7 +59,7 @@ const GONE = 410
 const GONE_ERROR = 'HTTP 410 Gone: the push URL is disabled until an operator enables it again'
 
 /**
- * Pushes due deliveries (DESIGN.md §6) with a queue runner: claims with SKIP LOCKED, at most
+ * Pushes due deliveries with a queue runner: claims with SKIP LOCKED, at most
  * `pushConcurrency` held and `pushConcurrencyPerUrl` sending per push URL, every attempt recorded, then
  * what comes next: the confirm window after an ack, the retry schedule (±10% jitter) after a failure.
  * Every attempt that reached a push URL (or failed to) counts in the URL's health (endpoint-health.ts);
@@ -67,103 +67,17 @@ const GONE_ERROR = 'HTTP 410 Gone: the push URL is disabled until an operator en
  * recorded, and puts the delivery back to pending, due now, as it was: no step of its retry schedule
  * is spent, and it waits with the URL's other deliveries for an operator to enable it again.
  */
-export async function startDispatcher({
-  db,
-  settings,
-  logger,
-  metrics,
-  clock,
-  randomBytes,
-}: DispatcherOptions): Promise<Dispatcher> {
-  const sender: PushSender = createPushSender({
+export async function startDispatcher(options: DispatcherOptions): Promise<Dispatcher> {
+  const { db, settings, logger, metrics, randomBytes } = options
+  const sender = createPushSender({
     timeoutMs: settings.pushTimeoutSeconds * 1000,
     allowPrivate: settings.pushAllowPrivate,
     connectionsPerOrigin: settings.pushConcurrencyPerUrl,
   })
-  const keys = new Map<string, EnvelopeKey>()
-  const keyOf = (secret: string): EnvelopeKey => {
-    let key = keys.get(secret)
-    if (!key) {
-      key = loadKey(secret)
-      keys.set(secret, key)
-    }
-    return key
-  }
-  const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
-  const now = clock ?? Date.now
-
-  // One statement records the outcomes of the attempts that ended meanwhile; attempts do not wait for
-  // it, except a 410, whose URL must be disabled before the delivery is pending again. A URL disabled
-  // wakes the runner, whose sweep holds its deliveries.
   let wakeRunner = () => {}
-  const recordHealth = batcher(async (outcomes: EndpointOutcome[]) => {
-    const disabled = await recordEndpointOutcomes(db, outcomes, settings.pushDisableAfterSeconds)
-    for (const { url, reason } of disabled) {
-      logger.warn(
-        { url: urlLabel(url), reason },
-        'push URL disabled: its deliveries are held until it is enabled again',
-      )
-    }
-    if (disabled.length > 0) wakeRunner()
-    return outcomes.map(() => undefined)
-  })
-  let lastHealth: Promise<unknown> = Promise.resolve()
-  const health = (outcome: EndpointOutcome): Promise<void> => {
-    const recorded = recordHealth(outcome)
-    lastHealth = recorded.catch((error: unknown) =>
-      logger.warn({ err: error, url: urlLabel(outcome.url) }, 'could not record the push URL health'),
-    )
-    return recorded
-  }
-
-  /** Seals and sends one push. Throws when the push cannot even be made (a stored key that fails to load). */
-  async function push(
-    { job: delivery }: Claim<number, ClaimedDelivery>,
-    signal: AbortSignal,
-  ): Promise<Pushed> {
-    const notSendable = (error: string): Pushed => ({
-      ok: false,
-      outcome: 'failed',
-      result: 'rejected',
-      durationMs: 0,
-      error,
-    })
-    if (!delivery.pushUrl) return notSendable('the enterprise has no push URL')
-    if (delivery.disabled) return notSendable('the enterprise is disabled')
-    if (!delivery.key) return notSendable('the enterprise has no current key')
-    const event = pushEvent(delivery)
-    if (!event) return notSendable('the recording was deleted')
-    const envelope = seal(keyOf(delivery.key.secret), delivery.key.keyVersion, delivery.eventId, event, {
-      randomBytes,
-    })
-    const sent = await sender.send({
-      url: delivery.pushUrl,
-      eventId: delivery.eventId,
-      body: JSON.stringify(envelope),
-      signal,
-    })
-    const attempted: Pushed = {
-      ok: sent.acked,
-      outcome: sent.acked ? 'acked' : 'failed',
-      result: sent.result,
-      durationMs: sent.durationMs,
-      error: sent.error,
-      columns: { http_status: sent.httpStatus ?? null, response_code: sent.responseCode ?? null },
-    }
-    // An attempt cut off by a shutdown says nothing about the push URL.
-    if (sent.result === 'aborted') return attempted
-    const outcome: EndpointOutcome = { url: delivery.pushUrl, at: now(), ok: sent.acked, error: sent.error }
-    if (sent.httpStatus !== GONE) {
-      void health(outcome).catch(() => {})
-      return attempted
-    }
-    // Should the URL fail to be disabled (the database failed), this is an ordinary failed attempt.
-    const disabled = await health({ ...outcome, gone: true }).then(
-      () => true,
-      () => false,
-    )
-    return disabled ? { ...attempted, outcome: 'gone', error: GONE_ERROR } : attempted
-  }
+  const health = new EndpointHealthRecorder(db, settings.pushDisableAfterSeconds, logger, () => wakeRunner())
+  const step = new PushStep(sender, health, randomBytes, options.clock ?? Date.now)
+  const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
 
   // The lease outlives any one attempt; heartbeats renew it while an attempt waits or runs.
   const runner = await startRunner<DeliveryState, number, ClaimedDelivery, Pushed>({
@@ -173,8 +87,8 @@ export async function startDispatcher({
     perGroup: settings.pushConcurrencyPerUrl,
     leaseSeconds: Math.max(2 * settings.pushTimeoutSeconds, 5),
     logger,
-    clock,
-    work: push,
+    clock: options.clock,
+    work: (claim, signal) => step.push(claim, signal),
     next(claim, attempt) {
       if (attempt.kind === 'done') {
         if (attempt.result.ok) return { state: 'acked', delaySeconds: settings.pushConfirmWindowSeconds }
@@ -195,13 +109,83 @@ export async function startDispatcher({
 
   return {
     claimant: runner.claimant,
-    wake: runner.wake,
+    wake: () => runner.wake(),
     async stop(graceMs) {
       await runner.stop(graceMs)
-      await lastHealth
+      await health.settled()
       await sender.close()
     },
   }
+}
+
+/** The dispatcher's work step: seals and sends one push, and tells the push URL's health how it went. */
+class PushStep {
+  readonly #keys = new Map<string, EnvelopeKey>()
+
+  constructor(
+    private readonly sender: PushSender,
+    private readonly health: EndpointHealthRecorder,
+    private readonly randomBytes: (size: number) => Buffer,
+    private readonly now: () => number,
+  ) {}
+
+  /** Throws when the push cannot even be made (a stored key that fails to load). */
+  async push({ job: delivery }: Claim<number, ClaimedDelivery>, signal: AbortSignal): Promise<Pushed> {
+    if (!delivery.pushUrl) return notSendable('the enterprise has no push URL')
+    if (delivery.disabled) return notSendable('the enterprise is disabled')
+    if (!delivery.key) return notSendable('the enterprise has no current key')
+    const event = pushEvent(delivery)
+    if (!event) return notSendable('the recording was deleted')
+    const key = this.#keyOf(delivery.key.secret)
+    const envelope = seal(key, delivery.key.keyVersion, delivery.eventId, event, {
+      randomBytes: this.randomBytes,
+    })
+    const sent = await this.sender.send({
+      url: delivery.pushUrl,
+      eventId: delivery.eventId,
+      body: JSON.stringify(envelope),
+      signal,
+    })
+    const attempted: Pushed = {
+      ok: sent.acked,
+      outcome: sent.acked ? 'acked' : 'failed',
+      result: sent.result,
+      durationMs: sent.durationMs,
+      error: sent.error,
+      columns: { http_status: sent.httpStatus ?? null, response_code: sent.responseCode ?? null },
+    }
+    // An attempt cut off by a shutdown says nothing about the push URL.
+    if (sent.result === 'aborted') return attempted
+    const outcome: EndpointOutcome = {
+      url: delivery.pushUrl,
+      at: this.now(),
+      ok: sent.acked,
+      error: sent.error,
+    }
+    if (sent.httpStatus !== GONE) {
+      void this.health.record(outcome).catch(() => {})
+      return attempted
+    }
+    // Should the URL fail to be disabled (the database failed), this is an ordinary failed attempt.
+    const disabled = await this.health.record({ ...outcome, gone: true }).then(
+      () => true,
+      () => false,
+    )
+    return disabled ? { ...attempted, outcome: 'gone', error: GONE_ERROR } : attempted
+  }
+
+  #keyOf(secret: string): EnvelopeKey {
+    let key = this.#keys.get(secret)
+    if (!key) {
+      key = loadKey(secret)
+      this.#keys.set(secret, key)
+    }
+    return key
+  }
+}
+
+function notSendable(error: string): Pushed {
+  return { ok: false, outcome: 'failed', result: 'rejected', durationMs: 0, error }
 }
 
 /** The event a delivery pushes; undefined for a recording part whose recording is gone. */
