@@ -1,4 +1,4 @@
-import type { Claim, ClaimRef, JobId, QueueSpec } from './job-queue.js'
+import type { Claim, ClaimRef, JobId, QueueSpec } from './queue-types.js'
 import { sqlList } from './state-machine.js'
 
 const NAME = /^[a-z_][a-z0-9_]*$/
