@@ -2,7 +2,7 @@
 // the configuration read and validated exactly as `earshot serve` does.
 export { ConfigError, loadConfig, type PlatformConfig } from './config/config.js'
 export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
-export { createEnterprise } from './enterprises/enterprise-store.js'
+export { createEnterprise, type EnterpriseCredentials } from './enterprises/enterprise-store.js'
 export { type PlatformOptions, type RunningPlatform, startPlatform } from './platform.js'
 export { insertRecordings, type NewRecording } from './recordings/recording-store.js'
 export type { Database } from './storage/database.js'

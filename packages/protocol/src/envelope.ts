@@ -16,7 +16,7 @@ export const MAX_KEY_VERSION = 2 ** 31 - 1
 
 const CIPHER = 'aes-256-gcm'
 
-/** The encrypted envelope of contract §2.1 (without the token request's plaintext enterpriseId). */
+/** The encrypted envelope (without the token request's plaintext enterpriseId). */
 export interface Envelope {
   specVersion: typeof SPEC_VERSION
   alg: typeof ALG

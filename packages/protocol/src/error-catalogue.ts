@@ -1,5 +1,5 @@
 /**
- * The one catalogue of response codes (DESIGN.md §2). The platform answers with these codes and the
+ * The one catalogue of response codes. The platform answers with these codes and the
  * partner kit interprets them; neither defines a code of its own.
  */
 export const ResponseCode = {
@@ -28,7 +28,7 @@ export interface CatalogueEntry {
   readonly httpStatus: number
   /** The message used when nothing more specific may be said. */
   readonly defaultMessage: string
-  /** When the code is answered (DESIGN.md §2), for the API's documentation. */
+  /** When the code is answered, for the API's documentation. */
   readonly when: string
 }
 
@@ -69,7 +69,7 @@ const occasions: Record<ResponseCodeName, string> = {
   UNAVAILABLE: 'the instance is shutting down or overloaded; retry, on another instance',
 }
 
-/** HTTP status = code / 10, rounded down (DESIGN.md §2). */
+/** HTTP status = code / 10, rounded down. */
 export function httpStatusOf(code: number): number {
   return Math.floor(code / 10)
 }

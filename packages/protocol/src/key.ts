@@ -12,7 +12,7 @@ export const SECRET_RULE =
 export type EnvelopeKey = KeyObject
 
 /**
- * Loads a secret as an AES-256 key (DESIGN.md §1). Accepts exactly two forms: 44-character standard
+ * Loads a secret as an AES-256 key. Accepts exactly two forms: 44-character standard
  * Base64 of 32 bytes, or a string that is exactly 32 bytes in UTF-8, used as the raw key.
  */
 export function loadKey(secret: string): EnvelopeKey {

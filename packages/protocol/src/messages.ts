@@ -67,7 +67,7 @@ export const AccessTokenSchema = Type.Object({
 })
 export type AccessToken = Static<typeof AccessTokenSchema>
 
-/** Contract §2.3 with the rules of DESIGN.md §4. */
+/** The query filter: every field optional; startTime ≤ recordedAt < endTime. */
 export const RecordingFilterSchema = Type.Object(
   {
     audioId: Type.Optional(Id('recording id')),
@@ -141,7 +141,7 @@ const pushEventHead = {
   occurredAt: Instant('when the recording part became available, or when it was deleted'),
 }
 
-/** DESIGN.md §6: the plaintext of a push of a recording part. */
+/** The plaintext of a push of a recording part. */
 export const RecordingPushEventSchema = Type.Object({
   ...pushEventHead,
   eventType: Type.Union([
@@ -151,18 +151,18 @@ export const RecordingPushEventSchema = Type.Object({
   data: RecordingDataSchema,
 })
 
-/** DESIGN.md §10: the plaintext of a recording's deletion pushed; its data is `{}`. */
+/** The plaintext of a recording's deletion pushed; its data is `{}`. */
 export const DeletionPushEventSchema = Type.Object({
   ...pushEventHead,
   eventType: Type.Literal(PushEventType.DELETED),
   data: Type.Object({}, closed),
 })
 
-/** DESIGN.md §6: the plaintext of a push to the partner. */
+/** The plaintext of a push to the partner. */
 export const PushEventSchema = Type.Union([RecordingPushEventSchema, DeletionPushEventSchema])
 export type PushEvent = Static<typeof PushEventSchema>
 
-/** DESIGN.md §10: the change feed's request plaintext. */
+/** The change feed's request plaintext. */
 export const ChangesRequestSchema = Type.Object(
   {
     cursor: Type.Optional(
@@ -203,7 +203,7 @@ export const ChangeSchema = Type.Object({
 })
 export type Change = Static<typeof ChangeSchema>
 
-/** DESIGN.md §10: the plaintext of the change feed's response `data`. */
+/** The plaintext of the change feed's response `data`. */
 export const ChangePageSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
   items: Type.Array(ChangeSchema),
@@ -221,7 +221,7 @@ export const ChangePageSchema = Type.Object({
 })
 export type ChangePage = Static<typeof ChangePageSchema>
 
-/** DESIGN.md §2: every response body. */
+/** Every response body. */
 export const ResponseBodySchema = Type.Object({
   code: Type.Integer(),
   msg: Type.Optional(Type.String()),
@@ -386,7 +386,7 @@ export const ChangesRequest = {
 } satisfies MessageParser<ResolvedChangesRequest>
 export const RecordingFilter = {
   schema: RecordingFilterSchema,
-  /** Validates a filter (DESIGN.md §4) and applies the defaults page 1 and size 20. */
+  /** Validates a filter and applies the defaults page 1 and size 20. */
   parse(value: unknown): ResolvedRecordingFilter {
     const filter = recordingFilter.parse(value)
     return { ...filter, page: filter.page ?? 1, size: filter.size ?? DEFAULT_PAGE_SIZE }

@@ -5,7 +5,7 @@
  */
 export const MAX_FRACTION_DIGITS = 6
 
-/** ISO-8601 date-time with an explicit offset or `Z` (DESIGN.md §4); seconds and fraction optional. */
+/** ISO-8601 date-time with an explicit offset or `Z`; seconds and fraction optional. */
 export const ISO_INSTANT_PATTERN =
   '^(\\d{4})-(\\d{2})-(\\d{2})T(\\d{2}):(\\d{2})(?::(\\d{2})(?:\\.\\d{1,6})?)?(?:Z|[+-](\\d{2}):(\\d{2}))$'
 

@@ -124,7 +124,7 @@ export async function ingest(
   return body.audioId
 }
 
-/** Asserts a reply carries the catalogue code, its HTTP status, a msg and the request id (DESIGN.md §2). */
+/** Asserts a reply carries the catalogue code, its HTTP status, a msg and the request id. */
 export function expectCode(reply: Reply, code: number): void {
   assert.equal(reply.body.code, code, JSON.stringify(reply.body))
   assert.equal(reply.status, httpStatusOf(code))

@@ -8,6 +8,7 @@ import { randomInt } from 'node:crypto'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import type { EnterpriseCredentials } from '@earshot/platform'
 import { loadKey, open, PushEvent, seal } from '@earshot/protocol'
 
 // --- seeded randomness ----------------------------------------------------------------------------
@@ -82,11 +83,7 @@ export async function adminCall<T = Record<string, unknown>>(
   return JSON.parse(text.trim().split('\n').at(-1) as string) as T
 }
 
-export interface EnterpriseCredentials {
-  enterpriseId: number
-  keyVersion: number
-  secret: string
-}
+export type { EnterpriseCredentials }
 
 export function createEnterprise(platform: AdminEndpoint, name: string): Promise<EnterpriseCredentials> {
   return adminCall<EnterpriseCredentials>(platform, 'POST', '/enterprises', { name })
@@ -228,7 +225,7 @@ export async function waitFor<T>(
   }
 }
 
-/** The delivery states of DESIGN.md §6 (and §10's `cancelled`). */
+/** The delivery states. */
 export const DELIVERY_STATES = [
   'pending',
   'in_flight',
@@ -521,7 +518,7 @@ export interface CallbackQueue {
 }
 
 /**
- * A partner's receipt callbacks (contract §4.3): `concurrency` at a time, each retried every
+ * A partner's receipt callbacks: `concurrency` at a time, each retried every
  * `retryMs` until the platform answers 2000 — it may be down or restarting — and sent to whatever
  * `baseUrl()` says at the time.
  */

@@ -92,7 +92,7 @@ export async function startTestReceiver(
 }
 
 /**
- * The partner's receipt callback (contract §4.3), retried every 100 ms until the platform answers
+ * The partner's receipt callback, retried every 100 ms until the platform answers
  * 2000 — as a partner must, since the platform may be restarting. `baseUrl` is read on each try.
  */
 export function callbackSender(

@@ -4,6 +4,8 @@
  * credentials and the query targets to the parent. PGlite lives in one process only, so the data is
  * seeded here for both backends alike.
  */
+
+import type { EnterpriseCredentials } from '@earshot/platform'
 import { createEnterprise, insertRecordings, startPlatform } from '@earshot/platform'
 import { testConfig } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
@@ -26,12 +28,6 @@ export interface BenchServerSpec {
    * By default the whole plan.
    */
   stage?: { from: number; to: number; enterprises?: EnterpriseCredentials[] }
-}
-
-export interface EnterpriseCredentials {
-  enterpriseId: number
-  keyVersion: number
-  secret: string
 }
 
 /** A device, and how many of its recordings fall in QUERY_RANGE. */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `earshot-partner` command (DESIGN.md §9): a partner's side of the API from the shell. Credentials
+ * The `earshot-partner` command: a partner's side of the API from the shell. Credentials
  * come from EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION and EARSHOT_SECRET, or flags.
  */
 import { Command } from 'commander'

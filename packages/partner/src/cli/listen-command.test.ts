@@ -14,7 +14,7 @@ import { openDatabase } from '../storage/database.js'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
 const E2E_RECORDINGS = 500
-/** Every tenth recording has its transcript too: a second event (DESIGN.md §6). */
+/** Every tenth recording has its transcript too: a second event. */
 const E2E_EVENTS = E2E_RECORDINGS + E2E_RECORDINGS / 10
 
 interface Listener {

@@ -29,7 +29,7 @@ interface ListenOptions {
 const SHUTDOWN_GRACE_MS = 5000
 
 /**
- * `earshot-partner listen --port P --data DIR` (DESIGN.md §9): receives pushes, stores each recording
+ * `earshot-partner listen --port P --data DIR`: receives pushes, stores each recording
  * once (a PGlite in DIR/db, or with --store files one JSON file per recording in DIR/recordings),
  * removes it again when the platform pushes its deletion (§10), and confirms each push with the receipt
  * callback, durably: callbacks not yet confirmed survive a restart.

@@ -53,7 +53,7 @@ export function tokenCommand(): Command {
     })
 }
 
-/** `earshot-partner query [filters] [--page] [--size] [--json]` (DESIGN.md §9). */
+/** `earshot-partner query [filters] [--page] [--size] [--json]`. */
 export function queryCommand(): Command {
   return withFilters(new Command('query'))
     .description('query recordings: one page, decrypted')

@@ -13,7 +13,7 @@ interface SyncCommandOptions {
 }
 
 /**
- * `earshot-partner sync --data DIR [--follow]` (DESIGN.md §9, §10): keeps a mirror of the enterprise's
+ * `earshot-partner sync --data DIR [--follow]`: keeps a mirror of the enterprise's
  * recordings in a PGlite in DIR/db current from the change feed. Each page is committed with the cursor
  * after it, so a sync stopped in any way (kill -9 included) resumes where the last page ended. Exits 0
  * once caught up; with --follow it polls on until SIGINT or SIGTERM, then exits 0.

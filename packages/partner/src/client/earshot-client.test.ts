@@ -218,7 +218,7 @@ describe('EarshotClient against the platform', () => {
           JSON.stringify(override),
         )
       }
-      // The two secret forms of DESIGN.md §1 are accepted, and a trailing slash on the URL is fine.
+      // Both secret forms (44 characters of Base64, or 32 UTF-8 bytes) are accepted, and a trailing slash on the URL is fine.
       assert.doesNotThrow(() => new EarshotClient({ ...good, secret: 'k'.repeat(32) }))
       assert.equal(new EarshotClient({ ...good, baseUrl: `${good.baseUrl}/` }).baseUrl, good.baseUrl)
     })

@@ -3,29 +3,28 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import {
   AccessToken,
   CallbackPlaintext,
-  type Change,
   ChangePage as ChangePageMessage,
   ChangesRequest as ChangesRequestMessage,
   type EnvelopeKey,
-  errorCatalogue,
-  InvalidParameterError,
   isJsonObject,
   isTranscriptData,
   type JsonObject,
   loadKey,
-  type MessageParser,
   open,
   parseTranscriptSentences,
-  type RecordingData,
   RecordingFilter,
   RecordingList,
-  ResponseCode,
-  type ResponseCodeValue,
-  type SPEC_VERSION,
   seal,
-  type TranscriptSentence,
 } from '@earshot/protocol'
 import pRetry from 'p-retry'
+import type {
+  AccessTokenInfo,
+  AudioPage,
+  ChangePage,
+  ChangesRequest,
+  EarshotClientOptions,
+  RequestOptions,
+} from './client-types.js'
 import {
   EarshotApiError,
   EarshotConfigError,
@@ -34,89 +33,29 @@ import {
   EarshotResponseError,
   EarshotTimeoutError,
 } from './errors.js'
+import {
+  checkBaseUrl,
+  checkFilter,
+  checkFunction,
+  checkMessage,
+  checkPositiveInteger,
+  checkTimeout,
+  withoutUndefined,
+} from './options-check.js'
+import { describe, isRetryable, isTokenRefusal, readReply, type Success, untilAborted } from './reply.js'
 
-export interface EarshotClientOptions {
-  /** Where the partner API listens, e.g. `https://earshot.example` (paths /openapi/v1/… are added). */
-  baseUrl: string
-  enterpriseId: number
-  keyVersion: number
-  /** The shared secret: 44 characters of Base64, or exactly 32 bytes of UTF-8 (DESIGN.md §1). */
-  secret: string
-  /** Bound on each HTTP attempt, in milliseconds; default 10_000. */
-  timeoutMs?: number
-  /** Retries after a transient failure (network, timeout, 5000, 5030, 4290); default 3. */
-  retries?: number
-  fetch?: typeof fetch
-  /** Epoch milliseconds; decides when a cached token is renewed. */
-  clock?: () => number
-  /**
-   * Waits out the Retry-After of a refused attempt (4290, 5030) before the retry; rejects with
-   * `signal.reason` once the signal aborts. Default a timer; tests inject one they control.
-   */
-  sleep?: (ms: number, signal: AbortSignal | undefined) => Promise<void>
-}
+export type {
+  AccessTokenInfo,
+  AudioItem,
+  AudioPage,
+  ChangeItem,
+  ChangePage,
+  ChangesRequest,
+  EarshotClientOptions,
+  RequestOptions,
+} from './client-types.js'
 
-export interface RequestOptions {
-  /** Aborting stops the request and any retry; the call rejects with `signal.reason`. */
-  signal?: AbortSignal
-  /** Overrides the client's timeoutMs for each HTTP attempt of this call. */
-  timeoutMs?: number
-}
-
-export interface AudioItem {
-  audioId: string
-  data: RecordingData
-  /** `data.transcriptSentences` parsed, when the data is the transcript form (set A). */
-  sentences?: TranscriptSentence[]
-}
-
-/** A decrypted page of the query (contract §2.4), items with their parsed sentences. */
-export interface AudioPage {
-  specVersion: typeof SPEC_VERSION
-  page: number
-  size: number
-  total: number
-  items: AudioItem[]
-}
-
-/** One change of the feed (DESIGN.md §10), with its data's sentences parsed like AudioItem's. */
-export type ChangeItem = Change & {
-  /** `data.transcriptSentences` parsed, when the data is the transcript form (set A). */
-  sentences?: TranscriptSentence[]
-}
-
-/** A decrypted page of the change feed: the changes after the cursor, oldest first. */
-export interface ChangePage {
-  specVersion: typeof SPEC_VERSION
-  items: ChangeItem[]
-  /** Where the next page starts: pass it as `cursor` to read on (once caught up: the later changes). */
-  nextCursor: string
-  /** More changes were already there beyond this page (a page stops early at about 1 MiB). */
-  hasMore: boolean
-  /**
-   * How long the oldest of your changes already made on the platform, but not yet in the feed, has waited
-   * (an older transaction still running there holds it back): how far behind the feed may be. 0 when
-   * none, or when the platform does not say.
-   */
-  lagSeconds: number
-}
-
-/** Where to read the change feed from (DESIGN.md §10). */
-export interface ChangesRequest {
-  /** A nextCursor as answered; absent, the feed is read from its beginning. */
-  cursor?: string | undefined
-  /** Changes per page, 1 to 100; default 100. */
-  size?: number | undefined
-}
-
-/** An access token as the platform issued it (contract §2.2). */
-export interface AccessTokenInfo {
-  accessToken: string
-  /** Validity in seconds, as issued. */
-  expiresIn: number
-  /** When it expires, in epoch milliseconds of the client's clock. */
-  expiresAt: number
-}
+export { isRetryable } from './reply.js'
 
 const TOKEN_PATH = '/openapi/v1/token'
 const AUDIOS_PATH = '/openapi/v1/audios'
@@ -126,12 +65,8 @@ const CHANGES_PATH = '/openapi/v1/audios/changes'
 const DEFAULT_TIMEOUT_MS = 10_000
 const DEFAULT_RETRIES = 3
 const MAX_RETRIES = 100
-/** setTimeout's limit. */
-const MAX_TIMEOUT_MS = 2_147_483_647
 /** A cached token is renewed this long before it expires (or at half its life when that is shorter). */
 const RENEW_BEFORE_MS = 5 * 60_000
-/** A 4290 asking to wait longer than this is not retried: the caller decides. */
-const MAX_RETRY_AFTER_SECONDS = 60
 const BACKOFF = { factor: 2, minTimeout: 250, maxTimeout: 5_000, randomize: true }
 
 interface CachedToken {
@@ -139,14 +74,8 @@ interface CachedToken {
   renewAt: number
 }
 
-interface Success {
-  data: unknown
-  httpStatus: number
-}
-
 /**
- * A client of the partner API (contract §4): tokens, the recording query, the change feed (DESIGN.md
- * §10) and the receipt callback.
+ * A client of the partner API: tokens, the recording query, the change feed and the receipt callback.
  * Every request is sealed afresh, transient failures are retried with backoff, and the token is reused
  * until shortly before it expires.
  */
@@ -246,7 +175,7 @@ export class EarshotClient {
       }
     } catch (error) {
       throw new EarshotResponseError(
-        `the change feed response data does not match DESIGN.md §10: ${(error as Error).message}`,
+        `the change feed response data is not a change feed page: ${(error as Error).message}`,
         reply.httpStatus,
         { cause: error },
       )
@@ -270,7 +199,7 @@ export class EarshotClient {
     }
   }
 
-  /** Tells the platform a pushed recording was received (contract §4.3); repeating it is harmless. */
+  /** Tells the platform a pushed recording was received; repeating it is harmless. */
   async confirmReceipt(audioId: string, options: RequestOptions = {}): Promise<void> {
     const plaintext = checkMessage(CallbackPlaintext, { audioId })
     await this.#authorized(CALLBACK_PATH, randomUUID(), plaintext, options)
@@ -440,130 +369,4 @@ export class EarshotClient {
       )
     }
   }
-}
-
-/** Turns an HTTP answer into its data, or throws the catalogue refusal it carries. */
-function readReply(status: number, headers: Headers, text: string): Success {
-  let body: unknown
-  try {
-    body = JSON.parse(text)
-  } catch {
-    body = undefined
-  }
-  if (!isJsonObject(body) || !Number.isSafeInteger(body.code)) {
-    throw new EarshotResponseError(
-      `the platform answered HTTP ${status} without an Earshot JSON body ({code, msg, requestId})`,
-      status,
-    )
-  }
-  const code = body.code as number
-  if (code === ResponseCode.OK) return { data: body.data, httpStatus: status }
-  const msg =
-    typeof body.msg === 'string' && body.msg.length > 0
-      ? body.msg
-      : (errorCatalogue.get(code as ResponseCodeValue)?.defaultMessage ?? `HTTP ${status}`)
-  throw new EarshotApiError({
-    code,
-    msg,
-    requestId:
-      typeof body.requestId === 'string' ? body.requestId : (headers.get('x-request-id') ?? undefined),
-    httpStatus: status,
-    retryAfterSeconds: retryAfter(headers.get('retry-after')),
-  })
-}
-
-function retryAfter(header: string | null): number | undefined {
-  return header !== null && /^\d{1,9}$/.test(header.trim()) ? Number(header.trim()) : undefined
-}
-
-/**
- * A failure a later attempt may not meet: no connection, a timeout, 5000, 5030, a short 4290, a
- * gateway's 502/503/504.
- */
-export function isRetryable(error: unknown): boolean {
-  if (error instanceof EarshotNetworkError || error instanceof EarshotTimeoutError) return true
-  if (error instanceof EarshotApiError) {
-    if (error.code === ResponseCode.RATE_LIMITED) {
-      return (error.retryAfterSeconds ?? 0) <= MAX_RETRY_AFTER_SECONDS
-    }
-    return error.code === ResponseCode.INTERNAL_ERROR || error.code === ResponseCode.UNAVAILABLE
-  }
-  // A gateway in front of the platform that is itself failing.
-  return error instanceof EarshotResponseError && [502, 503, 504].includes(error.httpStatus)
-}
-
-function isTokenRefusal(error: unknown): boolean {
-  return (
-    error instanceof EarshotApiError &&
-    (error.code === ResponseCode.UNAUTHORIZED || error.code === ResponseCode.TOKEN_EXPIRED)
-  )
-}
-
-/** The filter without undefined fields, checked as the platform would check it (4001 naming the field). */
-function checkFilter(filter: RecordingFilter): JsonObject {
-  return checkMessage(RecordingFilter, withoutUndefined(filter))
-}
-
-function withoutUndefined(value: unknown): unknown {
-  return isJsonObject(value)
-    ? Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined))
-    : value
-}
-
-function checkMessage(parser: MessageParser<unknown>, value: unknown): JsonObject {
-  try {
-    parser.parse(value)
-  } catch (error) {
-    if (!(error instanceof InvalidParameterError)) throw error
-    throw new EarshotApiError({ code: ResponseCode.INVALID_PARAMETER, msg: error.message }, { cause: error })
-  }
-  return value as JsonObject
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return promise
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort))
-  })
-}
-
-function describe(error: unknown): string {
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause
-  const detail = typeof cause?.code === 'string' ? cause.code : cause?.message
-  const message = error instanceof Error ? error.message : String(error)
-  return typeof detail === 'string' && detail.length > 0 ? `${message} (${detail})` : message
-}
-
-function checkBaseUrl(baseUrl: unknown): string {
-  if (typeof baseUrl !== 'string' || !URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
-    throw new EarshotConfigError(
-      `baseUrl must be an absolute http:// or https:// URL; got ${JSON.stringify(baseUrl)}`,
-    )
-  }
-  return baseUrl.replace(/\/+$/, '')
-}
-
-function checkPositiveInteger(name: string, value: unknown): number {
-  if (!Number.isSafeInteger(value) || (value as number) < 1) {
-    throw new EarshotConfigError(`${name} must be a positive integer; got ${JSON.stringify(value)}`)
-  }
-  return value as number
-}
-
-function checkTimeout(timeoutMs: unknown): number {
-  if (typeof timeoutMs !== 'number' || !(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_MS)) {
-    throw new EarshotConfigError(
-      `timeoutMs must be a number of milliseconds from 1 to ${MAX_TIMEOUT_MS}; got ${String(timeoutMs)}`,
-    )
-  }
-  return timeoutMs
-}
-
-function checkFunction<T>(name: string, value: T | undefined): T | undefined {
-  if (value !== undefined && typeof value !== 'function') {
-    throw new EarshotConfigError(`${name} must be a function when given`)
-  }
-  return value
 }

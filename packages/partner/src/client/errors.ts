@@ -2,7 +2,7 @@ import { errorCatalogue, type ResponseCodeName, type ResponseCodeValue } from '@
 
 /**
  * Base of every error the client throws. `code` is stable to branch on: the catalogue code (a number,
- * DESIGN.md §2) for EarshotApiError, an `ERR_EARSHOT_…` string for the others.
+ * the error catalogue) for EarshotApiError, an `ERR_EARSHOT_…` string for the others.
  */
 export abstract class EarshotError extends Error {
   abstract readonly code: string | number

@@ -11,7 +11,7 @@ import { EarshotConfigError } from '../client/errors.js'
 import type { Database } from '../storage/database.js'
 
 /*
- * A local mirror of the enterprise's recordings, kept current from the change feed (DESIGN.md §10).
+ * A local mirror of the enterprise's recordings, kept current from the change feed.
  * Each page of changes is applied in one transaction together with the cursor after it, so the mirror
  * and its cursor never disagree: after a crash the next sync starts where the last committed page ended.
  */

@@ -55,7 +55,7 @@ export interface CallbackOutboxOptions {
    * recorded. Default 10 s (the platform's ack timeout).
    */
   answerGraceMs?: number | undefined
-  /** How long an accepted envelope nonce is refused again. Default 7 days (DESIGN.md §1). */
+  /** How long an accepted envelope nonce is refused again. Default 7 days. */
   replayWindowMs?: number | undefined
   /** Pending callbacks are looked for at least this often (others sharing the database add some). Default 5 s. */
   pollIntervalMs?: number | undefined

@@ -9,7 +9,7 @@ export interface PushRequest {
   headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>
 }
 
-/** DESIGN.md §2: `{code, msg}`; HTTP status = code / 10. */
+/** `{code, msg}`; HTTP status = code / 10. */
 export interface PushAnswerBody {
   code: number
   msg: string
@@ -19,8 +19,8 @@ export interface PushAnswer {
   status: number
   body: PushAnswerBody
   /**
-   * Call once the answer has been sent: the receipt callback of a 2000 starts only then (contract §6
-   * forbids calling back on the answer path). Without the call it starts after the outbox's
+   * Call once the answer has been sent: the receipt callback of a 2000 starts only then
+   * (a partner never calls back on the answer path). Without the call it starts after the outbox's
    * answer grace.
    */
   afterResponse(): void

@@ -29,7 +29,7 @@ export type ReceivedPush = Exclude<PushEvent, ReceivedDeletion> & {
   sentences: TranscriptSentence[] | undefined
 }
 
-/** A `recording.deleted` push as handed to onDeleted (DESIGN.md §10); its data is `{}`. */
+/** A `recording.deleted` push as handed to onDeleted; its data is `{}`. */
 export type ReceivedDeletion = Extract<PushEvent, { eventType: typeof PushEventType.DELETED }>
 
 interface CommonOptions {
@@ -59,7 +59,7 @@ interface CommonOptions {
 export type PushReceiverOptions = CommonOptions &
   (
     | {
-        /** The enterprise's secret (DESIGN.md §1 forms). */
+        /** The enterprise's secret (44 characters of Base64, or 32 UTF-8 bytes). */
         secret: string
         /** When set, only envelopes of this keyVersion are opened; others are refused with 4012. */
         keyVersion?: number | undefined

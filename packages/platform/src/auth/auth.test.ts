@@ -32,7 +32,7 @@ import {
 } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 
-/** POST /openapi/v1/token and the bearer checks of /audios and /callback (DESIGN.md §1–3). */
+/** POST /openapi/v1/token and the bearer checks of /audios and /callback. */
 
 const TOKEN = '/openapi/v1/token'
 const AUDIOS = '/openapi/v1/audios'

@@ -15,7 +15,7 @@ import type { Database } from '../storage/database.js'
 import { credentialCache, listenForCredentialChanges } from './credential-cache.js'
 import { type EnterpriseKey, loadEnterpriseKey, usableKey } from './credentials.js'
 
-/** The credentials cache: TTL, negative entries, invalidation (DESIGN.md §3: revocation within 1 s). */
+/** The credentials cache: TTL, negative entries, invalidation (revocation within 1 s). */
 
 const key = loadKey(generateSecret())
 const current: EnterpriseKey = { disabled: false, key, retiresAtMs: null }

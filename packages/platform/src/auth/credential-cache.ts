@@ -10,7 +10,7 @@ export const CREDENTIALS_CHANNEL = 'earshot_credentials'
 /**
  * How long an instance uses credentials it read without hearing of a change. A NOTIFY normally drops
  * them within milliseconds; this bounds the time when one is missed (the LISTEN connection
- * reconnecting), and keeps DESIGN.md §3's bound: a change takes effect on every instance within 1 s.
+ * reconnecting), and keeps revocation's bound: a change takes effect on every instance within 1 s.
  */
 export const CREDENTIALS_TTL_MS = 500
 

@@ -75,7 +75,7 @@ export async function openAndGuard(
   }
 }
 
-/** Answers 2000 with `data` sealed under the request's key, keyVersion and eventId (DESIGN.md §1). */
+/** Answers 2000 with `data` sealed under the request's key, keyVersion and eventId. */
 export function replySealed(
   request: FastifyRequest,
   reply: FastifyReply,

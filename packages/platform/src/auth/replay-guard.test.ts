@@ -14,7 +14,7 @@ import { createPartner, postJson, type TestPartner } from '@earshot/test-kit/cal
 import type { Database } from '../storage/database.js'
 import { acceptNonces, forgetExpiredNonces, type NonceUse, nonceGuard } from './replay-guard.js'
 
-/** The replay guard, group-committed (DESIGN.md §1: a reused nonce is 4090 on every instance). */
+/** The replay guard, group-committed (a reused nonce is 4090 on every instance). */
 
 const AUDIOS = '/openapi/v1/audios'
 let eventCounter = 0

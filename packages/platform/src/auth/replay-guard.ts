@@ -12,7 +12,7 @@ export interface NonceUse {
 
 /**
  * Records a nonce, resolving once its row is committed: false when it was accepted before, the request
- * being a replay (DESIGN.md §1, code 4090).
+ * being a replay (code 4090).
  */
 export type NonceGuard = (use: NonceUse) => Promise<boolean>
 

@@ -20,7 +20,7 @@ import {
 import { eventually } from '@earshot/test-kit/eventually'
 
 /**
- * DESIGN.md §3: disabling an enterprise, retiring a key version or rotating a key takes effect on every
+ * Disabling an enterprise, retiring a key version or rotating a key takes effect on every
  * instance within 1 second. Instances cache credentials (auth/credential-cache.ts); a change made on one
  * reaches the others by NOTIFY, and a key's retirement time is checked on every request.
  */

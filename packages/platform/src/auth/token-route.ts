@@ -5,7 +5,7 @@ import { ApiError } from '../http/api-error.js'
 import { usableKey } from './credentials.js'
 import { openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
 
-/** POST /openapi/v1/token (contract §4.1, DESIGN.md §3). The response data is not encrypted. */
+/** POST /openapi/v1/token. The response data is not encrypted. */
 export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateLimit: RateLimitCheck): void {
   app.post('/openapi/v1/token', async (request, reply) => {
     const { envelope, enterpriseId } = readEnvelope(request.body)

@@ -8,7 +8,7 @@ import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-rec
 import { listDeliveries } from '../push/delivery-store.js'
 import { watchFeedLag } from './feed-lag.js'
 
-/** POST /openapi/v1/audios/changes, operators' updates and deletions (DESIGN.md §10). */
+/** POST /openapi/v1/audios/changes, operators' updates and deletions. */
 
 const CHANGES = '/openapi/v1/audios/changes'
 

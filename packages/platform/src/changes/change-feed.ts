@@ -8,7 +8,7 @@ import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from '../rec
 import type { Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
-/** One page of an enterprise's changes after a cursor (DESIGN.md §10). */
+/** One page of an enterprise's changes after a cursor. */
 export interface ChangesPage {
   items: Change[]
   nextCursor: string

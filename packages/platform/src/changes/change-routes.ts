@@ -5,7 +5,7 @@ import { type RateLimitCheck, replySealed } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { readChanges } from './change-feed.js'
 
-/** POST /openapi/v1/audios/changes (DESIGN.md §10): same envelope, token and replay guard as the query. */
+/** POST /openapi/v1/audios/changes: same envelope, token and replay guard as the query. */
 export function changeRoutes(
   app: FastifyInstance,
   context: PlatformContext,

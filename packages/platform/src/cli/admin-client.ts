@@ -1,5 +1,5 @@
 /**
- * A typed client of the admin HTTP API (DESIGN.md §7), used by the `earshot` CLI. Global fetch only.
+ * A typed client of the admin HTTP API, used by the `earshot` CLI. Global fetch only.
  * A refusal ({code, msg, requestId}) becomes an AdminApiError; a platform that cannot be reached, or
  * that answers something that is not the admin API, becomes an AdminConnectionError.
  */
@@ -7,11 +7,7 @@
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:8081'
 const PREFIX = '/admin/v1'
 
-export interface EnterpriseCredentials {
-  enterpriseId: number
-  keyVersion: number
-  secret: string
-}
+export type { EnterpriseCredentials }
 
 export interface EnterpriseKey {
   keyVersion: number
@@ -45,6 +41,9 @@ export type {
   DeliveryState,
   DeliveryView as Delivery,
 } from '../push/delivery-store.js'
+
+import type { EnterpriseCredentials } from '../enterprises/enterprise-store.js'
+
 export type { EndpointState, EndpointView as Endpoint } from '../push/endpoint-health.js'
 
 export interface DeliveryQuery {

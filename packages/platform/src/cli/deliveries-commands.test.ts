@@ -8,7 +8,7 @@ import { type CliRun, cleanEnv, runCli } from '@earshot/test-kit/run-cli'
 import { deliveryMachine } from '../push/delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from '../push/delivery-store.js'
 
-/** `earshot deliveries list|show|replay` (DESIGN.md §7), the built CLI against a running platform. */
+/** `earshot deliveries list|show|replay`, the built CLI against a running platform. */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 

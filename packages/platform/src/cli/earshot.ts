@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `earshot` command (DESIGN.md §7): `serve` runs the platform; every other command is a client of
+ * The `earshot` command: `serve` runs the platform; every other command is a client of
  * its admin API, found at --url / EARSHOT_URL with the token --admin-token / EARSHOT_ADMIN_TOKEN.
  */
 import { Command, Option } from 'commander'

@@ -7,7 +7,7 @@ import { runCli } from '@earshot/test-kit/run-cli'
 import { deliveryQueue } from '../push/delivery-store.js'
 import { type EndpointView, recordEndpointOutcomes } from '../push/endpoint-health.js'
 
-/** `earshot endpoints list|enable` (DESIGN.md §10), the built CLI against a running platform. */
+/** `earshot endpoints list|enable`, the built CLI against a running platform. */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 

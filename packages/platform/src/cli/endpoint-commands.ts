@@ -6,7 +6,7 @@ interface JsonFlag {
   json?: boolean
 }
 
-/** `earshot endpoints list|enable`: the health of push URLs (DESIGN.md §10). */
+/** `earshot endpoints list|enable`: the health of push URLs. */
 export function endpointsCommand(): Command {
   const endpoints = new Command('endpoints').description(
     'show the health of push URLs; enable a disabled one again, resuming the deliveries it held',

@@ -5,7 +5,7 @@ import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends
 import { createPartner, ingest } from '@earshot/test-kit/calls'
 import { runCli } from '@earshot/test-kit/run-cli'
 
-/** `earshot recordings update|delete` (DESIGN.md §10). */
+/** `earshot recordings update|delete`. */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { ConfigError, loadConfig } from './config.js'
 
-test('defaults follow DESIGN.md §7', () => {
+test('the defaults', () => {
   const config = loadConfig({})
   assert.equal(config.port, 8080)
   assert.equal(config.adminPort, 8081)
@@ -63,7 +63,7 @@ test('every wrong value is named with its rule, and secrets are not echoed', () 
   assert.throws(() => loadConfig({}, { port: '-1' }), /--port must be an integer/)
 })
 
-test('push settings follow DESIGN.md §6–§7 and can be compressed for tests', () => {
+test('push settings: the retry schedule and windows, compressed for tests', () => {
   const defaults = loadConfig({})
   assert.deepEqual(
     defaults.pushRetryScheduleSeconds,

@@ -1,5 +1,5 @@
 /**
- * The platform's configuration: read from environment variables (names of DESIGN.md §7) and CLI
+ * The platform's configuration: read from environment variables (EARSHOT_…) and CLI
  * flags, validated once at start. A wrong value stops the process with a message naming it.
  */
 export interface PlatformConfig {
@@ -41,7 +41,7 @@ export interface PlatformConfig {
   shutdownGraceSeconds: number
   /** On a fresh database, create a demo enterprise with sample recordings. */
   demo: boolean
-  /** Seconds to wait after each failed push attempt (DESIGN.md §6); after the last, the delivery fails. */
+  /** Seconds to wait after each failed push attempt; after the last, the delivery fails. */
   pushRetryScheduleSeconds: number[]
   /** Seconds an acknowledged push waits for its receipt callback before it is pushed again. */
   pushConfirmWindowSeconds: number
@@ -55,7 +55,7 @@ export interface PlatformConfig {
   pushConcurrency: number
   /** Push attempts in flight at once to one push URL, per instance. */
   pushConcurrencyPerUrl: number
-  /** Seconds a push URL may fail with no success before it is disabled (DESIGN.md §10). */
+  /** Seconds a push URL may fail with no success before it is disabled. */
   pushDisableAfterSeconds: number
   /** Seconds a confirmed delivery and its attempts are kept before they are pruned. */
   deliveryRetentionSeconds: number
@@ -97,7 +97,7 @@ const decimalSeconds =
   }
 const flag = (raw: string) =>
   raw === '1' || raw === 'true' ? true : raw === '0' || raw === 'false' ? false : undefined
-/** DESIGN.md §6: 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. */
+/** 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. */
 export const DEFAULT_RETRY_SCHEDULE_SECONDS = [
   15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10_800, 10_800, 10_800, 21_600, 21_600,
 ]

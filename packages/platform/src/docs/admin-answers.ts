@@ -88,7 +88,9 @@ export const DeliverySchema = Type.Object({
   audioId: Type.String(),
   eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
   eventType: Type.Enum(Object.values(PushEventType)),
-  state: Type.Enum(DELIVERY_STATES, { description: 'DESIGN.md §6' }),
+  state: Type.Enum(DELIVERY_STATES, {
+    description: 'the delivery state (see the delivery states in the README)',
+  }),
   attempts: Type.Array(AttemptSchema),
   createdAt: Time('when the event was created'),
   nextAttemptAt: NullableTime('when the next attempt (pending) or re-push (acked) is due'),

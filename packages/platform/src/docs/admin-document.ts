@@ -68,7 +68,7 @@ const WITH_BODY: ResponseCodeValue[] = [
 ]
 const WITH_ID: ResponseCodeValue[] = [INVALID_PARAMETER, NOT_FOUND]
 
-/** The operators' API (DESIGN.md §7, §10) as an OpenAPI 3.1 document. */
+/** The operators' API as an OpenAPI 3.1 document. */
 export function adminApiDocument(): Json {
   const components = new Components()
   const named = (name: string, schema: TSchema, description?: string) =>
@@ -86,7 +86,7 @@ export function adminApiDocument(): Json {
   named(
     'RecordingInput',
     RecordingInputSchema,
-    'One recording to ingest (DESIGN.md §7): an audio part (denoiseUrl and recordDuration), a transcript, or both. recordedAt is ISO-8601 with an explicit offset; an absent audioId is assigned.',
+    'One recording to ingest: an audio part (denoiseUrl and recordDuration), a transcript, or both. recordedAt is ISO-8601 with an explicit offset; an absent audioId is assigned.',
   )
   named(
     'TranscriptPart',
@@ -99,7 +99,7 @@ export function adminApiDocument(): Json {
     "An update of a recording's fields (at least one; the audio part's two together), an `updated` change.",
   )
   named('ImportLine', ImportLineSchema, "One line of an import's answer.")
-  named('Delivery', DeliverySchema, 'A push delivery with every attempt (DESIGN.md §6).')
+  named('Delivery', DeliverySchema, 'A push delivery with every attempt.')
   named(
     'ReplayRange',
     ReplayRangeSchema,
@@ -110,7 +110,7 @@ export function adminApiDocument(): Json {
     UnreceiptedReplaySchema,
     'Pushes again every delivery created since `since` that was never receipted (acked, failed, unconfirmed); pending and in-flight ones are pushed anyway.',
   )
-  named('Endpoint', EndpointSchema, "A push URL's health (DESIGN.md §10).")
+  named('Endpoint', EndpointSchema, "A push URL's health.")
   named('EndpointEnable', EndpointEnableSchema)
   components.name('ResponseCode', responseCodeSchema())
   components.name('ErrorBody', errorBodySchema())
@@ -174,7 +174,7 @@ export function adminApiDocument(): Json {
       title: 'Earshot admin API',
       version: '1',
       description:
-        "The operators' API (DESIGN.md §7): enterprises and their keys, recordings, push deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
+        "The operators' API: enterprises and their keys, recordings, push deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
     },
     tags: [
       { name: 'enterprises', description: 'Enterprises, their keys and push URLs' },

@@ -34,7 +34,7 @@ import {
 const SEALED_NOTE =
   "Sealed: this object never travels in the clear. It is the UTF-8 JSON plaintext of an envelope's `ciphertext` (AES-256-GCM under the enterprise's secret, no additional authenticated data)."
 
-const ENVELOPE = `The encrypted envelope (contract §2.1, DESIGN.md §1) that carries every partner request body and every sealed answer's \`data\`. \`ciphertext\` is the AES-256-GCM encryption of a UTF-8 JSON object (the plaintext, a schema marked \`${SEALED}\`) under the enterprise's 32-byte secret with \`nonce\` as the IV and no additional authenticated data; \`tag\` is the 16-byte authentication tag. \`nonce\`, \`ciphertext\` and \`tag\` are canonical standard Base64 (padding required). Seal every request afresh: a nonce already accepted under the same enterprise and keyVersion is refused (4090). An answer's envelope uses the request's keyVersion and echoes its eventId. Unknown extra fields are ignored. Which plaintext an envelope holds is named by its schema's \`${PLAINTEXT}\`.`
+const ENVELOPE = `The encrypted envelope that carries every partner request body and every sealed answer's \`data\`. \`ciphertext\` is the AES-256-GCM encryption of a UTF-8 JSON object (the plaintext, a schema marked \`${SEALED}\`) under the enterprise's 32-byte secret with \`nonce\` as the IV and no additional authenticated data; \`tag\` is the 16-byte authentication tag. \`nonce\`, \`ciphertext\` and \`tag\` are canonical standard Base64 (padding required). Seal every request afresh: a nonce already accepted under the same enterprise and keyVersion is refused (4090). An answer's envelope uses the request's keyVersion and echoes its eventId. Unknown extra fields are ignored. Which plaintext an envelope holds is named by its schema's \`${PLAINTEXT}\`.`
 
 const BEARER_CODES: ResponseCodeValue[] = [
   ResponseCode.INVALID_REQUEST,
@@ -51,7 +51,7 @@ const BEARER_CODES: ResponseCodeValue[] = [
   ResponseCode.UNAVAILABLE,
 ]
 
-/** The partner API (contract and DESIGN.md §§1–6, 10) as an OpenAPI 3.1 document. */
+/** The partner API (10) as an OpenAPI 3.1 document. */
 export function partnerApiDocument(): Json {
   const components = new Components()
   const sealed = (name: string, schema: TSchema, description: string) =>
@@ -94,7 +94,7 @@ export function partnerApiDocument(): Json {
   sealed(
     'RecordingFilter',
     RecordingFilterSchema,
-    'The query filter (contract §2.3, DESIGN.md §4): every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
+    'The query filter: every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
   )
   sealed(
     'TranscriptRecordingData',
@@ -114,17 +114,17 @@ export function partnerApiDocument(): Json {
   sealed(
     'RecordingList',
     RecordingListSchema,
-    'A page of the query (contract §2.4): newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
+    'A page of the query: newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
   )
   sealed(
     'CallbackPlaintext',
     CallbackPlaintextSchema,
-    'The receipt callback (contract §2.6, DESIGN.md §5): the audioId of a recording the partner stored from a push.',
+    'The receipt callback: the audioId of a recording the partner stored from a push.',
   )
   sealed(
     'ChangesRequest',
     ChangesRequestSchema,
-    'A change feed request (DESIGN.md §10): no cursor starts at the beginning; a malformed cursor is refused (4001).',
+    'A change feed request: no cursor starts at the beginning; a malformed cursor is refused (4001).',
   )
   sealed(
     'Change',
@@ -139,7 +139,7 @@ export function partnerApiDocument(): Json {
   sealed(
     'PushEvent',
     PushEventSchema,
-    'What the platform pushes (DESIGN.md §6): one event per recording part made available, or per deletion (data `{}`).',
+    'What the platform pushes: one event per recording part made available, or per deletion (data `{}`).',
   )
   envelopeOf('SealedRecordingFilter', 'RecordingFilter', 'The query request body.')
   envelopeOf(
@@ -163,7 +163,7 @@ export function partnerApiDocument(): Json {
     'Envelope',
   )
   components.name('AccessToken', AccessTokenSchema, {
-    description: "The token answer's data (contract §2.2), not encrypted.",
+    description: "The token answer's data, not encrypted.",
   })
   components.name('ResponseCode', responseCodeSchema())
   components.name('ErrorBody', errorBodySchema())
@@ -196,9 +196,9 @@ export function partnerApiDocument(): Json {
         "The partner-facing API of Earshot: a bearer token, the recordings query, the change feed and the receipt callback under /openapi/v1, and the platform's push to the partner (under webhooks). Every request body is an encrypted envelope (the Envelope schema); the JSON it carries is a schema marked `x-earshot-sealed`, named by the envelope's `x-earshot-plaintext`. Every answer is `{code, msg, requestId}` plus `data` on success; the codes are the ResponseCode schema, the HTTP status is code / 10.",
     },
     tags: [
-      { name: 'authentication', description: 'Access tokens (contract §4.1, DESIGN.md §3)' },
+      { name: 'authentication', description: 'Access tokens' },
       { name: 'recordings', description: 'The recordings query and the receipt callback' },
-      { name: 'changes', description: 'The change feed (DESIGN.md §10)' },
+      { name: 'changes', description: 'The change feed' },
       { name: 'health', description: 'Probes for load balancers and orchestrators' },
     ],
     paths: {
@@ -252,7 +252,7 @@ export function partnerApiDocument(): Json {
           tags: ['recordings'],
           summary: 'Confirm the receipt of a pushed recording',
           description:
-            'Confirms the deliveries of that audioId the partner has acknowledged (DESIGN.md §5). A repeated callback answers 2000 and changes nothing more. A deleted recording answers 2000 if the partner had it, else 4040.',
+            'Confirms the deliveries of that audioId the partner has acknowledged. A repeated callback answers 2000 and changes nothing more. A deleted recording answers 2000 if the partner had it, else 4040.',
           security: bearer,
           requestBody: jsonBody(ref('SealedCallbackPlaintext')),
           responses: {
@@ -299,7 +299,7 @@ export function partnerApiDocument(): Json {
           operationId: 'pushRecordingEvent',
           summary: 'Push (platform → partner)',
           description:
-            'The platform POSTs each event to the enterprise\'s push URL (DESIGN.md §6). Acknowledge it with HTTP 2xx and `{"code": 2000}` within EARSHOT_PUSH_TIMEOUT (10 s), dedup by eventId, then confirm it with the receipt callback. Anything else is a failed attempt, retried on the schedule 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. An acknowledged push with no callback within 10 minutes is pushed again with the same eventId, at most 3 times.',
+            'The platform POSTs each event to the enterprise\'s push URL. Acknowledge it with HTTP 2xx and `{"code": 2000}` within EARSHOT_PUSH_TIMEOUT (10 s), dedup by eventId, then confirm it with the receipt callback. Anything else is a failed attempt, retried on the schedule 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. An acknowledged push with no callback within 10 minutes is pushed again with the same eventId, at most 3 times.',
           parameters: [
             {
               name: 'X-Earshot-Event-Id',

@@ -16,7 +16,7 @@ const PushUrl = Type.Optional(
   }),
 )
 
-/** An operator's new enterprise (DESIGN.md §7); the name is stored trimmed. Other fields are ignored. */
+/** An operator's new enterprise; the name is stored trimmed. Other fields are ignored. */
 export const NewEnterpriseSchema = Type.Object({
   name: Type.String({
     minLength: 1,

@@ -1,6 +1,6 @@
 import { catalogueEntry, type ResponseCodeValue } from '@earshot/protocol'
 
-/** A refusal with a catalogue code; the message names the field or rule (DESIGN.md §2). */
+/** A refusal with a catalogue code; the message names the field or rule. */
 export class ApiError extends Error {
   constructor(
     readonly code: ResponseCodeValue,

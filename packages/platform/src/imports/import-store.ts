@@ -3,7 +3,7 @@ import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recordi
 import type { NewRecording } from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
 
-/** What an import line means given what is stored under its audioId (DESIGN.md §7, revised). */
+/** What an import line means given what is stored under its audioId. */
 export type ImportVerdict =
   | { kind: 'new' }
   /** Stored with identical content: skipped. */
@@ -14,7 +14,7 @@ export type ImportVerdict =
 
 interface StoredRow extends RecordingRow {
   enterprise_id: number
-  /** Deleted: only its tombstone is left, and its audioId is not reused (DESIGN.md §10). */
+  /** Deleted: only its tombstone is left, and its audioId is not reused. */
   deleted: boolean
   /** recorded_at compared with the line's recordedAt as instants, by the database. */
   same_recorded_at: boolean

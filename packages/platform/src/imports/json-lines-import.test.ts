@@ -4,7 +4,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
 
 /**
- * The JSON Lines import (DESIGN.md §7, revised 2026-11-23): streamed, validated whole before
+ * The JSON Lines import: streamed, validated whole before
  * anything is written, committed in chunks, and completed by running the same file again.
  */
 

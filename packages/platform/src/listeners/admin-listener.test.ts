@@ -4,7 +4,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, createPartner, partnerFor, type TestPartner } from '@earshot/test-kit/calls'
 
 /**
- * The operators' API (DESIGN.md §7): its guard, enterprises, keys, push URLs and ingest. The JSON
+ * The operators' API: its guard, enterprises, keys, push URLs and ingest. The JSON
  * Lines import is tested in json-lines-import.test.ts.
  */
 

@@ -68,7 +68,7 @@ for (const backend of testBackends) {
       const queue = callbacks
       const acked = new Set<string>()
       receiver = await startLedgerReceiver(credentials.secret, {
-        // A partner calls back after every push it acknowledges (DESIGN.md §5).
+        // A partner calls back after every push it acknowledges.
         onAcked: (push) => {
           acked.add(push.eventId)
           queue.send(push.audioId)

@@ -6,7 +6,7 @@ import { deliveryMachine } from './delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from './delivery-store.js'
 import { confirmReceipts } from './receipts.js'
 
-/** The operators' delivery API (DESIGN.md §6, §7): list with filters, show, replay one or a range. */
+/** The operators' delivery API: list with filters, show, replay one or a range. */
 
 const PUSH_URL = 'http://127.0.0.1:9/push'
 
@@ -363,7 +363,7 @@ for (const backend of testBackends) {
       assert.equal(reply.status, 200, JSON.stringify(reply.body))
       assert.equal((reply.body.delivery as DeliveryView).state, 'pending')
       // setState left acks 4: the replay keeps the delivery acknowledged (acks 1, its re-pushes allowed again),
-      // so the callback the partner sends late still confirms it (DESIGN.md §6).
+      // so the callback the partner sends late still confirms it.
       assert.deepEqual(await stored(unconfirmed), { state: 'pending', due: true, failures: 0, acks: 1 })
       const [owner] = await platform.context.db.query<{ enterprise_id: number; audio_id: string }>(
         'SELECT enterprise_id, audio_id FROM deliveries WHERE delivery_id = $1',

@@ -108,7 +108,7 @@ const unreceiptedReplay = messageParser(UnreceiptedReplaySchema, ({ since }) => 
 })
 
 /**
- * The operators' view of push deliveries (DESIGN.md §7): list, show, replay. Replaying puts a failed or
+ * The operators' view of push deliveries: list, show, replay. Replaying puts a failed or
  * unconfirmed delivery back to pending, due now, with the same eventId (the partner dedups).
  *
  * - GET  {prefix}/deliveries?enterpriseId=&state=&audioId=&before=&limit= → {deliveries}, newest first

@@ -4,7 +4,7 @@ import { defineQueueMachine } from '@earshot/support/queue'
 export const MAX_REPUSHES = 3
 
 /**
- * A delivery's states and every transition between them (DESIGN.md §6, "Transitions"). The dispatcher,
+ * A delivery's states and every transition between them. The dispatcher,
  * the receipt callback and operators' replays move deliveries only along these; migration 3 installs a
  * trigger generated from this table that refuses any other UPDATE of `state` (a change here needs a new
  * migration re-creating it with transitionGuardSql).
@@ -30,7 +30,7 @@ export const deliveryMachine = defineQueueMachine({
     // The confirm window's end:
     { from: 'acked', to: 'pending', on: 'window' }, // a re-push, same eventId
     { from: 'acked', to: 'unconfirmed', on: 'window' }, // after MAX_REPUSHES re-pushes
-    // A receipt callback confirms what the partner acknowledged (DESIGN.md §5); a re-push in flight then
+    // A receipt callback confirms what the partner acknowledged; a re-push in flight then
     // moves nothing. `unconfirmed` is acknowledged too: a late callback still confirms it.
     { from: 'acked', to: 'confirmed', on: 'receipt' },
     { from: 'pending', to: 'confirmed', on: 'receipt' }, // acknowledged before, waiting for a re-push
@@ -51,7 +51,7 @@ export const deliveryMachine = defineQueueMachine({
       to: 'pending' as const,
       on: 'unreceipted_replay',
     })),
-    // Recording deleted (DESIGN.md §10):
+    // Recording deleted:
     ...(['pending', 'held', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
       from,
       to: 'cancelled' as const,

@@ -336,7 +336,7 @@ export async function replayFailedSince(
 }
 
 /**
- * Cancels every delivery of a recording not yet confirmed, as its deletion does (DESIGN.md §10); returns
+ * Cancels every delivery of a recording not yet confirmed, as its deletion does; returns
  * how many. An attempt in flight then moves nothing: its claim is no longer current.
  */
 export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<number> {

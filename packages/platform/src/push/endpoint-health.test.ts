@@ -20,7 +20,7 @@ import type { PlatformConfig } from '../config/config.js'
 import type { DeliveryView } from './delivery-store.js'
 import { type EndpointView, recordEndpointOutcomes } from './endpoint-health.js'
 
-/** Push URL health (DESIGN.md §10): failing, disabled (after a while, or at once on 410), enabled again. */
+/** Push URL health: failing, disabled (after a while, or at once on 410), enabled again. */
 
 const DISABLE_AFTER = 2
 
@@ -47,7 +47,7 @@ const recording = () => ({
 })
 
 for (const backend of testBackends) {
-  describe(`${backend}: push URL health (DESIGN.md §10)`, { timeout: 120_000 }, () => {
+  describe(`${backend}: push URL health`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     const receivers: TestReceiver[] = []
     before(async () => {

@@ -3,7 +3,7 @@ import { isoTime } from '../storage/iso-time.js'
 import { replayFailedSince, resumeHeld } from './delivery-store.js'
 
 /*
- * The health of every push URL (DESIGN.md §10): `healthy`; `failing` once an attempt failed; `disabled`
+ * The health of every push URL: `healthy`; `failing` once an attempt failed; `disabled`
  * after EARSHOT_PUSH_DISABLE_AFTER of failures with no success in between, or at once when the partner
  * answers 410 Gone. A success makes a failing URL healthy again; a disabled one stays disabled (an
  * attempt still in flight when it was disabled may succeed) until an operator enables it. Several

@@ -31,7 +31,7 @@ export const MAX_RESPONSE_BYTES = 4096
 
 /**
  * Sends pushes over keep-alive connections. Acknowledged = HTTP 2xx and a JSON body with code 2000,
- * all within the timeout (DESIGN.md §6). The address actually connected to is checked (guardedLookup),
+ * all within the timeout. The address actually connected to is checked (guardedLookup),
  * so a name that re-resolves to a private or metadata address is refused at connect time. Redirects
  * are never followed (undici's `request` follows none without a redirect interceptor, and this agent
  * has none): a 3xx is a rejected attempt, so a partner cannot bounce a push to a refused address.

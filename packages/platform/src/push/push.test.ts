@@ -19,7 +19,7 @@ import {
   pruneConfirmedDeliveries,
 } from './delivery-store.js'
 
-/** DESIGN.md §6 timings, compressed: 3 retries, a short confirm window and timeout. */
+/** The push timings, compressed: 3 retries, a short confirm window and timeout. */
 const compressed: Partial<PlatformConfig> = {
   pushRetryScheduleSeconds: [0.2, 0.2, 0.3],
   pushConfirmWindowSeconds: 0.4,
@@ -36,7 +36,7 @@ const recording = () => ({
 })
 
 for (const backend of testBackends) {
-  describe(`${backend}: push delivery (DESIGN.md §6)`, { timeout: 120_000 }, () => {
+  describe(`${backend}: push delivery`, { timeout: 120_000 }, () => {
     let platform: TestPlatform
     const receivers: TestReceiver[] = []
     before(async () => {
@@ -98,7 +98,7 @@ for (const backend of testBackends) {
       assert.equal(delivery.attempts[0]?.responseCode, 2000)
       assert.ok(delivery.confirmedAt)
 
-      // Attaching the transcript is a second event, with set A (DESIGN.md §4) as its data.
+      // Attaching the transcript is a second event, with set A as its data.
       const attached = await admin(
         platform,
         'PUT',

@@ -10,7 +10,7 @@ export interface Receipt {
 }
 
 /**
- * Records the partner's receipts of recordings (DESIGN.md §5), any number in one statement: confirms
+ * Records the partner's receipts of recordings, any number in one statement: confirms
  * the deliveries of each the partner has acknowledged (an ack recorded, in a state a receipt confirms
  * from), and stamps the receipt's time on the others still open, so that one whose push is in flight is
  * confirmed when its ack is recorded (deliveryQueue's settle). Deliveries never acknowledged are left to

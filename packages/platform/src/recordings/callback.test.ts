@@ -6,7 +6,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
 import { type ClaimedDelivery, deliveryQueue, getDelivery, listDeliveries } from '../push/delivery-store.js'
 
-/** POST /openapi/v1/callback, and tenant isolation of the callback and the query (DESIGN.md §4–5). */
+/** POST /openapi/v1/callback, and tenant isolation of the callback and the query. */
 
 const CALLBACK = '/openapi/v1/callback'
 const AUDIOS = '/openapi/v1/audios'
@@ -173,7 +173,7 @@ for (const backend of testBackends) {
 }
 
 /**
- * Which deliveries a callback confirms (DESIGN.md §5, revised): those the partner acknowledged. The
+ * Which deliveries a callback confirms: those the partner acknowledged. The
  * dispatcher is off; each test claims and settles its delivery through the delivery queue itself.
  */
 for (const backend of testBackends) {

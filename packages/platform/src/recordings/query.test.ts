@@ -5,7 +5,7 @@ import { type Envelope, type EnvelopeKey, type JsonObject, open, seal } from '@e
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
 
-/** POST /openapi/v1/audios: filters, paging, order, field sets and the sealed response (DESIGN.md §4). */
+/** POST /openapi/v1/audios: filters, paging, order, field sets and the sealed response. */
 
 const SET_A_KEYS = [
   'deviceUid',

@@ -18,7 +18,7 @@ export interface RecordingRow {
 export const RECORDING_DATA_COLUMNS = `r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
        r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
 
-/** Set A once the transcript exists, otherwise set B (DESIGN.md §4). */
+/** Set A once the transcript exists, otherwise set B. */
 export function recordingData(row: RecordingRow): RecordingData {
   if (row.transcript_id !== null) {
     return {

@@ -48,7 +48,7 @@ export const TranscriptPartSchema = Type.Object(
   { additionalProperties: false },
 )
 
-/** One recording to ingest: a line of the JSON Lines import (DESIGN.md §7) or an admin API body. */
+/** One recording to ingest: a line of the JSON Lines import or an admin API body. */
 export const RecordingInputSchema = Type.Object(
   {
     audioId: Type.Optional(Type.String({ minLength: 1, maxLength: 128, pattern: '^[\\x21-\\x7e]+$' })),
@@ -80,7 +80,7 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
 export const TranscriptPart = messageParser(TranscriptPartSchema, checkTranscriptSize)
 
 /**
- * An operator's update of a recording (DESIGN.md §10): any of its fields but the audioId and the
+ * An operator's update of a recording: any of its fields but the audioId and the
  * transcript part (which has its own route); the audio part's two fields go together.
  */
 export const RecordingUpdateSchema = Type.Object(
@@ -106,7 +106,7 @@ export const RecordingUpdate = messageParser(RecordingUpdateSchema, (update) => 
 })
 
 /**
- * The UTF-8 bytes of a transcript part as JSON in the recording's data (DESIGN.md §4, set A):
+ * The UTF-8 bytes of a transcript part as JSON in the recording's data (set A):
  * `{"transcriptId", "transcriptText", "transcriptSentences" (the sentences serialized into a string),
  * "durationMs", "wordsCount"}`, exactly as the query and the push send it.
  */

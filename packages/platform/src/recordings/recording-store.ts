@@ -19,7 +19,7 @@ export interface TranscriptPart {
   wordsCount: number
 }
 
-/** A recording as ingested (DESIGN.md §7 JSON Lines): an audio part, a transcript part, or both. */
+/** A recording as ingested (a JSON Lines line, or the admin API): an audio part, a transcript part, or both. */
 export interface NewRecording {
   audioId: string
   deviceUid: string
@@ -61,7 +61,7 @@ export async function insertRecordings(
   }
 }
 
-/** DESIGN.md §6: one event when the audio part becomes available, one when the transcript does. */
+/** One event when the audio part becomes available, one when the transcript does. */
 function eventsOfNewRecording(recording: NewRecording): RecordingEvent[] {
   const events: RecordingEvent[] = []
   if (recording.denoiseUrl !== undefined) {
@@ -214,7 +214,7 @@ export async function deleteRecording(
 }
 
 /**
- * One page of an enterprise's recordings matching the filter (DESIGN.md §4): newest first by
+ * One page of an enterprise's recordings matching the filter: newest first by
  * recordedAt then audioId, startTime ≤ recordedAt < endTime, and the exact total of all matches. One
  * statement: the total (from the counters, recording-counts.ts; an audioId matches at most one row, so
  * it is counted directly), then, unless the page starts past it, the page.

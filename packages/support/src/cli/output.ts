@@ -8,7 +8,7 @@ export function fail(message: string): void {
   process.exitCode = 1
 }
 
-/** Prints one JSON value on one line, with `": "` and `", "` separators (the form DESIGN.md §7 shows). */
+/** Prints one JSON value on one line, with `": "` and `", "` separators (the platform's documented form). */
 export function printJson(value: unknown): void {
   process.stdout.write(`${jsonLine(value)}\n`)
 }

@@ -53,6 +53,101 @@ interface Pending {
   site: Error
 }
 
+/**
+ * The requests to the worker and their answers: each request has an id, its answer settles it; the
+ * worker's NOTIFYs go to their listeners. Once the worker stops (or the database is closed), every
+ * request pending or made is refused with why.
+ */
+class WorkerChannel {
+  readonly #pending = new Map<number, Pending>()
+  readonly #listeners = new Map<number, (payload: string) => void>()
+  #nextId = READY_ID + 1
+  /** Why requests are refused: closed, or the worker stopped. */
+  stopped: Error | undefined
+
+  constructor(readonly worker: Worker) {
+    worker.on('message', (reply: Reply) => this.#answer(reply))
+    worker.on('error', (error) =>
+      this.stop(new Error(`the PGlite worker failed: ${error.message}`, { cause: error })),
+    )
+    worker.on('exit', (code) => this.stop(new Error(`the PGlite worker stopped (exit code ${code})`)))
+  }
+
+  /** The worker's first message says whether PGlite opened. */
+  ready(): Promise<unknown> {
+    return new Promise((resolve, reject) =>
+      this.#pending.set(READY_ID, { resolve, reject, site: new Error() }),
+    )
+  }
+
+  nextId(): number {
+    return this.#nextId++
+  }
+
+  stop(reason: Error): void {
+    this.stopped ??= reason
+    for (const id of [...this.#pending.keys()]) this.#settle(id)?.reject(reason)
+  }
+
+  /** Sends a request under `id` and waits for its answer; `site` is the caller's stack. */
+  call(id: number, request: Request, site: Error): Promise<unknown[] | undefined> {
+    return new Promise((resolve, reject) => {
+      if (this.stopped) {
+        reject(this.stopped)
+        return
+      }
+      this.#pending.set(id, { resolve, reject, site })
+      if (this.#pending.size === 1) this.worker.ref()
+      try {
+        this.worker.postMessage(request)
+      } catch (error) {
+        this.#settle(id)
+        reject(error as Error) // a parameter that cannot be sent to another thread
+      }
+    })
+  }
+
+  ask(request: Request & { id: number }, site = new Error()): Promise<unknown[] | undefined> {
+    return this.call(request.id, request, site)
+  }
+
+  async query<Row>(sql: string, params: readonly unknown[] | undefined, tx?: number): Promise<Row[]> {
+    const id = this.nextId()
+    const site = new Error()
+    const request: Request =
+      tx === undefined ? { op: 'query', id, sql, params } : { op: 'tx-query', id, tx, sql, params }
+    return ((await this.call(id, request, site)) ?? []) as Row[]
+  }
+
+  listenAs(listener: number, onNotify: (payload: string) => void): void {
+    this.#listeners.set(listener, onNotify)
+  }
+
+  /** False when it was not listening (any more). */
+  unlistenAs(listener: number): boolean {
+    return this.#listeners.delete(listener)
+  }
+
+  #answer(reply: Reply): void {
+    if ('notify' in reply) {
+      this.#listeners.get(reply.notify)?.(reply.payload)
+      return
+    }
+    const request = this.#settle(reply.id)
+    if (!request) return
+    if ('error' in reply) request.reject(errorFrom(reply.error, request.site))
+    else request.resolve(reply.rows)
+  }
+
+  #settle(id: number): Pending | undefined {
+    const request = this.#pending.get(id)
+    if (!request) return undefined
+    this.#pending.delete(id)
+    if (this.#pending.size === 0) this.worker.unref()
+    return request
+  }
+}
+
 async function startWorker(dataDir: string | undefined, release: () => void): Promise<Database> {
   // Started from a line of code that imports the module rather than from the module's file: a worker
   // started from a file refuses --input-type (this process's, when it runs code given with -e), and
@@ -62,117 +157,38 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
     eval: true,
     workerData: { dataDir } satisfies WorkerData,
   })
-  const pending = new Map<number, Pending>()
-  const listeners = new Map<number, (payload: string) => void>()
-  let nextId = READY_ID + 1
-  /** Why requests are refused: closed, or the worker stopped. */
-  let stopped: Error | undefined
-  let closing: Promise<void> | undefined
-
-  const settle = (id: number): Pending | undefined => {
-    const request = pending.get(id)
-    if (!request) return undefined
-    pending.delete(id)
-    if (pending.size === 0) worker.unref()
-    return request
-  }
-  const stop = (reason: Error) => {
-    stopped ??= reason
-    for (const id of [...pending.keys()]) settle(id)?.reject(reason)
-  }
-  worker.on('message', (reply: Reply) => {
-    if ('notify' in reply) {
-      listeners.get(reply.notify)?.(reply.payload)
-      return
-    }
-    const request = settle(reply.id)
-    if (!request) return
-    if ('error' in reply) request.reject(errorFrom(reply.error, request.site))
-    else request.resolve(reply.rows)
+  const link = new WorkerChannel(worker)
+  await link.ready().catch(async (error: unknown) => {
+    await worker.terminate()
+    throw error
   })
-  worker.on('error', (error) =>
-    stop(new Error(`the PGlite worker failed: ${error.message}`, { cause: error })),
-  )
-  worker.on('exit', (code) => stop(new Error(`the PGlite worker stopped (exit code ${code})`)))
-
-  /** Sends a request under `id` and waits for its answer; `site` is the caller's stack. */
-  const call = (id: number, request: Request, site: Error): Promise<unknown[] | undefined> =>
-    new Promise((resolve, reject) => {
-      if (stopped) {
-        reject(stopped)
-        return
-      }
-      pending.set(id, { resolve, reject, site })
-      if (pending.size === 1) worker.ref()
-      try {
-        worker.postMessage(request)
-      } catch (error) {
-        settle(id)
-        reject(error as Error) // a parameter that cannot be sent to another thread
-      }
-    })
-  const ask = (request: Request & { id: number }, site = new Error()) => call(request.id, request, site)
-  const query = async <Row>(sql: string, params: readonly unknown[] | undefined, tx?: number) => {
-    const id = nextId++
-    const site = new Error()
-    return ((tx === undefined
-      ? await call(id, { op: 'query', id, sql, params }, site)
-      : await call(id, { op: 'tx-query', id, tx, sql, params }, site)) ?? []) as Row[]
-  }
-
-  // The worker's first message says whether PGlite opened.
-  await new Promise((resolve, reject) => pending.set(READY_ID, { resolve, reject, site: new Error() })).catch(
-    async (error: unknown) => {
-      await worker.terminate()
-      throw error
-    },
-  )
-
+  let closing: Promise<void> | undefined
   return {
     kind: 'pglite',
-    query: (sql, params) => query(sql, params),
-    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
-      if (stopped) throw stopped
-      const id = nextId++
-      const outcome = call(id, { op: 'begin', id }, new Error())
-      outcome.catch(() => {}) // awaited below; it may fail (BEGIN refused) while fn still runs
-      const end = (commit: boolean) => {
-        if (!stopped) worker.postMessage({ op: 'end', tx: id, commit } satisfies Request)
-      }
-      let result: T
-      try {
-        result = await fn({ query: (sql, params) => query(sql, params, id) })
-      } catch (error) {
-        end(false)
-        await outcome.catch(() => {})
-        throw error
-      }
-      end(true)
-      await outcome
-      return result
-    },
-    session: (fn) => fn({ query: (sql, params) => query(sql, params) }),
+    query: (sql, params) => link.query(sql, params),
+    transaction: (fn) => transaction(link, fn),
+    session: (fn) => fn({ query: (sql, params) => link.query(sql, params) }),
     async listen(channel, onNotify) {
-      const listener = nextId++
-      listeners.set(listener, onNotify)
+      const listener = link.nextId()
+      link.listenAs(listener, onNotify)
       try {
-        await ask({ op: 'listen', id: nextId++, channel, listener })
+        await link.ask({ op: 'listen', id: link.nextId(), channel, listener })
       } catch (error) {
-        listeners.delete(listener)
+        link.unlistenAs(listener)
         throw error
       }
       return async () => {
         // After close, nothing is listening any more.
-        if (!listeners.delete(listener) || stopped) return
-        await ask({ op: 'unlisten', id: nextId++, listener })
+        if (!link.unlistenAs(listener) || link.stopped) return
+        await link.ask({ op: 'unlisten', id: link.nextId(), listener })
       }
     },
     close() {
       closing ??= (async () => {
         try {
-          if (!stopped) await ask({ op: 'close', id: nextId++ })
+          if (!link.stopped) await link.ask({ op: 'close', id: link.nextId() })
         } finally {
-          stop(new Error('the database is closed'))
+          link.stop(new Error('the database is closed'))
           await worker.terminate()
           release()
         }
@@ -180,6 +196,28 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
       return closing
     },
   }
+}
+
+/** fn's statements in one transaction of the worker: committed when fn resolves, rolled back when it throws. */
+async function transaction<T>(link: WorkerChannel, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  if (link.stopped) throw link.stopped
+  const id = link.nextId()
+  const outcome = link.call(id, { op: 'begin', id }, new Error())
+  outcome.catch(() => {}) // awaited below; it may fail (BEGIN refused) while fn still runs
+  const end = (commit: boolean) => {
+    if (!link.stopped) link.worker.postMessage({ op: 'end', tx: id, commit } satisfies Request)
+  }
+  let result: T
+  try {
+    result = await fn({ query: (sql, params) => link.query(sql, params, id) })
+  } catch (error) {
+    end(false)
+    await outcome.catch(() => {})
+    throw error
+  }
+  end(true)
+  await outcome
+  return result
 }
 
 /** The worker's error as an Error of this thread, with its fields and the stack of the call that failed. */
