@@ -5,7 +5,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, createPartner, expectCode, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import { listDeliveries } from '../push/delivery-store.js'
+import { listDeliveries } from '../push/delivery-views.js'
 import { watchFeedLag } from './feed-lag.js'
 
 /** POST /openapi/v1/audios/changes, operators' updates and deletions. */

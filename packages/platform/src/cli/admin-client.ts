@@ -33,14 +33,11 @@ export interface RotatedKey extends EnterpriseCredentials {
 // The admin API's delivery and import shapes, as the server renders them (types only: nothing of the
 // server loads).
 import type { ImportProgressLine as ImportLine } from '../imports/json-lines-import.js'
-import type { DeliveryView as Delivery } from '../push/delivery-store.js'
+import type { DeliveryView as Delivery } from '../push/delivery-views.js'
 import type { EndpointView as Endpoint } from '../push/endpoint-health.js'
 
-export type {
-  AttemptView as DeliveryAttempt,
-  DeliveryState,
-  DeliveryView as Delivery,
-} from '../push/delivery-store.js'
+export type { DeliveryState } from '../push/delivery-store.js'
+export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '../push/delivery-views.js'
 
 import type { EnterpriseCredentials } from '../enterprises/enterprise-store.js'
 

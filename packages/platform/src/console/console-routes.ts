@@ -3,14 +3,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { requireEnterprise } from '../enterprises/enterprise-params.js'
 import { ID_RULE, idParam, positiveInteger } from '../http/admin-params.js'
-import {
-  countReplayable,
-  DELIVERY_STATES,
-  type DeliveryFilter,
-  type DeliveryState,
-  type DeliveryView,
-  listDeliveries,
-} from '../push/delivery-store.js'
+import { countReplayable, DELIVERY_STATES, type DeliveryState } from '../push/delivery-store.js'
+import { type DeliveryFilter, type DeliveryView, listDeliveries } from '../push/delivery-views.js'
 import { consoleAssets } from './console-assets.js'
 import { type Overview, readOverview } from './overview.js'
 

@@ -3,7 +3,8 @@ import Type, { type Static, type TSchema } from 'typebox'
 import type { Overview } from '../console/overview.js'
 import type { EnterpriseCredentials, EnterpriseSummary, RotatedKey } from '../enterprises/enterprise-store.js'
 import type { ImportProgressLine } from '../imports/json-lines-import.js'
-import { type COUNTED_STATES, DELIVERY_STATES, type DeliveryView } from '../push/delivery-store.js'
+import { type COUNTED_STATES, DELIVERY_STATES } from '../push/delivery-store.js'
+import type { DeliveryView } from '../push/delivery-views.js'
 import { ENDPOINT_STATES, type EndpointView } from '../push/endpoint-health.js'
 
 /*

@@ -3,7 +3,8 @@ import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
 import { deliveryMachine } from './delivery-states.js'
-import { DELIVERY_STATES, type DeliveryState, type DeliveryView } from './delivery-store.js'
+import { DELIVERY_STATES, type DeliveryState } from './delivery-store.js'
+import type { DeliveryView } from './delivery-views.js'
 import { confirmReceipts } from './receipts.js'
 
 /** The operators' delivery API: list with filters, show, replay one or a range. */

@@ -14,15 +14,8 @@ import type { PlatformContext } from '../context.js'
 import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
 import { ID_RULE, idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
-import {
-  DELIVERY_STATES,
-  type DeliveryFilter,
-  type DeliveryView,
-  getDelivery,
-  listDeliveries,
-  REPLAYABLE_STATES,
-  replayDeliveries,
-} from './delivery-store.js'
+import { DELIVERY_STATES, REPLAYABLE_STATES, replayDeliveries } from './delivery-store.js'
+import { type DeliveryFilter, type DeliveryView, getDelivery, listDeliveries } from './delivery-views.js'
 import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 
 export const DEFAULT_DELIVERY_LIMIT = 100

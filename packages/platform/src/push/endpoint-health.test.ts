@@ -17,7 +17,7 @@ import {
   type TestReceiver,
 } from '@earshot/test-kit/test-receiver'
 import type { PlatformConfig } from '../config/config.js'
-import type { DeliveryView } from './delivery-store.js'
+import type { DeliveryView } from './delivery-views.js'
 import { type EndpointView, recordEndpointOutcomes } from './endpoint-health.js'
 
 /** Push URL health: failing, disabled (after a while, or at once on 410), enabled again. */

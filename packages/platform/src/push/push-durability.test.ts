@@ -14,7 +14,7 @@ import { eventually } from '@earshot/test-kit/eventually'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { startPlatform } from '../platform.js'
 import { openDatabase } from '../storage/open-database.js'
-import type { DeliveryView } from './delivery-store.js'
+import type { DeliveryView } from './delivery-views.js'
 
 interface Admin {
   adminUrl: string

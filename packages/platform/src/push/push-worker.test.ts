@@ -6,7 +6,7 @@ import { startTestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { callbackSender, startTestReceiver } from '@earshot/test-kit/test-receiver'
-import { listDeliveries } from './delivery-store.js'
+import { listDeliveries } from './delivery-views.js'
 
 const bin = new URL('../../bin/earshot.js', import.meta.url).pathname
 

@@ -11,13 +11,8 @@ import {
   type TestReceiver,
 } from '@earshot/test-kit/test-receiver'
 import type { PlatformConfig } from '../config/config.js'
-import {
-  type DeliveryState,
-  type DeliveryView,
-  getDelivery,
-  listDeliveries,
-  pruneConfirmedDeliveries,
-} from './delivery-store.js'
+import { type DeliveryState, pruneConfirmedDeliveries } from './delivery-store.js'
+import { type DeliveryView, getDelivery, listDeliveries } from './delivery-views.js'
 
 /** The push timings, compressed: 3 retries, a short confirm window and timeout. */
 const compressed: Partial<PlatformConfig> = {

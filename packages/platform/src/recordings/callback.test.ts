@@ -4,7 +4,8 @@ import { seal } from '@earshot/protocol'
 import type { Claim } from '@earshot/support/queue'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
-import { type ClaimedDelivery, deliveryQueue, getDelivery, listDeliveries } from '../push/delivery-store.js'
+import { type ClaimedDelivery, deliveryQueue } from '../push/delivery-store.js'
+import { getDelivery, listDeliveries } from '../push/delivery-views.js'
 
 /** POST /openapi/v1/callback, and tenant isolation of the callback and the query. */
 
