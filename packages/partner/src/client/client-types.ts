@@ -6,7 +6,7 @@ export interface EarshotClientOptions {
   baseUrl: string
   enterpriseId: number
   keyVersion: number
-  /** The shared secret: 44 characters of Base64, or exactly 32 bytes of UTF-8 (DESIGN.md §1). */
+  /** The shared secret: 44 characters of Base64, or exactly 32 bytes of UTF-8. */
   secret: string
   /** Bound on each HTTP attempt, in milliseconds; default 10_000. */
   timeoutMs?: number
@@ -45,7 +45,7 @@ export interface AudioPage {
   items: AudioItem[]
 }
 
-/** One change of the feed (DESIGN.md §10), with its data's sentences parsed like AudioItem's. */
+/** One change of the feed, with its data's sentences parsed like AudioItem's. */
 export type ChangeItem = Change & {
   /** `data.transcriptSentences` parsed, when the data is the transcript form (set A). */
   sentences?: TranscriptSentence[]
@@ -67,7 +67,7 @@ export interface ChangePage {
   lagSeconds: number
 }
 
-/** Where to read the change feed from (DESIGN.md §10). */
+/** Where to read the change feed from. */
 export interface ChangesRequest {
   /** A nextCursor as answered; absent, the feed is read from its beginning. */
   cursor?: string | undefined

@@ -2,7 +2,12 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import { catalogueEntry, ResponseCode } from '@earshot/protocol'
-import Fastify, { type FastifyInstance, type FastifyRequest, type FastifyServerOptions } from 'fastify'
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+} from 'fastify'
 import type { LogDestination, PlatformContext } from '../context.js'
 import { ApiError } from './api-error.js'
 import { ConnectionGuard } from './connection-guard.js'
@@ -62,6 +67,20 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
       requireHostHeader: false,
     },
     clientErrorHandler,
+    // Errors of Fastify's router (a path it cannot decode, e.g. a request line holding a fragment, which
+    // Node 22 and later let through) answer in the catalogue's shape too.
+    frameworkErrors: (error, request, reply) => {
+      const badUrl = error.code === 'FST_ERR_BAD_URL'
+      const code = badUrl ? ResponseCode.INVALID_REQUEST : ResponseCode.INTERNAL_ERROR
+      const msg = badUrl
+        ? 'the request path is not a valid URL path (a fragment, or a bad percent-encoding): send the path alone'
+        : 'internal error'
+      if (!badUrl) request.log.error({ err: error }, 'unexpected router error')
+      void (reply as FastifyReply)
+        .code(catalogueEntry(code).httpStatus)
+        .header('x-request-id', request.id)
+        .send({ code, msg, requestId: request.id })
+    },
   })
   const guard = new ConnectionGuard(app.server, {
     total: config.maxConnections,
