@@ -44,13 +44,19 @@ const WAIT_MS = 20_000
 const missingChromium = !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
+interface InPageElement {
+  id: string
+  textContent: string | null
+  querySelector(selector: string): InPageElement | null
+}
+
 interface InPage {
   sessionStorage: { length: number; getItem(key: string): string | null }
   navigator: { clipboard: { readText(): Promise<string> } }
   document: {
     activeElement: { id: string; tagName: string } | null
     documentElement: { scrollWidth: number }
-    querySelectorAll(selector: string): ArrayLike<{ textContent: string | null }>
+    querySelectorAll(selector: string): ArrayLike<InPageElement>
   }
   innerWidth: number
   getComputedStyle(element: unknown): { outlineStyle: string }
@@ -119,13 +125,6 @@ for (const backend of testBackends) {
     async function go(link: string): Promise<void> {
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: link }).click()
       await heading(link === 'Import' ? 'Import recordings' : link).waitFor()
-    }
-
-    async function listedDeliveryIds(): Promise<number[]> {
-      const ids = await page
-        .locator('tbody tr[id^="delivery-"]')
-        .evaluateAll((rows: { id: string }[]) => rows.map((row) => row.id))
-      return ids.map((id) => Number(id.slice('delivery-'.length)))
     }
 
     async function statesShown(): Promise<string[]> {
@@ -273,15 +272,17 @@ for (const backend of testBackends) {
       await page.getByLabel('Enterprise', { exact: true }).selectOption(String(enterpriseId))
       await page.getByRole('button', { name: 'Apply' }).click()
       await page.waitForURL(new RegExp(`#/deliveries\\?enterpriseId=${enterpriseId}$`))
-      // The page refreshes itself while a delivery is pending or in flight.
-      await page.waitForFunction(() => {
+      // The page refreshes itself while a delivery is pending or in flight. The rows are read in the same
+      // step as their states: the page may be drawn again (the hash change's render) right after.
+      const listed = await page.waitForFunction(() => {
         const { document } = globalThis as unknown as InPage
-        const states = Array.from(
-          document.querySelectorAll('tbody tr[id^="delivery-"] td[data-label="State"]'),
+        const rows = Array.from(document.querySelectorAll('tbody tr[id^="delivery-"]'))
+        const failed = rows.every(
+          (row) => row.querySelector('td[data-label="State"]')?.textContent === 'failed',
         )
-        return states.length === 3 && states.every((cell) => cell.textContent === 'failed')
+        return rows.length === 3 && failed && rows.map((row) => Number(row.id.slice('delivery-'.length)))
       })
-      deliveryIds = await listedDeliveryIds()
+      deliveryIds = (await listed.jsonValue()) as number[]
       assert.deepEqual(
         deliveryIds,
         [...deliveryIds].sort((a, b) => b - a),
