@@ -14,6 +14,7 @@ import {
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
+import type { Lifecycle } from '../http/create-server.js'
 
 /** An opened request: who sent it, under which key, and its plaintext. */
 export interface OpenedRequest {
@@ -26,6 +27,13 @@ export interface OpenedRequest {
 
 /** Checks a per-enterprise limit; throws 4290 with Retry-After when it is exceeded. */
 export type RateLimitCheck = (request: FastifyRequest, enterpriseId: number) => Promise<void>
+
+/** What the partner listener hands each of its routes. */
+export interface PartnerEnv {
+  context: PlatformContext
+  rateLimit: RateLimitCheck
+  lifecycle: Lifecycle
+}
 
 /** The body as an envelope, with its optional plaintext enterpriseId beside it. */
 export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId: unknown } {

@@ -1,53 +1,76 @@
-import { MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protocol'
-import type { FastifyInstance } from 'fastify'
-import type { PlatformContext } from '../context.js'
+import {
+  AccessTokenSchema,
+  MAX_ENTERPRISE_ID,
+  ResponseCode,
+  TokenPlaintext,
+  TokenRequestSchema,
+} from '@earshot/protocol'
 import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { BEARER_REFUSALS } from './authenticate.js'
 import { usableKey } from './credentials.js'
-import { openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
+import { openAndGuard, type PartnerEnv, readEnvelope } from './envelope-request.js'
 
-/** POST /openapi/v1/token. The response data is not encrypted. */
-export function tokenRoute(app: FastifyInstance, context: PlatformContext, rateLimit: RateLimitCheck): void {
-  app.post('/openapi/v1/token', async (request, reply) => {
-    const { envelope, enterpriseId } = readEnvelope(request.body)
-    if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
-      throw new ApiError(
-        ResponseCode.INVALID_REQUEST,
-        `enterpriseId must be an integer from 1 to ${MAX_ENTERPRISE_ID}, sent in plaintext beside the envelope fields`,
+/** POST /openapi/v1/token. The answer's data is not encrypted. */
+export const tokenRoute: RouteSpec<PartnerEnv> = {
+  method: 'POST',
+  path: '/openapi/v1/token',
+  operationId: 'issueToken',
+  tag: 'authentication',
+  summary: 'Issue an access token',
+  description:
+    'Several tokens of one enterprise coexist; issuing one revokes none. A token is revoked when its enterprise is disabled or its keyVersion retired.',
+  open: true,
+  body: { json: TokenRequestSchema },
+  answer: {
+    description: 'A token (data not encrypted)',
+    payload: { result: AccessTokenSchema, sealed: false },
+  },
+  refusals: BEARER_REFUSALS.filter(
+    (code) => code !== ResponseCode.UNAUTHORIZED && code !== ResponseCode.TOKEN_EXPIRED,
+  ),
+  handle: ({ context, rateLimit }) =>
+    async function issueToken(request, reply) {
+      const { envelope, enterpriseId } = readEnvelope(request.body)
+      if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
+        throw new ApiError(
+          ResponseCode.INVALID_REQUEST,
+          `enterpriseId must be an integer from 1 to ${MAX_ENTERPRISE_ID}, sent in plaintext beside the envelope fields`,
+        )
+      }
+      const id = enterpriseId as number
+      // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
+      const credentials = await context.credentials.get(id, envelope.keyVersion)
+      // A replay would yield a token: its nonce is kept for the long window (EARSHOT_REPLAY_WINDOW).
+      const now = context.clock()
+      const opened = await openAndGuard(
+        context,
+        envelope,
+        id,
+        usableKey(credentials, now),
+        now + context.config.replayWindowSeconds * 1000,
       )
-    }
-    const id = enterpriseId as number
-    // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
-    const credentials = await context.credentials.get(id, envelope.keyVersion)
-    // A replay would yield a token: its nonce is kept for the long window (EARSHOT_REPLAY_WINDOW).
-    const now = context.clock()
-    const opened = await openAndGuard(
-      context,
-      envelope,
-      id,
-      usableKey(credentials, now),
-      now + context.config.replayWindowSeconds * 1000,
-    )
-    if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
-    const plaintext = TokenPlaintext.parse(opened.plaintext)
-    if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {
-      throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
-    }
-    await rateLimit(request, id)
+      if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
+      const plaintext = TokenPlaintext.parse(opened.plaintext)
+      if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {
+        throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
+      }
+      await rateLimit(request, id)
 
-    const expiresIn = context.config.tokenTtlSeconds
-    const accessToken = context.tokens.issue(
-      {
-        enterpriseId: id,
-        keyVersion: envelope.keyVersion,
-        expiresAt: Math.floor(context.clock() / 1000) + expiresIn,
-      },
-      context.randomBytes(12),
-    )
-    return reply.send({
-      code: ResponseCode.OK,
-      msg: 'success',
-      requestId: request.id,
-      data: { accessToken, expiresIn, tokenType: 'Bearer' },
-    })
-  })
+      const expiresIn = context.config.tokenTtlSeconds
+      const accessToken = context.tokens.issue(
+        {
+          enterpriseId: id,
+          keyVersion: envelope.keyVersion,
+          expiresAt: Math.floor(context.clock() / 1000) + expiresIn,
+        },
+        context.randomBytes(12),
+      )
+      return reply.send({
+        code: ResponseCode.OK,
+        msg: 'success',
+        requestId: request.id,
+        data: { accessToken, expiresIn, tokenType: 'Bearer' },
+      })
+    },
 }

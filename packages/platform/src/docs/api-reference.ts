@@ -3,14 +3,7 @@ import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { type StaticAsset, sendStaticAsset, staticAsset } from '../http/static-asset.js'
-import { adminApiDocument } from './admin-document.js'
 import type { Json } from './openapi.js'
-import { partnerApiDocument } from './partner-document.js'
-
-const DOCUMENTS: Record<'partner' | 'admin', () => Json> = {
-  partner: partnerApiDocument,
-  admin: adminApiDocument,
-}
 
 /** Swagger UI's files, served from the installed swagger-ui-dist package: the page loads nothing else. */
 const SWAGGER_UI = dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'))
@@ -60,12 +53,11 @@ function swaggerUi(): Map<string, StaticAsset> {
 }
 
 /**
- * The listener's API reference: its OpenAPI 3.1 document at GET /openapi.json and a page rendering it
+ * A listener's API reference: its OpenAPI 3.1 document at GET /openapi.json and a page rendering it
  * at GET /docs (Swagger UI, served from this listener). The admin listener serves these without the
- * admin token (admin-api.ts); they say nothing the source does not.
+ * admin token; they say nothing the source does not.
  */
-export function apiReference(app: FastifyInstance, listener: 'partner' | 'admin'): void {
-  const document = DOCUMENTS[listener]()
+export function apiReference(app: FastifyInstance, document: Json): void {
   const title = `${(document.info as { title: string }).title} reference`
   const files = new Map<string, StaticAsset>([
     ['/openapi.json', staticAsset(JSON.stringify(document), 'application/json; charset=utf-8')],

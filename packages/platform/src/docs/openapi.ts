@@ -27,14 +27,22 @@ export class Components {
     return ref(name)
   }
 
-  /** A schema as plain JSON Schema (TypeBox's own markers dropped), named subschemas as $refs. */
+  /** The name a schema was given, if any. */
+  nameOf(schema: TSchema | Json): string | undefined {
+    return this.#byJson.get(JSON.stringify(schema))
+  }
+
+  /** A schema as plain JSON Schema (TypeBox's own markers dropped), named schemas as $refs. */
   emit(schema: TSchema | Json): Json {
-    return this.#replace(JSON.parse(JSON.stringify(schema)), true) as Json
+    return this.#replace(JSON.parse(JSON.stringify(schema)), false) as Json
   }
 
   schemas(): Record<string, Json> {
     return Object.fromEntries(
-      this.#named.map(({ name, schema, annotations }) => [name, { ...this.emit(schema), ...annotations }]),
+      this.#named.map(({ name, schema, annotations }) => [
+        name,
+        { ...(this.#replace(JSON.parse(JSON.stringify(schema)), true) as Json), ...annotations },
+      ]),
     )
   }
 
@@ -111,14 +119,4 @@ export function refusals(codes: readonly ResponseCodeValue[]): Record<string, Js
       },
     ]),
   )
-}
-
-/** A successful answer with a JSON body. */
-export function jsonAnswer(description: string, schema: Json): Json {
-  return { description, content: { 'application/json': { schema } } }
-}
-
-/** A JSON request body. */
-export function jsonBody(schema: Json, description?: string): Json {
-  return { required: true, ...(description && { description }), content: { 'application/json': { schema } } }
 }

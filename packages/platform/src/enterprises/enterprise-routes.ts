@@ -1,46 +1,103 @@
-import type { FastifyInstance } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { idParam, jsonObject } from '../http/admin-params.js'
-import { NewEnterprise } from './enterprise-input.js'
-import { noSuchEnterprise } from './enterprise-params.js'
+import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import {
+  DisabledEnterpriseSchema,
+  EnterpriseCredentialsSchema,
+  EnterpriseListSchema,
+  RotatedKeySchema,
+} from './enterprise-answers.js'
+import { NewEnterprise, NewEnterpriseSchema } from './enterprise-input.js'
+import { EnterpriseParams, noSuchEnterprise } from './enterprise-params.js'
 import { createEnterprise, disableEnterprise, listEnterprises, rotateKey } from './enterprise-store.js'
 
-/**
+/*
  * The operators' enterprises: create one (its first key answered once), list them, disable one, rotate its
  * key. Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
  */
-export function enterpriseRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
-  const { db, config } = context
 
-  app.post(`${prefix}/enterprises`, async (request, reply) => {
-    const body = NewEnterprise.parse(jsonObject(request.body))
-    const pushUrl = await checkPushUrl(body.pushUrl, config.pushAllowPrivate)
-    const created = await createEnterprise(db, body.name.trim(), pushUrl, context.randomBytes)
-    context.credentials.invalidate(created.enterpriseId)
-    return reply.code(201).send(created)
-  })
-
-  app.get(`${prefix}/enterprises`, async () => ({ enterprises: await listEnterprises(db) }))
-
-  app.post(`${prefix}/enterprises/:enterpriseId/disable`, async (request) => {
-    const enterpriseId = idParam(request, 'enterpriseId')
-    if (!(await disableEnterprise(db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
-    context.credentials.invalidate(enterpriseId)
-    return { enterpriseId, disabled: true }
-  })
-
-  app.post(`${prefix}/enterprises/:enterpriseId/rotate-key`, async (request) => {
-    const enterpriseId = idParam(request, 'enterpriseId')
-    const rotated = await rotateKey(
-      db,
-      enterpriseId,
-      config.keyGraceSeconds,
-      context.clock(),
-      context.randomBytes,
-    )
-    if (!rotated) throw noSuchEnterprise(enterpriseId)
-    context.credentials.invalidate(enterpriseId)
-    return rotated
-  })
+const createEnterpriseRoute: RouteSpec<PlatformContext> = {
+  method: 'POST',
+  path: `${ADMIN_PREFIX}/enterprises`,
+  operationId: 'createEnterprise',
+  tag: 'enterprises',
+  summary: 'Create an enterprise and its first key',
+  body: { json: NewEnterpriseSchema },
+  answer: {
+    status: 201,
+    description: 'Created: the secret is shown this once',
+    payload: { json: EnterpriseCredentialsSchema },
+  },
+  refusals: WITH_BODY,
+  handle: (context) =>
+    async function createEnterpriseHandler(request, reply) {
+      const body = NewEnterprise.parse(jsonObject(request.body))
+      const pushUrl = await checkPushUrl(body.pushUrl, context.config.pushAllowPrivate)
+      const created = await createEnterprise(context.db, body.name.trim(), pushUrl, context.randomBytes)
+      context.credentials.invalidate(created.enterpriseId)
+      return reply.code(201).send(created)
+    },
 }
+
+const listEnterprisesRoute: RouteSpec<PlatformContext> = {
+  method: 'GET',
+  path: `${ADMIN_PREFIX}/enterprises`,
+  operationId: 'listEnterprises',
+  tag: 'enterprises',
+  summary: 'List enterprises with their keys',
+  answer: { description: 'Every enterprise, by id', payload: { json: EnterpriseListSchema } },
+  refusals: [],
+  handle: (context) => async () => ({ enterprises: await listEnterprises(context.db) }),
+}
+
+const disableEnterpriseRoute: RouteSpec<PlatformContext> = {
+  method: 'POST',
+  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/disable`,
+  operationId: 'disableEnterprise',
+  tag: 'enterprises',
+  summary: 'Disable an enterprise: its tokens stop working on every instance within 1 s',
+  params: EnterpriseParams,
+  answer: { description: 'Disabled', payload: { json: DisabledEnterpriseSchema } },
+  refusals: WITH_ID,
+  handle: (context) =>
+    async function disableEnterpriseHandler(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      if (!(await disableEnterprise(context.db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
+      context.credentials.invalidate(enterpriseId)
+      return { enterpriseId, disabled: true }
+    },
+}
+
+const rotateKeyRoute: RouteSpec<PlatformContext> = {
+  method: 'POST',
+  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/rotate-key`,
+  operationId: 'rotateKey',
+  tag: 'enterprises',
+  summary: 'Issue a new key; the previous one stays valid for EARSHOT_KEY_GRACE (24 h)',
+  params: EnterpriseParams,
+  answer: { description: 'The new key, shown this once', payload: { json: RotatedKeySchema } },
+  refusals: WITH_ID,
+  handle: (context) =>
+    async function rotateKeyHandler(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const { db, config } = context
+      const rotated = await rotateKey(
+        db,
+        enterpriseId,
+        config.keyGraceSeconds,
+        context.clock(),
+        context.randomBytes,
+      )
+      if (!rotated) throw noSuchEnterprise(enterpriseId)
+      context.credentials.invalidate(enterpriseId)
+      return rotated
+    },
+}
+
+export const enterpriseRoutes = [
+  createEnterpriseRoute,
+  listEnterprisesRoute,
+  disableEnterpriseRoute,
+  rotateKeyRoute,
+]

@@ -1,31 +1,50 @@
 import { Readable } from 'node:stream'
 import { ResponseCode } from '@earshot/protocol'
-import type { FastifyInstance } from 'fastify'
 import type { PlatformContext } from '../context.js'
-import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
+import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
+import { ADMIN_PREFIX, WITH_BODY } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { RecordingInputSchema } from '../recordings/recording-input.js'
+import { ImportLineSchema } from './import-answers.js'
 import { importJsonLines } from './json-lines-import.js'
 
 /** JSON Lines content types: the body is handed over as the request stream, read line by line. */
 export const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl']
 
 /** POST …/recordings/import: a JSON Lines file of recordings, answered with NDJSON progress then its summary. */
-export function importRoute(app: FastifyInstance, context: PlatformContext, prefix: string): void {
-  const { db, config } = context
-  app.post(`${prefix}/enterprises/:enterpriseId/recordings/import`, async (request, reply) => {
-    const enterpriseId = await existingEnterpriseId(db, request)
-    if (!(request.body instanceof Readable)) {
-      throw new ApiError(
-        ResponseCode.UNSUPPORTED_MEDIA_TYPE,
-        'send the JSON Lines file as Content-Type application/x-ndjson',
-      )
-    }
-    const target = {
-      db,
-      events: context.recordingEvents,
-      enterpriseId,
-      bodyLimitBytes: config.adminBodyLimitBytes,
-    }
-    return importJsonLines(target, request, reply)
-  })
+export const importRoute: RouteSpec<PlatformContext> = {
+  method: 'POST',
+  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/import`,
+  operationId: 'importRecordings',
+  tag: 'recordings',
+  summary: 'Import a JSON Lines file of recordings',
+  description:
+    'The body is streamed and read line by line (up to EARSHOT_ADMIN_BODY_LIMIT; a line up to 4 MiB). Every line is validated before anything is written: the first 10 bad lines are refused with their line numbers (4001) and nothing is imported. A line whose audioId is stored with the same content is skipped; one that only adds a transcript attaches it.',
+  params: EnterpriseParams,
+  body: { lines: RecordingInputSchema, types: JSON_LINES_TYPES },
+  answer: {
+    description:
+      'Every line was valid: the import commits in chunks of 500 and streams a progress line after each; the last line is the summary, or an error if it stopped part-way (importing the same file again completes it).',
+    payload: { lines: ImportLineSchema, types: ['application/x-ndjson'] },
+  },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function importRecordings(request, reply) {
+      const { db, config } = context
+      const enterpriseId = await existingEnterpriseId(db, request)
+      if (!(request.body instanceof Readable)) {
+        throw new ApiError(
+          ResponseCode.UNSUPPORTED_MEDIA_TYPE,
+          'send the JSON Lines file as Content-Type application/x-ndjson',
+        )
+      }
+      const target = {
+        db,
+        events: context.recordingEvents,
+        enterpriseId,
+        bodyLimitBytes: config.adminBodyLimitBytes,
+      }
+      return importJsonLines(target, request, reply)
+    },
 }

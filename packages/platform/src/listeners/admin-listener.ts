@@ -1,19 +1,19 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
-import { consoleRoutes } from '../console/console-routes.js'
+import { consoleAssets } from '../console/console-assets.js'
 import type { PlatformContext } from '../context.js'
+import { adminApiDocument } from '../docs/admin-document.js'
 import { apiReference } from '../docs/api-reference.js'
-import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
 import { ApiError } from '../http/api-error.js'
 import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
-import { importRoute, JSON_LINES_TYPES } from '../imports/import-route.js'
-import { deliveryRoutes } from '../push/delivery-routes.js'
-import { endpointRoutes } from '../push/endpoint-routes.js'
-import { recordingAdminRoutes } from '../recordings/admin-routes.js'
+import { mountRoutes } from '../http/route-spec.js'
+import { JSON_LINES_TYPES } from '../imports/import-route.js'
+import { adminRoutes } from './admin-routes.js'
 
-export const ADMIN_PREFIX = '/admin/v1'
+/** Made once per process: the document depends on the routes alone. */
+const adminDocument = adminApiDocument(adminRoutes)
 
 /**
  * The operators' API, on its own listener bound to loopback by default and guarded by
@@ -50,22 +50,9 @@ export async function buildAdminApi(
     }
   })
 
-  app.get('/healthz', async () => ({ status: 'ok' }))
-
-  /** Prometheus metrics; the scraper sends the admin bearer token like any admin client. */
-  app.get('/metrics', async (_request, reply) => {
-    const { registry } = context.metrics
-    return reply.type(registry.contentType).send(await registry.metrics())
-  })
-
-  apiReference(app, 'admin')
-
-  enterpriseRoutes(app, context, ADMIN_PREFIX)
-  recordingAdminRoutes(app, context, ADMIN_PREFIX)
-  importRoute(app, context, ADMIN_PREFIX)
-  deliveryRoutes(app, context, ADMIN_PREFIX)
-  endpointRoutes(app, context, ADMIN_PREFIX)
-  consoleRoutes(app, context, ADMIN_PREFIX)
+  mountRoutes(app, adminRoutes, context)
+  apiReference(app, adminDocument)
+  consoleAssets(app, '/console')
 
   return app
 }

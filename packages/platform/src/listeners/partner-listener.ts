@@ -2,15 +2,18 @@ import { ResponseCode } from '@earshot/protocol'
 import rateLimitPlugin from '@fastify/rate-limit'
 import type { FastifyInstance } from 'fastify'
 import type { RateLimitCheck } from '../auth/envelope-request.js'
-import { tokenRoute } from '../auth/token-route.js'
-import { changeRoutes } from '../changes/change-routes.js'
 import type { PlatformContext } from '../context.js'
 import { apiReference } from '../docs/api-reference.js'
+import { partnerApiDocument } from '../docs/partner-document.js'
 import { ApiError } from '../http/api-error.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { parseJsonStrictly, requireJsonContentType } from '../http/json-body.js'
-import { callbackRoute } from '../push/callback-route.js'
-import { queryRoute } from '../recordings/query-route.js'
+import { mountRoutes } from '../http/route-spec.js'
+import { pushWebhook } from '../push/push-webhook.js'
+import { partnerRoutes } from './partner-routes.js'
+
+/** Made once per process: the document depends on the routes alone. */
+const partnerDocument = partnerApiDocument(partnerRoutes, [pushWebhook])
 
 /** The partner-facing API: token, audios, their changes and callback under /openapi/v1, plus health probes. */
 export async function buildPartnerApi(
@@ -57,21 +60,7 @@ export async function buildPartnerApi(
     if (request.method === 'POST') requireJsonContentType(request)
   })
 
-  tokenRoute(app, context, rateLimit)
-  queryRoute(app, context, rateLimit)
-  callbackRoute(app, context, rateLimit)
-  changeRoutes(app, context, rateLimit)
-  apiReference(app, 'partner')
-
-  app.get('/healthz', async () => ({ status: 'ok' }))
-  app.get('/readyz', async (_request, reply) => {
-    if (lifecycle.shuttingDown) return reply.code(503).send({ status: 'shutting down' })
-    try {
-      await context.db.query('SELECT 1')
-      return { status: 'ready' }
-    } catch {
-      return reply.code(503).send({ status: 'database unavailable' })
-    }
-  })
+  mountRoutes(app, partnerRoutes, { context, rateLimit, lifecycle })
+  apiReference(app, partnerDocument)
   return app
 }

@@ -1,31 +1,38 @@
-import { CallbackPlaintext, ResponseCode } from '@earshot/protocol'
+import { CallbackPlaintext, CallbackPlaintextSchema, ResponseCode } from '@earshot/protocol'
 import { batcher } from '@earshot/support/batcher'
-import type { FastifyInstance } from 'fastify'
-import { authenticate } from '../auth/authenticate.js'
-import type { RateLimitCheck } from '../auth/envelope-request.js'
+import { authenticate, BEARER_REFUSALS } from '../auth/authenticate.js'
+import type { PartnerEnv } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
 import { confirmReceipts, type Receipt } from './receipts.js'
 
 /** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
-export function callbackRoute(
-  app: FastifyInstance,
-  context: PlatformContext,
-  rateLimit: RateLimitCheck,
-): void {
-  const confirmReceipt = receiptBatcher(context)
-
-  app.post('/openapi/v1/callback', async (request, reply) => {
-    const opened = await authenticate(context, request, rateLimit)
-    const { audioId } = CallbackPlaintext.parse(opened.plaintext)
-    if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
-      throw new ApiError(
-        ResponseCode.NOT_FOUND,
-        `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
-      )
+export const callbackRoute: RouteSpec<PartnerEnv> = {
+  method: 'POST',
+  path: '/openapi/v1/callback',
+  operationId: 'confirmReceipt',
+  tag: 'recordings',
+  summary: 'Confirm the receipt of a pushed recording',
+  description:
+    'Confirms the deliveries of that audioId the partner has acknowledged. A repeated callback answers 2000 and changes nothing more. A deleted recording answers 2000 if the partner had it, else 4040.',
+  body: { sealed: CallbackPlaintextSchema },
+  answer: { description: 'Confirmed', payload: { result: null, sealed: false } },
+  refusals: [...BEARER_REFUSALS, ResponseCode.NOT_FOUND],
+  handle: ({ context, rateLimit }) => {
+    const confirmReceipt = receiptBatcher(context)
+    return async function callback(request, reply) {
+      const opened = await authenticate(context, request, rateLimit)
+      const { audioId } = CallbackPlaintext.parse(opened.plaintext)
+      if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
+        throw new ApiError(
+          ResponseCode.NOT_FOUND,
+          `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
+        )
+      }
+      return reply.send({ code: ResponseCode.OK, msg: 'success', requestId: request.id })
     }
-    return reply.send({ code: ResponseCode.OK, msg: 'success', requestId: request.id })
-  })
+  },
 }
 
 const DEADLOCK_DETECTED = '40P01'

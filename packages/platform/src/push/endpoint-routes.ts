@@ -5,17 +5,18 @@ import {
   RULE,
   UNKNOWN_FIELD_RULE,
 } from '@earshot/protocol'
-import type { FastifyInstance } from 'fastify'
 import Type from 'typebox'
 import type { PlatformContext } from '../context.js'
-import { PushUrlChange } from '../enterprises/enterprise-input.js'
-import { noSuchEnterprise } from '../enterprises/enterprise-params.js'
+import { PushUrlChange, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
+import { EnterpriseParams, noSuchEnterprise } from '../enterprises/enterprise-params.js'
 import { setPushUrl } from '../enterprises/enterprise-store.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { idParam, jsonObject } from '../http/admin-params.js'
+import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
 import { resumeHeld } from './delivery-store.js'
-import { type EndpointView, enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
+import { enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
+import { EnabledEndpointSchema, EndpointListSchema, PushUrlSetSchema } from './push-answers.js'
 
 const URL_RULE = 'must be the push URL, an absolute http:// or https:// URL'
 const MAX_URL_LENGTH = 2048
@@ -38,42 +39,69 @@ const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
   }
 })
 
-/**
+/*
  * The operators' push URLs: set an enterprise's, list every push URL with its health and why, and enable a
  * disabled (or failing) one again, which resumes the deliveries it held.
- *
- * - PUT  {prefix}/enterprises/:enterpriseId/push-url {pushUrl} → {enterpriseId, pushUrl}
- * - GET  {prefix}/endpoints → {endpoints}, by URL
- * - POST {prefix}/endpoints/enable {url} → {url, enabled: true, resumed, replayed, endpoint}
  */
-export function endpointRoutes(app: FastifyInstance, context: PlatformContext, prefix: string): void {
-  const { db, config } = context
 
-  app.put(`${prefix}/enterprises/:enterpriseId/push-url`, async (request) => {
-    const enterpriseId = idParam(request, 'enterpriseId')
-    const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
-    const checked = await checkPushUrl(pushUrl, config.pushAllowPrivate)
-    if (!(await setPushUrl(db, enterpriseId, checked))) throw noSuchEnterprise(enterpriseId)
-    // Deliveries held for a disabled push URL go to the new one, unless it is disabled too.
-    await resumeHeld(db, [enterpriseId])
-    return { enterpriseId, pushUrl: checked }
-  })
-
-  app.get(
-    `${prefix}/endpoints`,
-    async (): Promise<{ endpoints: EndpointView[] }> => ({ endpoints: await listEndpoints(db) }),
-  )
-
-  app.post(`${prefix}/endpoints/enable`, async (request) => {
-    const url = urlOf(request.body)
-    const enabled = await enableEndpoint(db, url)
-    const endpoint = enabled && (await getEndpoint(db, url))
-    if (!enabled || !endpoint) {
-      throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise pushes to ${url} and it has no health record`)
-    }
-    return { url, enabled: true, ...enabled, endpoint }
-  })
+const setPushUrlRoute: RouteSpec<PlatformContext> = {
+  method: 'PUT',
+  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/push-url`,
+  operationId: 'setPushUrl',
+  tag: 'enterprises',
+  summary: 'Set or clear the push URL',
+  params: EnterpriseParams,
+  body: { json: PushUrlChangeSchema },
+  answer: { description: 'Set', payload: { json: PushUrlSetSchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function setPushUrlHandler(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
+      const checked = await checkPushUrl(pushUrl, context.config.pushAllowPrivate)
+      if (!(await setPushUrl(context.db, enterpriseId, checked))) throw noSuchEnterprise(enterpriseId)
+      // Deliveries held for a disabled push URL go to the new one, unless it is disabled too.
+      await resumeHeld(context.db, [enterpriseId])
+      return { enterpriseId, pushUrl: checked }
+    },
 }
+
+const listEndpointsRoute: RouteSpec<PlatformContext> = {
+  method: 'GET',
+  path: `${ADMIN_PREFIX}/endpoints`,
+  operationId: 'listEndpoints',
+  tag: 'endpoints',
+  summary: 'List push URLs with their health',
+  answer: { description: 'By URL', payload: { json: EndpointListSchema } },
+  refusals: [],
+  handle: (context) => async () => ({ endpoints: await listEndpoints(context.db) }),
+}
+
+const enableEndpointRoute: RouteSpec<PlatformContext> = {
+  method: 'POST',
+  path: `${ADMIN_PREFIX}/endpoints/enable`,
+  operationId: 'enableEndpoint',
+  tag: 'endpoints',
+  summary: 'Enable a push URL again: the deliveries it held go out in due order',
+  body: { json: EndpointEnableSchema },
+  answer: { description: 'Enabled', payload: { json: EnabledEndpointSchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function enable(request) {
+      const url = urlOf(request.body)
+      const enabled = await enableEndpoint(context.db, url)
+      const endpoint = enabled && (await getEndpoint(context.db, url))
+      if (!enabled || !endpoint) {
+        throw new ApiError(
+          ResponseCode.NOT_FOUND,
+          `no enterprise pushes to ${url} and it has no health record`,
+        )
+      }
+      return { url, enabled: true, ...enabled, endpoint }
+    },
+}
+
+export const endpointRoutes = [setPushUrlRoute, listEndpointsRoute, enableEndpointRoute]
 
 /** The URL of an enable, normalized as enterprises' push URLs are stored. */
 function urlOf(body: unknown): string {

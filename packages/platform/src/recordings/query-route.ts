@@ -1,22 +1,33 @@
-import { RecordingFilter, SPEC_VERSION } from '@earshot/protocol'
-import type { FastifyInstance } from 'fastify'
-import { authenticate } from '../auth/authenticate.js'
-import { type RateLimitCheck, replySealed } from '../auth/envelope-request.js'
-import type { PlatformContext } from '../context.js'
+import { RecordingFilter, RecordingFilterSchema, RecordingListSchema, SPEC_VERSION } from '@earshot/protocol'
+import { authenticate, BEARER_REFUSALS } from '../auth/authenticate.js'
+import { type PartnerEnv, replySealed } from '../auth/envelope-request.js'
+import type { RouteSpec } from '../http/route-spec.js'
 import { queryRecordings } from './recording-store.js'
 
 /** POST /openapi/v1/audios: a page of the enterprise's recordings matching a filter, and their total. */
-export function queryRoute(app: FastifyInstance, context: PlatformContext, rateLimit: RateLimitCheck): void {
-  app.post('/openapi/v1/audios', async (request, reply) => {
-    const opened = await authenticate(context, request, rateLimit)
-    const filter = RecordingFilter.parse(opened.plaintext)
-    const page = await queryRecordings(context.db, opened.enterpriseId, filter)
-    return replySealed(request, reply, opened, {
-      specVersion: SPEC_VERSION,
-      page: filter.page,
-      size: filter.size,
-      total: page.total,
-      items: page.items,
-    })
-  })
+export const queryRoute: RouteSpec<PartnerEnv> = {
+  method: 'POST',
+  path: '/openapi/v1/audios',
+  operationId: 'queryRecordings',
+  tag: 'recordings',
+  summary: 'Query recordings',
+  body: { sealed: RecordingFilterSchema },
+  answer: {
+    description: 'A page of recordings, sealed',
+    payload: { result: RecordingListSchema, sealed: true },
+  },
+  refusals: BEARER_REFUSALS,
+  handle: ({ context, rateLimit }) =>
+    async function queryAudios(request, reply) {
+      const opened = await authenticate(context, request, rateLimit)
+      const filter = RecordingFilter.parse(opened.plaintext)
+      const page = await queryRecordings(context.db, opened.enterpriseId, filter)
+      return replySealed(request, reply, opened, {
+        specVersion: SPEC_VERSION,
+        page: filter.page,
+        size: filter.size,
+        total: page.total,
+        items: page.items,
+      })
+    },
 }

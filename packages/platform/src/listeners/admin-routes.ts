@@ -1,0 +1,21 @@
+import { consoleRoutes } from '../console/console-routes.js'
+import type { PlatformContext } from '../context.js'
+import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { importRoute } from '../imports/import-route.js'
+import { deliveryRoutes } from '../push/delivery-routes.js'
+import { endpointRoutes } from '../push/endpoint-routes.js'
+import { recordingAdminRoutes } from '../recordings/admin-routes.js'
+import { healthRoute, metricsRoute } from './health-routes.js'
+
+/** Every route of the admin listener: what it mounts, and what its document lists. */
+export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
+  healthRoute('operations', []),
+  metricsRoute,
+  ...enterpriseRoutes,
+  ...recordingAdminRoutes,
+  importRoute,
+  ...deliveryRoutes,
+  ...endpointRoutes,
+  ...consoleRoutes,
+]

@@ -1,0 +1,18 @@
+import { ResponseCode } from '@earshot/protocol'
+import type { PartnerEnv } from '../auth/envelope-request.js'
+import { tokenRoute } from '../auth/token-route.js'
+import { changeRoute } from '../changes/change-route.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { callbackRoute } from '../push/callback-route.js'
+import { queryRoute } from '../recordings/query-route.js'
+import { healthRoute, readinessRoute } from './health-routes.js'
+
+/** Every route of the partner listener: the API under /openapi/v1 and the health probes. */
+export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
+  tokenRoute,
+  queryRoute,
+  changeRoute,
+  callbackRoute,
+  healthRoute('health', [ResponseCode.UNAVAILABLE]),
+  readinessRoute,
+]

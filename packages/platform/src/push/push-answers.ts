@@ -1,0 +1,137 @@
+import { PushEventType } from '@earshot/protocol'
+import Type, { type Static } from 'typebox'
+import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
+import { DELIVERY_STATES } from './delivery-store.js'
+import type { DeliveryView } from './delivery-views.js'
+import { ENDPOINT_STATES, type EndpointView } from './endpoint-health.js'
+
+/* What the delivery and push URL routes answer; each schema is checked against its view's type when this compiles. */
+
+export const AttemptSchema = Type.Object({
+  attemptNo: Type.Integer({ minimum: 1, description: "1 for the delivery's first attempt recorded" }),
+  startedAt: Time('when the attempt began'),
+  durationMs: Type.Integer({ minimum: 0 }),
+  outcome: Type.Enum(['acked', 'failed', 'aborted', 'gone'], {
+    description:
+      'acked: the partner answered 2xx with code 2000; failed: anything else; aborted: cut off by a shutdown; gone: answered 410, which disables the push URL',
+  }),
+  httpStatus: Type.Union([Type.Integer(), Type.Null()]),
+  responseCode: Type.Union([Type.Integer(), Type.Null()], {
+    description: "the `code` of the partner's answer",
+  }),
+  error: Type.Union([Type.String(), Type.Null()], { description: 'why the attempt failed, when it did' }),
+  nextAttemptAt: NullableTime('when the next attempt was scheduled by this one'),
+})
+
+export const DeliverySchema = Type.Object({
+  deliveryId: Id('the delivery'),
+  enterpriseId: Id('the enterprise pushed to'),
+  audioId: Type.String(),
+  eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
+  eventType: Type.Enum(Object.values(PushEventType)),
+  state: Type.Enum(DELIVERY_STATES, {
+    description: 'the delivery state (see the delivery states in the README)',
+  }),
+  attempts: Type.Array(AttemptSchema),
+  createdAt: Time('when the event was created'),
+  nextAttemptAt: NullableTime('when the next attempt (pending) or re-push (acked) is due'),
+  ackedAt: NullableTime('when the partner first acknowledged it'),
+  confirmedAt: NullableTime('when a receipt callback confirmed it'),
+})
+
+export const DeliveryListSchema = Type.Object({
+  deliveries: Type.Array(DeliverySchema, { description: 'newest first' }),
+})
+
+export const ReplayedDeliverySchema = Type.Object({
+  deliveryId: Id('the delivery'),
+  replayed: Type.Literal(true),
+  delivery: DeliverySchema,
+})
+
+export const ReplayedRangeSchema = Type.Object({
+  enterpriseId: Id('the enterprise'),
+  replayed: Type.Integer({ minimum: 0, description: 'deliveries put back to pending' }),
+})
+
+export const UnreceiptedReplayAnswerSchema = Type.Union([
+  Type.Object(
+    {
+      enterpriseId: Id('the enterprise'),
+      since: Type.String(),
+      replayable: Type.Integer({ minimum: 0, description: 'what a replay would push again now' }),
+      alreadyScheduled: Type.Integer({ minimum: 0, description: 'pending or in flight: pushed anyway' }),
+    },
+    { title: 'dry run' },
+  ),
+  Type.Object(
+    {
+      enterpriseId: Id('the enterprise'),
+      since: Type.String(),
+      replayed: Type.Integer({
+        minimum: 0,
+        description: 'acked, failed and unconfirmed deliveries pushed again',
+      }),
+      alreadyScheduled: Type.Integer({ minimum: 0, description: 'pending or in flight: left alone' }),
+    },
+    { title: 'replay' },
+  ),
+])
+
+export const DeliveryLogSchema = Type.Object({
+  deliveries: Type.Array(DeliverySchema, { description: 'newest first' }),
+  nextBefore: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+    description: "the next page's `before`; null on the last page",
+  }),
+})
+
+export const ReplayableSchema = Type.Object({
+  enterpriseId: Id('the enterprise'),
+  from: Type.String(),
+  to: Type.String(),
+  replayable: Type.Integer({
+    minimum: 0,
+    description: 'what a range replay with the same bounds would replay now',
+  }),
+})
+
+export const PushUrlSetSchema = Type.Object({
+  enterpriseId: Id('the enterprise'),
+  pushUrl: Type.Union([Type.String(), Type.Null()], { description: 'as stored (normalized), or null' }),
+})
+
+export const EndpointSchema = Type.Object({
+  url: Type.String(),
+  state: Type.Enum(ENDPOINT_STATES),
+  reason: Type.Union([Type.String(), Type.Null()], {
+    description: 'why it is disabled, or what is failing; null when healthy',
+  }),
+  failingSince: NullableTime('the first failure since the last success'),
+  lastSuccessAt: NullableTime('the last acknowledged push'),
+  lastFailureAt: NullableTime('the last failed attempt'),
+  consecutiveFailures: Type.Integer({ minimum: 0 }),
+  disabledAt: NullableTime('when it was disabled'),
+  enterprises: Type.Array(Type.Integer({ minimum: 1 }), { description: 'the enterprises pushing to it now' }),
+})
+
+export const EndpointListSchema = Type.Object({
+  endpoints: Type.Array(EndpointSchema, { description: 'by URL' }),
+})
+
+export const EnabledEndpointSchema = Type.Object({
+  url: Type.String(),
+  enabled: Type.Literal(true),
+  resumed: Type.Integer({ minimum: 0, description: 'deliveries it held, pending again in due order' }),
+  replayed: Type.Integer({
+    minimum: 0,
+    description:
+      'deliveries to it that went failed since it began failing, pending again with a fresh schedule',
+  }),
+  endpoint: EndpointSchema,
+})
+
+/** Compiles only while each schema describes exactly the type its route answers with. */
+export type SchemasDescribeTheirTypes = [
+  Holds<Same<Static<typeof DeliverySchema>, DeliveryView>>,
+  Holds<Same<Static<typeof EndpointSchema>, EndpointView>>,
+]
