@@ -1,16 +1,10 @@
-/** The admin API as the console calls it: the session's token, JSON calls, refusals in the API's words. */
+/** The admin API as the console calls it: the session's token, operations by name, refusals in the API's words. */
+import { AdminApiError, AdminClient } from './admin-client.js'
 
 const TOKEN_KEY = 'earshot.adminToken'
-export const API = '/admin/v1'
 
-/** A refusal by the admin API, in its words: {code, msg}. */
-export class Refusal extends Error {
-  constructor(status, body) {
-    super(typeof body?.msg === 'string' ? body.msg : `the admin API answered HTTP ${status}`)
-    this.status = status
-    this.code = body?.code
-  }
-}
+/** A refusal by the admin API: its code, msg and HTTP status. */
+export const Refusal = AdminApiError
 
 let onUnauthorized = () => {}
 /** What the console does when the API stops accepting the session's token (it signs out). */
@@ -31,29 +25,27 @@ export function token() {
   return sessionStorage.getItem(TOKEN_KEY)
 }
 
+/** The admin client of this listener, with the session's token or the one given. */
+export function adminClient(adminToken = token()) {
+  return new AdminClient(location.origin, adminToken)
+}
+
 /**
- * Calls the admin API; resolves with the JSON answer or rejects with a Refusal. A 401 in a session
- * means the token was changed on the platform: the console signs out and says so.
+ * Calls an operation of the admin API; resolves with its answer or rejects with a Refusal. A 401 in a
+ * session means the token was changed on the platform: the console signs out and says so.
  */
-export async function api(method, path, body) {
-  const headers = { authorization: `Bearer ${token()}` }
-  const init = { method, headers }
-  if (body !== undefined) {
-    headers['content-type'] = 'application/json'
-    init.body = JSON.stringify(body)
+export async function api(operationId, request) {
+  try {
+    return await adminClient().call(operationId, request)
+  } catch (error) {
+    if (error instanceof Refusal && error.status === 401) {
+      unauthorized(`The admin API no longer accepts this token: ${error.msg}`)
+    }
+    throw error
   }
-  const response = await fetch(`${API}${path}`, init)
-  const answer = await response.json().catch(() => undefined)
-  if (!response.ok) {
-    const refusal = new Refusal(response.status, answer)
-    if (response.status === 401)
-      unauthorized(`The admin API no longer accepts this token: ${refusal.message}`)
-    throw refusal
-  }
-  return answer
 }
 
 export async function enterpriseOptions() {
-  const { enterprises } = await api('GET', '/enterprises')
+  const { enterprises } = await api('listEnterprises')
   return enterprises
 }

@@ -15,7 +15,7 @@
  * `Authorization: Bearer` on API calls: never in a URL or a cookie. Pages are hash routes
  * (#/overview, #/deliveries?state=failed, …), so a filter can be linked without a server round trip.
  */
-import { API, forgetToken, Refusal, storeToken, token, whenUnauthorized } from './admin-api.js'
+import { adminClient, forgetToken, Refusal, storeToken, token, whenUnauthorized } from './admin-api.js'
 import { deliveries } from './deliveries.js'
 import { alertBox, field, h, heading, showError } from './dom.js'
 import { enterprises } from './enterprises.js'
@@ -96,24 +96,17 @@ function signIn(message) {
         alert.replaceChildren()
         try {
           // Checked with one read before it is kept: a wrong token is never stored.
-          const response = await fetch(`${API}/enterprises`, {
-            headers: { authorization: `Bearer ${input.value}` },
-          })
-          if (response.ok) {
-            storeToken(input.value)
-            await render()
-            return
-          }
-          const refusal = new Refusal(response.status, await response.json().catch(() => undefined))
-          if (response.status === 401) {
+          await adminClient(input.value).call('listEnterprises')
+          storeToken(input.value)
+          await render()
+        } catch (error) {
+          if (error instanceof Refusal && error.status === 401) {
             alert.replaceChildren(
               'That admin token was refused. ',
               'Use the EARSHOT_ADMIN_TOKEN the platform runs with (earshot serve prints a generated one once). ',
-              h('span', { class: 'code' }, `The API said: ${refusal.message} (${refusal.code})`),
+              h('span', { class: 'code' }, `The API said: ${error.msg} (${error.code})`),
             )
-          } else showError(alert, refusal)
-        } catch (error) {
-          showError(alert, error)
+          } else showError(alert, error)
         } finally {
           submit.disabled = false
         }

@@ -82,7 +82,7 @@ async function loadDeliveries(page) {
     const query = new URLSearchParams(page.filter)
     query.set('limit', String(PAGE_SIZE))
     if (page.before !== null) query.set('before', String(page.before))
-    const answer = await api('GET', `/delivery-log?${query}`)
+    const answer = await api('deliveryLog', { query: Object.fromEntries(query) })
     if (!page.current()) return
     // Live refreshes redraw only what changed, so focus and open timelines stay put.
     const fingerprint = JSON.stringify(answer)
@@ -135,7 +135,7 @@ function renderPager(page, nextBefore) {
 async function replayOne(page, delivery) {
   page.alert.replaceChildren()
   try {
-    await api('POST', `/deliveries/${delivery.deliveryId}/replay`)
+    await api('replayDelivery', { params: { deliveryId: delivery.deliveryId } })
     page.status.textContent = `Delivery ${delivery.deliveryId} is pending again (same eventId ${delivery.eventId}).`
     await page.load()
   } catch (error) {
@@ -156,8 +156,8 @@ async function replayRange(page) {
     return
   }
   try {
-    const range = new URLSearchParams({ from, to })
-    const { replayable } = await api('GET', `/enterprises/${enterpriseId}/deliveries/replayable?${range}`)
+    const range = { from, to }
+    const { replayable } = await api('countReplayable', { params: { enterpriseId }, query: range })
     const span = `created from ${stamp(from).textContent} to ${stamp(to).textContent}`
     if (replayable === 0) {
       await confirmDialog({
@@ -172,7 +172,7 @@ async function replayRange(page) {
       confirmLabel: `Replay ${count(replayable, 'delivery', 'deliveries')}`,
     })
     if (!confirmed) return
-    const { replayed } = await api('POST', `/enterprises/${enterpriseId}/deliveries/replay`, { from, to })
+    const { replayed } = await api('replayRange', { params: { enterpriseId }, body: range })
     page.status.textContent = `Replayed ${count(replayed, 'delivery', 'deliveries')}.`
     await page.load()
   } catch (error) {

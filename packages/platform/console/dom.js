@@ -56,7 +56,7 @@ export function statusBox() {
 export function showError(box, error) {
   if (error instanceof Refusal) {
     box.replaceChildren(
-      error.message,
+      error.msg,
       ' ',
       h('span', { class: 'code' }, `(${error.code ?? 'no code'}, HTTP ${error.status})`),
     )

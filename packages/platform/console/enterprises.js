@@ -76,7 +76,7 @@ function createForm(page) {
         createAlert.replaceChildren()
         try {
           const body = { name: name.value, ...(pushUrl.value.trim() && { pushUrl: pushUrl.value.trim() }) }
-          const created = await api('POST', '/enterprises', body)
+          const created = await api('createEnterprise', { body })
           name.value = ''
           pushUrl.value = ''
           showSecret(page.secretPanel, `Enterprise ${created.enterpriseId} created`, created)
@@ -214,7 +214,7 @@ function pushUrlForm(page, e) {
   const setUrl = (pushUrl) => async () => {
     formAlert.replaceChildren()
     try {
-      await api('PUT', `/enterprises/${e.enterpriseId}/push-url`, { pushUrl })
+      await api('setPushUrl', { params: { enterpriseId: e.enterpriseId }, body: { pushUrl } })
       page.status.textContent =
         pushUrl === null
           ? `Enterprise ${e.enterpriseId} no longer pushes.`
@@ -259,7 +259,7 @@ function rotateButton(page, e) {
       'aria-label': `Rotate the key of enterprise ${e.enterpriseId}`,
       onclick: () =>
         page.act(async () => {
-          const rotated = await api('POST', `/enterprises/${e.enterpriseId}/rotate-key`)
+          const rotated = await api('rotateKey', { params: { enterpriseId: e.enterpriseId } })
           showSecret(page.secretPanel, `Enterprise ${e.enterpriseId}: new key`, rotated)
           page.status.textContent = `Key version ${rotated.previousKeyVersion} stays valid until ${stamp(rotated.previousKeyRetiresAt).textContent}.`
         }),
@@ -284,7 +284,7 @@ function disableButton(page, e) {
         })
         if (confirmed) {
           await page.act(async () => {
-            await api('POST', `/enterprises/${e.enterpriseId}/disable`)
+            await api('disableEnterprise', { params: { enterpriseId: e.enterpriseId } })
             page.status.textContent = `Enterprise ${e.enterpriseId} is disabled.`
           })
         }

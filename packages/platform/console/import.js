@@ -1,5 +1,5 @@
 /** The import page: a JSON Lines file sent to the admin API, its progress and its refused lines. */
-import { API, enterpriseOptions, token, unauthorized } from './admin-api.js'
+import { adminClient, enterpriseOptions, Refusal, unauthorized } from './admin-api.js'
 import { alertBox, count, enterpriseSelect, field, h, heading, showError, statusBox } from './dom.js'
 
 export async function importPage(view, params, current) {
@@ -88,35 +88,26 @@ async function runImport(ui, event) {
   ui.progress.removeAttribute('value')
   ui.progressText.textContent = `Uploading and checking ${chosen.name}…`
   try {
-    const response = await fetch(`${API}/enterprises/${ui.enterprise.value}/recordings/import`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${token()}`, 'content-type': 'application/x-ndjson' },
-      body: chosen,
-    })
-    if (!response.ok) {
-      const answer = await response.json().catch(() => undefined)
-      if (response.status === 401) unauthorized('The admin API no longer accepts this token.')
-      ui.progressBlock.hidden = true
-      refuse(ui, {
-        code: answer?.code ?? `HTTP ${response.status}`,
-        msg: answer?.msg ?? 'the import was refused',
-      })
-      return
-    }
-    if (!(await followProgress(ui, response.body))) {
+    const lines = adminClient().importRecordings(Number(ui.enterprise.value), chosen)
+    if (!(await followProgress(ui, lines))) {
       ui.alert.textContent = 'The import stopped before its end: import the same file again to complete it.'
     }
   } catch (error) {
-    showError(ui.alert, error)
+    if (!(error instanceof Refusal)) showError(ui.alert, error)
+    else {
+      if (error.status === 401) unauthorized('The admin API no longer accepts this token.')
+      ui.progressBlock.hidden = true
+      refuse(ui, error)
+    }
   } finally {
     ui.submit.disabled = false
   }
 }
 
 /** Shows the import's progress lines as they come; whether its last line (summary or refusal) came. */
-async function followProgress(ui, body) {
+async function followProgress(ui, lines) {
   let finished = false
-  for await (const line of ndjsonLines(body)) {
+  for await (const line of lines) {
     if ('progress' in line) {
       ui.progress.max = Math.max(line.total, 1)
       ui.progress.value = line.progress
@@ -130,21 +121,4 @@ async function followProgress(ui, body) {
     }
   }
   return finished
-}
-
-/** The JSON lines of a streamed answer, as they arrive. */
-async function* ndjsonLines(body) {
-  const reader = body.pipeThrough(new TextDecoderStream()).getReader()
-  let buffer = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) break
-    buffer += value
-    for (let end = buffer.indexOf('\n'); end >= 0; end = buffer.indexOf('\n')) {
-      const line = buffer.slice(0, end)
-      buffer = buffer.slice(end + 1)
-      if (line.trim()) yield JSON.parse(line)
-    }
-  }
-  if (buffer.trim()) yield JSON.parse(buffer)
 }

@@ -22,7 +22,7 @@ export async function overview(view, _params, current) {
   const body = h('div', { class: 'overview' })
   const load = async () => {
     try {
-      const data = await api('GET', '/overview')
+      const data = await api('overview')
       if (!current()) return
       body.replaceChildren(...overviewSections(data, load, status))
       asOf.replaceChildren('as of ', stamp(new Date().toISOString()))
@@ -112,7 +112,7 @@ function endpointTable(endpoints, reload, status) {
       const alert = alertBox()
       const enable = async () => {
         try {
-          const enabled = await api('POST', '/endpoints/enable', { url: endpoint.url })
+          const enabled = await api('enableEndpoint', { body: { url: endpoint.url } })
           status.textContent =
             `Enabled ${enabled.url}: ${count(enabled.resumed, 'held delivery', 'held deliveries')} resumed, ` +
             `${count(enabled.replayed, 'delivery', 'deliveries')} that failed meanwhile pushed again.`

@@ -4,6 +4,7 @@ export { ConfigError, loadConfig, type PlatformConfig } from './config/config.js
 export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
 export { createEnterprise, type EnterpriseCredentials } from './enterprises/enterprise-store.js'
 export { type PlatformOptions, type RunningPlatform, startPlatform } from './platform.js'
+export { DELIVERY_STATES, type DeliveryState } from './push/delivery-states.js'
 export { insertRecordings, type NewRecording } from './recordings/recording-store.js'
 export type { Database } from './storage/database.js'
 export { openDatabase, type StorageOptions } from './storage/open-database.js'

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict'
 import type { RunningPlatform } from '@earshot/platform'
 import { type EnvelopeKey, httpStatusOf, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { adminClientOf } from './fault-kit.js'
 
 export interface Reply {
   status: number
@@ -35,7 +36,7 @@ export function postJson(
   })
 }
 
-/** An admin API call with the platform's admin token. */
+/** An admin API call with the platform's admin token, answered as it came (for tests of the API itself). */
 export async function admin<T = JsonObject>(
   platform: RunningPlatform,
   method: string,
@@ -67,13 +68,7 @@ export interface TestPartner {
 let eventCounter = 0
 
 export async function createPartner(platform: RunningPlatform, name = 'Acme'): Promise<TestPartner> {
-  const { body } = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
-    platform,
-    'POST',
-    '/enterprises',
-    { name },
-  )
-  return partnerFor(platform, body)
+  return partnerFor(platform, await adminClientOf(platform).createEnterprise(name))
 }
 
 export function partnerFor(
@@ -114,14 +109,11 @@ export async function ingest(
   enterpriseId: number,
   recording: JsonObject,
 ): Promise<string> {
-  const { status, body } = await admin<{ audioId: string }>(
-    platform,
-    'POST',
-    `/enterprises/${enterpriseId}/recordings`,
-    recording,
-  )
-  if (status !== 201) throw new Error(`ingest refused: ${JSON.stringify(body)}`)
-  return body.audioId
+  const stored = await adminClientOf(platform).call<{ audioId: string }>('ingestRecording', {
+    params: { enterpriseId },
+    body: recording,
+  })
+  return stored.audioId
 }
 
 /** Asserts a reply carries the catalogue code, its HTTP status, a msg and the request id. */

@@ -2,13 +2,14 @@
  * What the fault-injection suites (`*.faults.test.ts`, `npm run test:faults`) share. They treat the
  * platform as a black box: it runs in child processes (child-platform.ts) and is observed only through
  * its admin API (deliveries, their states and attempts, /metrics) and through what a real loopback
- * receiver got. Nothing here imports the platform's modules.
+ * receiver got: nothing here imports the platform's modules but its admin client.
  */
 import { randomInt } from 'node:crypto'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { EnterpriseCredentials } from '@earshot/platform'
+import { DELIVERY_STATES, type EnterpriseCredentials } from '@earshot/platform'
+import { AdminClient, type Delivery, type ImportLine } from '@earshot/platform/admin-client'
 import { loadKey, open, PushEvent, seal } from '@earshot/protocol'
 
 // --- seeded randomness ----------------------------------------------------------------------------
@@ -47,50 +48,19 @@ export interface AdminEndpoint {
   adminToken: string
 }
 
-export class AdminCallError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message)
-  }
-}
-
-/**
- * An admin API call (path below /admin/v1, or absolute like /metrics); throws AdminCallError on a
- * non-2xx answer. A string body is sent as is (with `contentType`); anything else as JSON. An NDJSON
- * answer (an import's progress) resolves to its last line.
- */
-export async function adminCall<T = Record<string, unknown>>(
-  platform: AdminEndpoint,
-  method: string,
-  path: string,
-  body?: unknown,
-  contentType = 'application/json',
-): Promise<T> {
-  const url = path.startsWith('/admin/') || path === '/metrics' ? path : `/admin/v1${path}`
-  const response = await fetch(`${platform.adminUrl}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${platform.adminToken}`,
-      ...(body !== undefined && { 'content-type': contentType }),
-    },
-    ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
-  })
-  const text = await response.text()
-  if (!response.ok) throw new AdminCallError(`${method} ${url}: ${response.status} ${text}`, response.status)
-  if (path === '/metrics') return text as T
-  return JSON.parse(text.trim().split('\n').at(-1) as string) as T
+/** The admin client of a platform, with its admin token. */
+export function adminClientOf(platform: AdminEndpoint): AdminClient {
+  return new AdminClient(platform.adminUrl, platform.adminToken)
 }
 
 export type { EnterpriseCredentials }
 
 export function createEnterprise(platform: AdminEndpoint, name: string): Promise<EnterpriseCredentials> {
-  return adminCall<EnterpriseCredentials>(platform, 'POST', '/enterprises', { name })
+  return adminClientOf(platform).createEnterprise(name)
 }
 
 export async function setPushUrl(platform: AdminEndpoint, enterpriseId: number, pushUrl: string) {
-  await adminCall(platform, 'PUT', `/enterprises/${enterpriseId}/push-url`, { pushUrl })
+  await adminClientOf(platform).setPushUrl(enterpriseId, pushUrl)
 }
 
 export interface RecordingBatch {
@@ -138,60 +108,24 @@ export function recordingBatch(
   return { lines: `${lines}\n`, audioIds, events }
 }
 
+/** Imports the batch; resolves with the import's last line (its summary) or throws its error. */
 export async function importRecordings(
   platform: AdminEndpoint,
   enterpriseId: number,
   batch: RecordingBatch,
-): Promise<{ imported: number }> {
-  return adminCall<{ imported: number }>(
-    platform,
-    'POST',
-    `/enterprises/${enterpriseId}/recordings/import`,
-    batch.lines,
-    'application/x-ndjson',
-  )
-}
-
-export interface AttemptRecord {
-  attemptNo: number
-  startedAt: string
-  durationMs: number
-  /** 'acked', 'failed', or 'aborted' (the dispatcher stopped mid-attempt). */
-  outcome: string
-  httpStatus: number | null
-  responseCode: number | null
-  error: string | null
-  nextAttemptAt: string | null
-}
-
-/** A delivery as GET /admin/v1/deliveries shows it. */
-export interface DeliveryRecord {
-  deliveryId: number
-  enterpriseId: number
-  audioId: string
-  eventId: string
-  eventType: string
-  state: string
-  attempts: AttemptRecord[]
-  createdAt: string
-  nextAttemptAt: string | null
-  ackedAt: string | null
-  confirmedAt: string | null
+): Promise<{ imported: number; skipped: number }> {
+  let last: ImportLine | undefined
+  for await (const line of adminClientOf(platform).importRecordings(enterpriseId, batch.lines)) last = line
+  if (last && 'imported' in last) return last
+  throw new Error(`the import did not finish: ${JSON.stringify(last)}`)
 }
 
 /** Every delivery of the enterprise, with its attempts (the list API, page after page). */
-export async function allDeliveries(
-  platform: AdminEndpoint,
-  enterpriseId: number,
-): Promise<DeliveryRecord[]> {
-  const all: DeliveryRecord[] = []
+export async function allDeliveries(platform: AdminEndpoint, enterpriseId: number): Promise<Delivery[]> {
+  const all: Delivery[] = []
   let before: number | undefined
   for (;;) {
-    const { deliveries } = await adminCall<{ deliveries: DeliveryRecord[] }>(
-      platform,
-      'GET',
-      `/deliveries?enterpriseId=${enterpriseId}&limit=1000${before === undefined ? '' : `&before=${before}`}`,
-    )
+    const deliveries = await adminClientOf(platform).listDeliveries({ enterpriseId, limit: 1000, before })
     all.push(...deliveries)
     if (deliveries.length < 1000) return all
     before = deliveries.at(-1)?.deliveryId
@@ -225,21 +159,7 @@ export async function waitFor<T>(
   }
 }
 
-/** The delivery states. */
-export const DELIVERY_STATES = [
-  'pending',
-  'in_flight',
-  'acked',
-  'confirmed',
-  'failed',
-  'unconfirmed',
-  'cancelled',
-]
-
-/**
- * The states other than `state` that some delivery of the enterprise is in (one `limit=1` list call per
- * state; a state the platform does not know, refused with 400, has none).
- */
+/** The states other than `state` that some delivery of the enterprise is in (one `limit=1` list call per state). */
 export async function statesOtherThan(
   platform: AdminEndpoint,
   enterpriseId: number,
@@ -247,17 +167,12 @@ export async function statesOtherThan(
 ): Promise<string[]> {
   const others = await Promise.all(
     DELIVERY_STATES.filter((other) => other !== state).map(async (other) => {
-      try {
-        const { deliveries } = await adminCall<{ deliveries: DeliveryRecord[] }>(
-          platform,
-          'GET',
-          `/deliveries?enterpriseId=${enterpriseId}&state=${other}&limit=1`,
-        )
-        return deliveries.length > 0 ? other : undefined
-      } catch (error) {
-        if (error instanceof AdminCallError && error.status === 400) return undefined
-        throw error
-      }
+      const deliveries = await adminClientOf(platform).listDeliveries({
+        enterpriseId,
+        state: other,
+        limit: 1,
+      })
+      return deliveries.length > 0 ? other : undefined
     }),
   )
   return others.filter((other) => other !== undefined)
@@ -273,7 +188,7 @@ export async function allInState(
   state: string,
   total: number,
   options?: { timeoutMs?: number; intervalMs?: number },
-): Promise<DeliveryRecord[]> {
+): Promise<Delivery[]> {
   let seen = 'nothing yet'
   return waitFor(
     () => `all ${total} deliveries ${state} (last seen: ${seen})`,
@@ -436,7 +351,7 @@ export interface LedgerReport {
   /** Pushes beyond the first of their eventId. */
   duplicates: number
   /** Deliveries whose eventId never got a delivered 2000. */
-  lost: DeliveryRecord[]
+  lost: Delivery[]
   /** EventIds the receiver saw that no delivery has. */
   unknownEventIds: string[]
   /** (audioId, eventType) pairs the receiver saw under more than one eventId. */
@@ -445,10 +360,7 @@ export interface LedgerReport {
   mismatchedIds: number
 }
 
-export function reconcile(
-  deliveries: readonly DeliveryRecord[],
-  pushes: readonly LedgerPush[],
-): LedgerReport {
+export function reconcile(deliveries: readonly Delivery[], pushes: readonly LedgerPush[]): LedgerReport {
   const known = new Map(deliveries.map((delivery) => [delivery.eventId, delivery]))
   const acked = new Set<string>()
   const perEvent = new Map<string, number>()

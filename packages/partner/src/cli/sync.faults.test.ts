@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { type CliProcess, startCliProcess } from '@earshot/test-kit/cli-process'
-import { adminCall, createEnterprise, seededRandom, waitFor } from '@earshot/test-kit/fault-kit'
+import { adminClientOf, createEnterprise, seededRandom, waitFor } from '@earshot/test-kit/fault-kit'
 import { type RestartablePlatform, restartablePlatform } from '@earshot/test-kit/fault-platform'
 import { runCli } from '@earshot/test-kit/run-cli'
 import { EarshotClient } from '../client/earshot-client.js'
@@ -64,7 +64,11 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
       EARSHOT_SECRET: credentials.secret,
     }
     const data = join(directory, 'mirror')
-    const recordings = `/enterprises/${credentials.enterpriseId}/recordings`
+    const admin = adminClientOf(running)
+    const params = (audioId?: string) => ({
+      enterpriseId: credentials.enterpriseId,
+      ...(audioId && { audioId }),
+    })
 
     // The platform's recordings as the changes leave them: audioId → has a transcript.
     const live: string[] = []
@@ -75,13 +79,16 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
       const roll = random.next()
       if (live.length < 20 || roll < 0.35) {
         const audioId = `m-${n}`
-        await adminCall(running, 'POST', recordings, {
-          audioId,
-          deviceUid: `dev-${n % 5}`,
-          title: `Recording ${n}`,
-          recordedAt: new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString(),
-          denoiseUrl: `https://media.example/${n}.mp3`,
-          recordDuration: 1000 + n,
+        await admin.call('ingestRecording', {
+          params: params(),
+          body: {
+            audioId,
+            deviceUid: `dev-${n % 5}`,
+            title: `Recording ${n}`,
+            recordedAt: new Date(Date.UTC(2026, 0, 1) + n * 60_000).toISOString(),
+            denoiseUrl: `https://media.example/${n}.mp3`,
+            recordDuration: 1000 + n,
+          },
         })
         live.push(audioId)
         counts.created++
@@ -89,23 +96,26 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
       }
       const audioId = pick()
       if (roll < 0.55 && !transcribed.has(audioId)) {
-        await adminCall(running, 'PUT', `${recordings}/${audioId}/transcript`, {
-          transcriptId: n,
-          transcriptText: `words ${n}`,
-          sentences: [{ text: `words ${n}`, beginTime: 0, endTime: 700 }],
-          durationMs: 700,
-          wordsCount: 2,
+        await admin.call('attachTranscript', {
+          params: params(audioId),
+          body: {
+            transcriptId: n,
+            transcriptText: `words ${n}`,
+            sentences: [{ text: `words ${n}`, beginTime: 0, endTime: 700 }],
+            durationMs: 700,
+            wordsCount: 2,
+          },
         })
         transcribed.add(audioId)
         counts.transcript_added++
       } else if (roll < 0.87) {
-        await adminCall(running, 'PATCH', `${recordings}/${audioId}`, {
+        await admin.updateRecording(credentials.enterpriseId, audioId, {
           title: `Title ${n}`,
           ...(n % 3 === 0 && { deviceUid: `dev-moved-${n}` }),
         })
         counts.updated++
       } else {
-        await adminCall(running, 'DELETE', `${recordings}/${audioId}`)
+        await admin.deleteRecording(credentials.enterpriseId, audioId)
         live.splice(live.indexOf(audioId), 1)
         transcribed.delete(audioId)
         counts.deleted++

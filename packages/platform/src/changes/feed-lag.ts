@@ -1,3 +1,4 @@
+import type { Logger } from '@earshot/support/logger'
 import { Gauge, type Registry } from 'prom-client'
 import type { Database, Queryable } from '../storage/database.js'
 
@@ -82,9 +83,7 @@ export async function numberReadyChanges(db: Queryable): Promise<void> {
   }
 }
 
-export interface FeedLagLogger {
-  warn(details: object, message: string): void
-}
+export type FeedLagLogger = Pick<Logger, 'warn'>
 
 export interface FeedLagWatch {
   /** Numbers what is ready and looks at the lag now (the timer does this every intervalMs). */

@@ -1,6 +1,11 @@
 import { CommandFailure, fail, positiveInteger, printJson } from '@earshot/support/cli'
 import type { Command } from 'commander'
-import { AdminApiError, AdminClient, AdminConnectionError, DEFAULT_ADMIN_URL } from './admin-client.js'
+import {
+  AdminApiError,
+  AdminClient,
+  AdminConnectionError,
+  DEFAULT_ADMIN_URL,
+} from '../admin-client/admin-client.js'
 
 /** Options every client command accepts (set on the program, usable before or after the command). */
 export interface ClientGlobals {

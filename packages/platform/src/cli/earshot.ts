@@ -4,7 +4,7 @@
  * its admin API, found at --url / EARSHOT_URL with the token --admin-token / EARSHOT_ADMIN_TOKEN.
  */
 import { Command, Option } from 'commander'
-import { DEFAULT_ADMIN_URL } from './admin-client.js'
+import { DEFAULT_ADMIN_URL } from '../admin-client/admin-client.js'
 import { deliveriesCommand } from './deliveries-commands.js'
 import { endpointsCommand } from './endpoint-commands.js'
 import { enterpriseCommand } from './enterprise-commands.js'

@@ -1,5 +1,5 @@
 import { Command } from 'commander'
-import type { Endpoint } from './admin-client.js'
+import type { Endpoint } from '../admin-client/admin-client.js'
 import { printJson, printLines, runClient, table } from './client-command.js'
 
 interface JsonFlag {

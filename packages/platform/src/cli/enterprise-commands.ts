@@ -1,5 +1,5 @@
 import { Command } from 'commander'
-import type { Enterprise } from './admin-client.js'
+import type { Enterprise } from '../admin-client/admin-client.js'
 import {
   CommandFailure,
   enterpriseIdArgument,

@@ -1,7 +1,7 @@
 import { open } from 'node:fs/promises'
 import cliProgress from 'cli-progress'
 import { Command } from 'commander'
-import { AdminApiError } from './admin-client.js'
+import { AdminApiError } from '../admin-client/admin-client.js'
 import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
 /** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID --enterprise ID [--json]`. */

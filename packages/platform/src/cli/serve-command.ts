@@ -1,9 +1,9 @@
 import { chmod, stat, writeFile } from 'node:fs/promises'
 import { resolve } from 'node:path'
 import { Command } from 'commander'
+import { DEFAULT_ADMIN_URL } from '../admin-client/admin-client.js'
 import { ConfigError, configEnvironment, loadConfig, type PlatformConfig } from '../config/config.js'
 import type { RunningPlatform } from '../platform.js'
-import { DEFAULT_ADMIN_URL } from './admin-client.js'
 
 const DEFAULT_PARTNER_URL = 'http://127.0.0.1:8080'
 

@@ -4,6 +4,9 @@ import { sendStaticAsset, staticAsset } from '../http/static-asset.js'
 
 /** The console's files, shipped beside dist/ (tsc copies no file that is not TypeScript). */
 const CONSOLE_DIR = new URL('../../console/', import.meta.url)
+/** The admin client the CLI uses too, as compiled: the console loads it as it is. */
+const CLIENT_DIR = new URL('../admin-client/', import.meta.url)
+const FROM_CLIENT = new Set(['admin-client.js', 'admin-operations.js'])
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 const FILES = {
@@ -18,6 +21,8 @@ const FILES = {
   'navigation.js': JAVASCRIPT,
   'dom.js': JAVASCRIPT,
   'admin-api.js': JAVASCRIPT,
+  'admin-client.js': JAVASCRIPT,
+  'admin-operations.js': JAVASCRIPT,
 } as const
 
 /**
@@ -42,7 +47,8 @@ const CONTENT_SECURITY_POLICY = [
  */
 export function consoleAssets(app: FastifyInstance, mountPath: string): void {
   for (const [name, contentType] of Object.entries(FILES)) {
-    const asset = staticAsset(readFileSync(new URL(name, CONSOLE_DIR)), contentType)
+    const file = new URL(name, FROM_CLIENT.has(name) ? CLIENT_DIR : CONSOLE_DIR)
+    const asset = staticAsset(readFileSync(file), contentType)
     const paths =
       name === 'index.html'
         ? [mountPath, `${mountPath}/`, `${mountPath}/index.html`]

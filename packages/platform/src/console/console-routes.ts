@@ -1,7 +1,8 @@
 import { ResponseCode } from '@earshot/protocol'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { EnterpriseParams, requireEnterprise } from '../enterprises/enterprise-params.js'
-import { ADMIN_PREFIX, idParam, WITH_ID } from '../http/admin-params.js'
+import { idParam, WITH_ID } from '../http/admin-params.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import {
   DeliveryLogQuerySchema,
@@ -18,9 +19,7 @@ import { OverviewSchema } from './overview-answer.js'
 /* The admin routes the operators' console reads beyond the ones the CLI uses. */
 
 const overviewRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/overview`,
-  operationId: 'overview',
+  ...adminOperation('overview'),
   tag: 'console',
   summary: 'Deliveries by state, the last hour of push attempts, queue depth and push URL health',
   answer: { description: 'The figures', payload: { json: OverviewSchema } },
@@ -29,9 +28,7 @@ const overviewRoute: RouteSpec<PlatformContext> = {
 }
 
 const deliveryLogRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/delivery-log`,
-  operationId: 'deliveryLog',
+  ...adminOperation('deliveryLog'),
   tag: 'console',
   summary: "List deliveries as GET /deliveries does, also by creation time, with the next page's cursor",
   query: DeliveryLogQuerySchema,
@@ -49,9 +46,7 @@ const deliveryLogRoute: RouteSpec<PlatformContext> = {
 }
 
 const replayableRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/deliveries/replayable`,
-  operationId: 'countReplayable',
+  ...adminOperation('countReplayable'),
   tag: 'console',
   summary: 'Count what a range replay with these bounds would replay now',
   params: EnterpriseParams,

@@ -1,6 +1,7 @@
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import {
   DisabledEnterpriseSchema,
@@ -18,9 +19,7 @@ import { createEnterprise, disableEnterprise, listEnterprises, rotateKey } from 
  */
 
 const createEnterpriseRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises`,
-  operationId: 'createEnterprise',
+  ...adminOperation('createEnterprise'),
   tag: 'enterprises',
   summary: 'Create an enterprise and its first key',
   body: { json: NewEnterpriseSchema },
@@ -41,9 +40,7 @@ const createEnterpriseRoute: RouteSpec<PlatformContext> = {
 }
 
 const listEnterprisesRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/enterprises`,
-  operationId: 'listEnterprises',
+  ...adminOperation('listEnterprises'),
   tag: 'enterprises',
   summary: 'List enterprises with their keys',
   answer: { description: 'Every enterprise, by id', payload: { json: EnterpriseListSchema } },
@@ -52,9 +49,7 @@ const listEnterprisesRoute: RouteSpec<PlatformContext> = {
 }
 
 const disableEnterpriseRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/disable`,
-  operationId: 'disableEnterprise',
+  ...adminOperation('disableEnterprise'),
   tag: 'enterprises',
   summary: 'Disable an enterprise: its tokens stop working on every instance within 1 s',
   params: EnterpriseParams,
@@ -70,9 +65,7 @@ const disableEnterpriseRoute: RouteSpec<PlatformContext> = {
 }
 
 const rotateKeyRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/rotate-key`,
-  operationId: 'rotateKey',
+  ...adminOperation('rotateKey'),
   tag: 'enterprises',
   summary: 'Issue a new key; the previous one stays valid for EARSHOT_KEY_GRACE (24 h)',
   params: EnterpriseParams,

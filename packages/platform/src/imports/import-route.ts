@@ -1,8 +1,9 @@
 import { Readable } from 'node:stream'
 import { ResponseCode } from '@earshot/protocol'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { ADMIN_PREFIX, WITH_BODY } from '../http/admin-params.js'
+import { WITH_BODY } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { RecordingInputSchema } from '../recordings/recording-input.js'
@@ -14,9 +15,7 @@ export const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl']
 
 /** POST …/recordings/import: a JSON Lines file of recordings, answered with NDJSON progress then its summary. */
 export const importRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings/import`,
-  operationId: 'importRecordings',
+  ...adminOperation('importRecordings'),
   tag: 'recordings',
   summary: 'Import a JSON Lines file of recordings',
   description:

@@ -1,4 +1,5 @@
 import Type from 'typebox'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PartnerEnv } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ERROR_BODY, type RouteSpec } from '../http/route-spec.js'
@@ -55,9 +56,7 @@ export const readinessRoute: RouteSpec<PartnerEnv> = {
 
 /** GET /metrics on the admin listener; the scraper sends the admin bearer token like any admin client. */
 export const metricsRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: '/metrics',
-  operationId: 'metrics',
+  ...adminOperation('metrics'),
   tag: 'operations',
   summary: 'Prometheus metrics',
   answer: { description: 'The Prometheus text exposition format', payload: { text: 'text/plain' } },

@@ -10,7 +10,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import {
-  adminCall,
+  adminClientOf,
   allInState,
   type CallbackQueue,
   callbackQueue,
@@ -86,12 +86,7 @@ for (const backend of testBackends) {
       // The partner is back; the operator replays the day.
       await receiver.start()
       const to = new Date(Date.now() + 60_000).toISOString()
-      const replay = await adminCall<{ enterpriseId: number; replayed: number }>(
-        running,
-        'POST',
-        `/enterprises/${credentials.enterpriseId}/deliveries/replay`,
-        { from, to },
-      )
+      const replay = await adminClientOf(running).replayDeliveries(credentials.enterpriseId, from, to)
       assert.deepEqual(replay, { enterpriseId: credentials.enterpriseId, replayed: batch.events })
       const replayedAt = performance.now()
       const deliveries = await allInState(() => running, credentials.enterpriseId, 'confirmed', batch.events)

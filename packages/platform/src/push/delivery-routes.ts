@@ -1,12 +1,13 @@
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import Type from 'typebox'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import {
   EnterpriseParams,
   existingEnterpriseId,
   requireEnterprise,
 } from '../enterprises/enterprise-params.js'
-import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import {
@@ -38,9 +39,7 @@ import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 const DeliveryParams = Type.Object({ deliveryId: Type.Integer({ minimum: 1, description: 'the delivery' }) })
 
 const listDeliveriesRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/deliveries`,
-  operationId: 'listDeliveries',
+  ...adminOperation('listDeliveries'),
   tag: 'deliveries',
   summary: 'List deliveries with their attempts, newest first',
   query: DeliveryListQuerySchema,
@@ -52,9 +51,7 @@ const listDeliveriesRoute: RouteSpec<PlatformContext> = {
 }
 
 const showDeliveryRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/deliveries/:deliveryId`,
-  operationId: 'showDelivery',
+  ...adminOperation('showDelivery'),
   tag: 'deliveries',
   summary: 'Show a delivery with its attempts',
   params: DeliveryParams,
@@ -70,9 +67,7 @@ const showDeliveryRoute: RouteSpec<PlatformContext> = {
 }
 
 const replayDeliveryRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/deliveries/:deliveryId/replay`,
-  operationId: 'replayDelivery',
+  ...adminOperation('replayDelivery'),
   tag: 'deliveries',
   summary: 'Replay a failed or unconfirmed delivery: back to pending, due now, same eventId',
   params: DeliveryParams,
@@ -96,9 +91,7 @@ const replayDeliveryRoute: RouteSpec<PlatformContext> = {
 }
 
 const replayRangeRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/deliveries/replay`,
-  operationId: 'replayRange',
+  ...adminOperation('replayRange'),
   tag: 'deliveries',
   summary: "Replay an enterprise's failed and unconfirmed deliveries created in a time range",
   params: EnterpriseParams,
@@ -115,9 +108,7 @@ const replayRangeRoute: RouteSpec<PlatformContext> = {
 }
 
 const replayUnreceiptedRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/deliveries/replay-unreceipted`,
-  operationId: 'replayUnreceipted',
+  ...adminOperation('replayUnreceipted'),
   tag: 'deliveries',
   summary: 'Push again every delivery never receipted since a time (or count them, with dryRun)',
   params: EnterpriseParams,

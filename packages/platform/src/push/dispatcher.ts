@@ -1,4 +1,5 @@
 import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '@earshot/protocol'
+import type { Logger } from '@earshot/support/logger'
 import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
 import { recordingData } from '../recordings/recording-data.js'
@@ -21,10 +22,7 @@ export type PushSettings = Pick<
   | 'pushDisableAfterSeconds'
 >
 
-export interface DispatcherLogger {
-  warn(details: object, message: string): void
-  error(details: object, message: string): void
-}
+export type DispatcherLogger = Pick<Logger, 'warn' | 'error'>
 
 export interface DispatcherOptions {
   db: Database

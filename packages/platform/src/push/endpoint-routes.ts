@@ -6,12 +6,13 @@ import {
   UNKNOWN_FIELD_RULE,
 } from '@earshot/protocol'
 import Type from 'typebox'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { PushUrlChange, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { EnterpriseParams, noSuchEnterprise } from '../enterprises/enterprise-params.js'
 import { setPushUrl } from '../enterprises/enterprise-store.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY } from '../http/admin-params.js'
+import { idParam, jsonObject, WITH_BODY } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { resumeHeld } from './delivery-store.js'
@@ -45,9 +46,7 @@ const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
  */
 
 const setPushUrlRoute: RouteSpec<PlatformContext> = {
-  method: 'PUT',
-  path: `${ADMIN_PREFIX}/enterprises/:enterpriseId/push-url`,
-  operationId: 'setPushUrl',
+  ...adminOperation('setPushUrl'),
   tag: 'enterprises',
   summary: 'Set or clear the push URL',
   params: EnterpriseParams,
@@ -67,9 +66,7 @@ const setPushUrlRoute: RouteSpec<PlatformContext> = {
 }
 
 const listEndpointsRoute: RouteSpec<PlatformContext> = {
-  method: 'GET',
-  path: `${ADMIN_PREFIX}/endpoints`,
-  operationId: 'listEndpoints',
+  ...adminOperation('listEndpoints'),
   tag: 'endpoints',
   summary: 'List push URLs with their health',
   answer: { description: 'By URL', payload: { json: EndpointListSchema } },
@@ -78,9 +75,7 @@ const listEndpointsRoute: RouteSpec<PlatformContext> = {
 }
 
 const enableEndpointRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: `${ADMIN_PREFIX}/endpoints/enable`,
-  operationId: 'enableEndpoint',
+  ...adminOperation('enableEndpoint'),
   tag: 'endpoints',
   summary: 'Enable a push URL again: the deliveries it held go out in due order',
   body: { json: EndpointEnableSchema },

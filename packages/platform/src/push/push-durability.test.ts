@@ -11,74 +11,29 @@ import {
 } from '@earshot/test-kit/backends'
 import { type ChildPlatform, startChildPlatform } from '@earshot/test-kit/child-platform'
 import { eventually } from '@earshot/test-kit/eventually'
+import {
+  type AdminEndpoint,
+  adminClientOf,
+  createEnterprise,
+  importRecordings as importBatch,
+  recordingBatch,
+  setPushUrl,
+} from '@earshot/test-kit/fault-kit'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { startPlatform } from '../platform.js'
 import { openDatabase } from '../storage/open-database.js'
 import type { DeliveryView } from './delivery-views.js'
 
-interface Admin {
-  adminUrl: string
-  adminToken: string
-}
-
-async function adminCall<T>(
-  platform: Admin,
-  method: string,
-  path: string,
-  body?: string,
-  type = 'application/json',
-) {
-  const response = await fetch(`${platform.adminUrl}/admin/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${platform.adminToken}`,
-      ...(body !== undefined && { 'content-type': type }),
-    },
-    ...(body !== undefined && { body }),
-  })
-  const text = await response.text()
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`)
-  // An import answers NDJSON progress; its last line is the result.
-  return JSON.parse(text.trim().split('\n').at(-1) as string) as T
-}
-
-function recordingLines(prefix: string, count: number): string {
-  return Array.from({ length: count }, (_, i) =>
-    JSON.stringify({
-      audioId: `${prefix}-${i}`,
-      deviceUid: `DEV-${i % 20}`,
-      title: `recording ${i}`,
-      recordedAt: new Date(Date.UTC(2026, 1, 1) + i * 1000).toISOString(),
-      denoiseUrl: `https://media.example/${prefix}/${i}.mp3`,
-      recordDuration: 1000 + i,
-    }),
-  ).join('\n')
-}
-
-/** Sets the enterprise's push URL. */
-async function setPushUrl(platform: Admin, enterpriseId: number, pushUrl: string): Promise<void> {
-  await adminCall(platform, 'PUT', `/enterprises/${enterpriseId}/push-url`, JSON.stringify({ pushUrl }))
-}
+type Admin = AdminEndpoint
 
 /** Imports `count` recordings, audioIds `${prefix}-0` on, into the enterprise as JSON Lines. */
 async function importRecordings(platform: Admin, enterpriseId: number, prefix: string, count: number) {
-  await adminCall(
-    platform,
-    'POST',
-    `/enterprises/${enterpriseId}/recordings/import`,
-    recordingLines(prefix, count),
-    'application/x-ndjson',
-  )
+  await importBatch(platform, enterpriseId, recordingBatch(prefix, count))
 }
 
 /** An enterprise pushing to a fresh receiver that acks every push and then calls back (retrying). */
 async function partnerWithReceiver(platform: Admin, partnerUrl: () => string) {
-  const credentials = await adminCall<{ enterpriseId: number; keyVersion: number; secret: string }>(
-    platform,
-    'POST',
-    '/enterprises',
-    JSON.stringify({ name: 'Durable' }),
-  )
+  const credentials = await createEnterprise(platform, 'Durable')
   const callback = callbackSender(partnerUrl, credentials)
   const receiver = await startTestReceiver(credentials.secret, {
     afterAnswer: (push) => void callback(push.event.audioId),
@@ -88,12 +43,7 @@ async function partnerWithReceiver(platform: Admin, partnerUrl: () => string) {
 }
 
 async function deliveriesIn(platform: Admin, enterpriseId: number, state: string): Promise<DeliveryView[]> {
-  const { deliveries } = await adminCall<{ deliveries: DeliveryView[] }>(
-    platform,
-    'GET',
-    `/deliveries?enterpriseId=${enterpriseId}&state=${state}&limit=1000`,
-  )
-  return deliveries
+  return adminClientOf(platform).listDeliveries({ enterpriseId, state, limit: 1000 })
 }
 
 for (const backend of testBackends) {
@@ -234,12 +184,7 @@ for (const backend of testBackends) {
         answerFirst = resolve
       })
       try {
-        const { enterpriseId } = await adminCall<{ enterpriseId: number; secret: string }>(
-          platform,
-          'POST',
-          '/enterprises',
-          JSON.stringify({ name: 'Stopping' }),
-        )
+        const { enterpriseId } = await createEnterprise(platform, 'Stopping')
         const { secret } = (
           await platform.context.db.query<{ secret: string }>(
             'SELECT secret FROM enterprise_keys WHERE enterprise_id = $1',

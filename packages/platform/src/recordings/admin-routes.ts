@@ -1,9 +1,10 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
+import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { ADMIN_PREFIX, idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import type { Queryable } from '../storage/database.js'
@@ -21,16 +22,13 @@ import { attachTranscript, deleteRecording, insertRecordings, updateRecording } 
 
 /* The operators' recordings: add one, attach or replace its transcript, update it, delete it. */
 
-const RECORDINGS = `${ADMIN_PREFIX}/enterprises/:enterpriseId/recordings`
 const RecordingParams = Type.Object({
   ...EnterpriseParams.properties,
   audioId: Type.String({ minLength: 1, description: 'the recording' }),
 })
 
 const ingestRoute: RouteSpec<PlatformContext> = {
-  method: 'POST',
-  path: RECORDINGS,
-  operationId: 'ingestRecording',
+  ...adminOperation('ingestRecording'),
   tag: 'recordings',
   summary: 'Ingest one recording (and schedule its pushes)',
   params: EnterpriseParams,
@@ -51,9 +49,7 @@ const ingestRoute: RouteSpec<PlatformContext> = {
 }
 
 const attachTranscriptRoute: RouteSpec<PlatformContext> = {
-  method: 'PUT',
-  path: `${RECORDINGS}/:audioId/transcript`,
-  operationId: 'attachTranscript',
+  ...adminOperation('attachTranscript'),
   tag: 'recordings',
   summary: "Attach or replace a recording's transcript (a transcript_ready push)",
   params: RecordingParams,
@@ -72,9 +68,7 @@ const attachTranscriptRoute: RouteSpec<PlatformContext> = {
 }
 
 const updateRoute: RouteSpec<PlatformContext> = {
-  method: 'PATCH',
-  path: `${RECORDINGS}/:audioId`,
-  operationId: 'updateRecording',
+  ...adminOperation('updateRecording'),
   tag: 'recordings',
   summary: "Update a recording's fields",
   params: RecordingParams,
@@ -93,9 +87,7 @@ const updateRoute: RouteSpec<PlatformContext> = {
 }
 
 const deleteRoute: RouteSpec<PlatformContext> = {
-  method: 'DELETE',
-  path: `${RECORDINGS}/:audioId`,
-  operationId: 'deleteRecording',
+  ...adminOperation('deleteRecording'),
   tag: 'recordings',
   summary:
     'Delete a recording: a tombstone stays, its unconfirmed deliveries are cancelled, a recording.deleted push goes out',

@@ -9,7 +9,7 @@ import {
   type TestPlatform,
   testBackends,
 } from '@earshot/test-kit/backends'
-import { adminCall } from '@earshot/test-kit/fault-kit'
+import { importRecordings } from '@earshot/test-kit/fault-kit'
 import fc from 'fast-check'
 import { createEnterprise } from '../enterprises/enterprise-store.js'
 import type { Queryable } from '../storage/database.js'
@@ -203,13 +203,7 @@ for (const backend of testBackends) {
     const fileB = [...fileA.slice(150), ...recordings('b', 150, 2)]
 
     const importFile = (id: number, list: readonly NewRecording[]) =>
-      adminCall<{ imported: number; skipped: number }>(
-        platform,
-        'POST',
-        `/enterprises/${id}/recordings/import`,
-        importLines(list),
-        'application/x-ndjson',
-      )
+      importRecordings(platform, id, { lines: importLines(list), audioIds: [], events: 0 })
 
     before(async () => {
       platform = await startTestPlatform(backend)

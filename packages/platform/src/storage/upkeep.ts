@@ -1,3 +1,4 @@
+import type { Logger } from '@earshot/support/logger'
 import type { Database, Queryable } from './database.js'
 
 /**
@@ -99,11 +100,7 @@ async function tend(db: Queryable, embedded: boolean): Promise<UpkeepStep[]> {
 
 const quoteIdentifier = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-export interface UpkeepLogger {
-  info(details: object, message: string): void
-  debug(details: object, message: string): void
-  warn(details: object, message: string): void
-}
+export type UpkeepLogger = Pick<Logger, 'info' | 'debug' | 'warn'>
 
 /**
  * Where the database needs it (needsUpkeep), runs a pass (an embedded data directory written by an earlier

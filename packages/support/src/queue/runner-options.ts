@@ -1,3 +1,4 @@
+import type { Logger } from '../logger.js'
 import type { Database } from '../storage/database.js'
 import type { AttemptRecord, Claim, JobId, JobQueue, Next } from './job-queue.js'
 
@@ -21,10 +22,7 @@ export type Attempted<R extends WorkResult> =
   /** Stopped past the grace: an 'aborted' attempt; the claim was handed back first. */
   | { kind: 'aborted'; error: string }
 
-export interface RunnerLogger {
-  warn(details: object, message: string): void
-  error(details: object, message: string): void
-}
+export type RunnerLogger = Pick<Logger, 'warn' | 'error'>
 
 export interface RunnerOptions<S extends string, Id extends JobId, J, R extends WorkResult> {
   db: Database
