@@ -33,6 +33,61 @@ const SEALED_NOTE =
 
 const ENVELOPE = `The encrypted envelope that carries every partner request body and every sealed answer's \`data\`. \`ciphertext\` is the AES-256-GCM encryption of a UTF-8 JSON object (the plaintext, a schema marked \`${SEALED}\`) under the enterprise's 32-byte secret with \`nonce\` as the IV and no additional authenticated data; \`tag\` is the 16-byte authentication tag. \`nonce\`, \`ciphertext\` and \`tag\` are canonical standard Base64 (padding required). Seal every request afresh: a nonce already accepted under the same enterprise and keyVersion is refused (4090). An answer's envelope uses the request's keyVersion and echoes its eventId. Unknown extra fields are ignored. Which plaintext an envelope holds is named by its schema's \`${PLAINTEXT}\`.`
 
+/** The plaintexts an envelope carries (a component each, marked sealed), with what they are. */
+const SEALED_PLAINTEXTS: [string, TSchema, string][] = [
+  [
+    'TokenPlaintext',
+    TokenPlaintextSchema,
+    "The token request's plaintext; may be `{}`. An enterpriseId inside must equal the one beside the envelope (else 4012).",
+  ],
+  [
+    'RecordingFilter',
+    RecordingFilterSchema,
+    'The query filter: every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
+  ],
+  [
+    'TranscriptRecordingData',
+    TranscriptRecordingDataSchema,
+    "Set A (transcript form), a recording's data once its transcript exists. transcriptSentences is a JSON array of {text, beginTime, endTime} serialized into a string.",
+  ],
+  [
+    'AudioRecordingData',
+    AudioRecordingDataSchema,
+    "Set B (audio-file form), a recording's data while it has only its audio part.",
+  ],
+  ['RecordingData', RecordingDataSchema, "A recording's data: set A once its transcript exists, else set B."],
+  [
+    'RecordingList',
+    RecordingListSchema,
+    'A page of the query: newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
+  ],
+  [
+    'CallbackPlaintext',
+    CallbackPlaintextSchema,
+    'The receipt callback: the audioId of a recording the partner stored from a push.',
+  ],
+  [
+    'ChangesRequest',
+    ChangesRequestSchema,
+    'A change feed request: no cursor starts at the beginning; a malformed cursor is refused (4001).',
+  ],
+  [
+    'Change',
+    ChangeSchema,
+    "One change of the feed: data is the recording's current data, absent for `deleted` and for every earlier change of a recording deleted since.",
+  ],
+  [
+    'ChangePage',
+    ChangePageSchema,
+    'A page of the change feed: seq increases strictly; pass nextCursor to read on; hasMore is false once caught up.',
+  ],
+  [
+    'PushEvent',
+    PushEventSchema,
+    'What the platform pushes: one event per recording part made available, or per deletion (data `{}`).',
+  ],
+]
+
 /** The partner API (10) as an OpenAPI 3.1 document, made from the partner listener's routes and the push. */
 export function partnerApiDocument(
   routes: readonly RouteSpec<never>[],
@@ -65,61 +120,7 @@ export function partnerApiDocument(
     ],
     description: 'An envelope sent with a bearer token.',
   })
-  sealed(
-    'TokenPlaintext',
-    TokenPlaintextSchema,
-    "The token request's plaintext; may be `{}`. An enterpriseId inside must equal the one beside the envelope (else 4012).",
-  )
-  sealed(
-    'RecordingFilter',
-    RecordingFilterSchema,
-    'The query filter: every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
-  )
-  sealed(
-    'TranscriptRecordingData',
-    TranscriptRecordingDataSchema,
-    "Set A (transcript form), a recording's data once its transcript exists. transcriptSentences is a JSON array of {text, beginTime, endTime} serialized into a string.",
-  )
-  sealed(
-    'AudioRecordingData',
-    AudioRecordingDataSchema,
-    "Set B (audio-file form), a recording's data while it has only its audio part.",
-  )
-  sealed(
-    'RecordingData',
-    RecordingDataSchema,
-    "A recording's data: set A once its transcript exists, else set B.",
-  )
-  sealed(
-    'RecordingList',
-    RecordingListSchema,
-    'A page of the query: newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
-  )
-  sealed(
-    'CallbackPlaintext',
-    CallbackPlaintextSchema,
-    'The receipt callback: the audioId of a recording the partner stored from a push.',
-  )
-  sealed(
-    'ChangesRequest',
-    ChangesRequestSchema,
-    'A change feed request: no cursor starts at the beginning; a malformed cursor is refused (4001).',
-  )
-  sealed(
-    'Change',
-    ChangeSchema,
-    "One change of the feed: data is the recording's current data, absent for `deleted` and for every earlier change of a recording deleted since.",
-  )
-  sealed(
-    'ChangePage',
-    ChangePageSchema,
-    'A page of the change feed: seq increases strictly; pass nextCursor to read on; hasMore is false once caught up.',
-  )
-  sealed(
-    'PushEvent',
-    PushEventSchema,
-    'What the platform pushes: one event per recording part made available, or per deletion (data `{}`).',
-  )
+  for (const [name, schema, description] of SEALED_PLAINTEXTS) sealed(name, schema, description)
   components.name('AccessToken', AccessTokenSchema, {
     description: "The token answer's data, not encrypted.",
   })
