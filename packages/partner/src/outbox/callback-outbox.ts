@@ -10,7 +10,7 @@ import {
   type WorkResult,
 } from '@earshot/support/queue'
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
-import { defaultLogger, type ReceiverLogger } from '../logging/logger.js'
+import { defaultLogger, type ReceiverLogger } from '../logging/receiver-logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { type Admission, Admissions, type ReceivedEvent } from './admissions.js'
 import {

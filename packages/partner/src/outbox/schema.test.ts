@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { eventually } from '@earshot/test-kit/eventually'
-import { silentLogger } from '../logging/logger.js'
+import { silentLogger } from '../logging/receiver-logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { openCallbackOutbox } from './callback-outbox.js'
 

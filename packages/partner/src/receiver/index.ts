@@ -1,4 +1,4 @@
-export { defaultLogger, type ReceiverLogger, silentLogger } from '../logging/logger.js'
+export { defaultLogger, type ReceiverLogger, silentLogger } from '../logging/receiver-logger.js'
 export {
   type Admission,
   type CallbackOutbox,

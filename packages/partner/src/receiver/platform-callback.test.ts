@@ -6,7 +6,7 @@ import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends
 import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient } from '../client/earshot-client.js'
-import { type ReceiverLogger, silentLogger } from '../logging/logger.js'
+import { type ReceiverLogger, silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { createPushReceiver, type ReceivedPush } from './push-receiver.js'
 

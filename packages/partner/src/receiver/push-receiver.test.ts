@@ -6,7 +6,7 @@ import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@e
 import { eventually } from '@earshot/test-kit/eventually'
 import Fastify from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
-import { silentLogger } from '../logging/logger.js'
+import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import type { PushAnswer } from './push-exchange.js'

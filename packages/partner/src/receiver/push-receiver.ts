@@ -18,7 +18,7 @@ import {
 } from '@earshot/protocol'
 import type { FastifyPluginAsync } from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
-import { defaultLogger, type ReceiverLogger } from '../logging/logger.js'
+import { defaultLogger, type ReceiverLogger } from '../logging/receiver-logger.js'
 import type { CallbackOutbox } from '../outbox/callback-outbox.js'
 import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
 import type { PushAnswer, PushRequest } from './push-exchange.js'

@@ -5,7 +5,7 @@ import type { RouteSpec } from '../http/route-spec.js'
 import { importRoute } from '../imports/import-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
-import { recordingAdminRoutes } from '../recordings/admin-routes.js'
+import { recordingAdminRoutes } from '../recordings/recording-routes.js'
 import { healthRoute, metricsRoute } from './health-routes.js'
 
 /** Every route of the admin listener: what it mounts, and what its document lists. */
