@@ -2,6 +2,7 @@ import type { AccessTokens } from './auth/access-tokens.js'
 import type { CredentialCache } from './auth/credential-cache.js'
 import type { NonceGuard } from './auth/replay-guard.js'
 import type { PlatformConfig } from './config/config.js'
+import type { Media } from './media/media-service.js'
 import type { PlatformMetrics } from './metrics/metrics.js'
 import type { RecordingEvents } from './recordings/recording-events.js'
 import type { Database } from './storage/database.js'
@@ -21,6 +22,8 @@ export interface PlatformContext {
   metrics: PlatformMetrics
   /** Told of every recording part stored and every deletion, in its transaction (push/ schedules its deliveries). */
   recordingEvents: RecordingEvents
+  /** Stored audio and the links to it. */
+  media: Media
   /** Where the JSON log lines go (stderr unless the embedding process gives another destination). */
   logDestination: LogDestination
 }

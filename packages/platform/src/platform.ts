@@ -10,6 +10,8 @@ import type { LogDestination, PlatformContext } from './context.js'
 import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
 import { buildAdminApi } from './listeners/admin-listener.js'
 import { buildPartnerApi } from './listeners/partner-listener.js'
+import { openMedia } from './media/media-service.js'
+import { tendMedia } from './media/media-upkeep.js'
 import { createMetrics } from './metrics/metrics.js'
 import { deliveriesOfRecordings } from './push/deliveries-of-recordings.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
@@ -55,11 +57,14 @@ export async function startPlatform({
   })
   const servers: FastifyInstance[] = []
   let stopListening: (() => Promise<void>) | undefined
+  let closeMedia: (() => Promise<void>) | undefined
   try {
     const credentials = credentialCache({
       load: (enterpriseId, keyVersion) => loadEnterpriseKey(db, enterpriseId, keyVersion),
     })
     stopListening = await listenForCredentialChanges(db, credentials)
+    const media = await openMedia(config, db, clock, randomBytes)
+    closeMedia = () => media.close()
     const context: PlatformContext = {
       config,
       db,
@@ -70,6 +75,7 @@ export async function startPlatform({
       randomBytes,
       metrics: createMetrics(db),
       recordingEvents: deliveriesOfRecordings,
+      media,
       logDestination,
     }
     const lifecycle: Lifecycle = { shuttingDown: false }
@@ -81,6 +87,7 @@ export async function startPlatform({
     servers.push(admin)
     const partnerUrl = await partner.listen({ host: config.host, port: config.port })
     const adminUrl = await admin.listen({ host: config.adminHost, port: config.adminPort })
+    media.publicUrl = config.publicUrl ?? partnerUrl
     const dispatcher: Dispatcher | undefined = config.pushDispatch
       ? await startDispatcher({
           db,
@@ -89,6 +96,7 @@ export async function startPlatform({
           metrics: context.metrics.push,
           clock,
           randomBytes,
+          audioLinks: (enterpriseId) => media.audioLinks(enterpriseId),
         })
       : undefined
 
@@ -104,6 +112,7 @@ export async function startPlatform({
     janitor.unref()
     const upkeep = await keepDatabaseTended(db, partner.log.child({ component: 'storage' }))
     const feedWatch = watchFeedLag(db, partner.log.child({ component: 'changes' }))
+    const mediaUpkeep = await tendMedia(db, media.store, clock, partner.log.child({ component: 'media' }))
 
     let closing: Promise<void> | undefined
     return {
@@ -119,10 +128,12 @@ export async function startPlatform({
           clearInterval(janitor)
           feedWatch.stop()
           await upkeep.stop()
+          await mediaUpkeep.stop()
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})
           await db.close()
+          await media.close()
         })()
         return closing
       },
@@ -131,6 +142,7 @@ export async function startPlatform({
     await Promise.allSettled(servers.map((server) => server.close()))
     await stopListening?.().catch(() => {})
     await db.close()
+    await closeMedia?.()
     throw error
   }
 }

@@ -96,6 +96,8 @@ export const TranscriptRecordingDataSchema = Type.Object({
   transcriptSentences: Type.String({ description: 'a JSON array of {text, beginTime, endTime}, serialized' }),
   durationMs: Count('duration in milliseconds'),
   wordsCount: Count('word count'),
+  denoiseUrl: Type.Optional(Type.String({ description: 'the audio part, when the recording has one' })),
+  recordDuration: Type.Optional(Count('recording duration, when the recording has an audio part')),
 })
 export type TranscriptRecordingData = Static<typeof TranscriptRecordingDataSchema>
 
@@ -133,6 +135,8 @@ export const PushEventType = {
   AUDIO_READY: 'recording.audio_ready',
   TRANSCRIPT_READY: 'recording.transcript_ready',
   DELETED: 'recording.deleted',
+  /** The recording changed after it was pushed (e.g. its audio was replaced); data is the recording as it is now. */
+  UPDATED: 'recording.updated',
 } as const
 
 const pushEventHead = {
@@ -147,6 +151,7 @@ export const RecordingPushEventSchema = Type.Object({
   eventType: Type.Union([
     Type.Literal(PushEventType.AUDIO_READY),
     Type.Literal(PushEventType.TRANSCRIPT_READY),
+    Type.Literal(PushEventType.UPDATED),
   ]),
   data: RecordingDataSchema,
 })

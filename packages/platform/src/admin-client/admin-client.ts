@@ -19,6 +19,13 @@ export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '.
 export type { EndpointState, EndpointView as Endpoint } from '../push/endpoint-health.js'
 export type { EnterpriseCredentials, RotatedKey }
 export type Enterprise = EnterpriseSummary
+/** What an audio upload stored. */
+export interface UploadedAudio {
+  audioId: string
+  bytes: number
+  sha256: string
+  contentType: string
+}
 /** One line of the import response stream. */
 export type ImportLine = ImportProgressLine
 
@@ -202,6 +209,24 @@ export class AdminClient {
     url: string,
   ): Promise<{ url: string; enabled: true; resumed: number; replayed: number; endpoint: EndpointView }> {
     return this.call('enableEndpoint', { body: { url } })
+  }
+
+  /**
+   * Uploads a recording's audio (a stream is sent as it is read): Earshot stores it and partners get
+   * signed links to it. `contentType` is the audio's, e.g. audio/wav.
+   */
+  uploadAudio(
+    enterpriseId: number,
+    audioId: string,
+    audio: RequestBody,
+    options: { contentType: string; recordDuration?: number | undefined },
+  ): Promise<UploadedAudio> {
+    return this.call('uploadAudio', {
+      params: { enterpriseId, audioId },
+      query: { recordDuration: options.recordDuration },
+      body: audio,
+      contentType: options.contentType,
+    })
   }
 
   /**

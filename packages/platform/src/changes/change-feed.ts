@@ -4,7 +4,12 @@ import {
   InvalidParameterError,
   type ResolvedChangesRequest,
 } from '@earshot/protocol'
-import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from '../recordings/recording-data.js'
+import {
+  type AudioLink,
+  RECORDING_DATA_COLUMNS,
+  type RecordingRow,
+  recordingData,
+} from '../recordings/recording-data.js'
 import type { Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
@@ -78,6 +83,7 @@ export async function readChanges(
   db: Queryable,
   enterpriseId: number,
   request: ResolvedChangesRequest,
+  audioLink?: AudioLink,
 ): Promise<ChangesPage> {
   const cursor =
     request.cursor === undefined ? { version: 2 as const, seq: 0n } : decodeCursor(request.cursor)
@@ -100,7 +106,7 @@ export async function readChanges(
   const page = rows.filter((row) => row.seq !== null).slice(0, request.size)
   const items = page.map((row): Change => {
     const item: Change = { seq: Number(row.seq), audioId: row.audio_id, change: row.change, at: row.at }
-    if (row.present) item.data = recordingData(row as RecordingRow)
+    if (row.present) item.data = recordingData(row as RecordingRow, audioLink)
     return item
   })
   const last = page.at(-1)

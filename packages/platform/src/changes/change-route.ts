@@ -17,7 +17,9 @@ export const changeRoute: RouteSpec<PartnerEnv> = {
   handle: ({ context, rateLimit }) =>
     async function changes(request, reply) {
       const opened = await authenticate(context, request, rateLimit)
-      const page = await readChanges(context.db, opened.enterpriseId, ChangesRequest.parse(opened.plaintext))
+      const asked = ChangesRequest.parse(opened.plaintext)
+      const audioLink = await context.media.audioLinks(opened.enterpriseId)
+      const page = await readChanges(context.db, opened.enterpriseId, asked, audioLink)
       return replySealed(request, reply, opened, { specVersion: SPEC_VERSION, ...page })
     },
 }

@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict'
+import { createHash, randomBytes } from 'node:crypto'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, ingest } from '@earshot/test-kit/calls'
 import { runCli } from '@earshot/test-kit/run-cli'
 
-/** `earshot recordings update|delete`. */
+/** `earshot recordings update|delete|upload-audio`. */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 
@@ -27,7 +31,7 @@ describe('earshot recordings update and delete', { timeout: 60_000 }, () => {
     platform = await startTestPlatform('pglite')
     env = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
     ;({ enterpriseId } = await createPartner(platform, 'Cli'))
-    for (const audioId of ['cli-1', 'cli-2']) {
+    for (const audioId of ['cli-1', 'cli-2', 'cli-3']) {
       await ingest(platform, enterpriseId, {
         audioId,
         deviceUid: 'dev',
@@ -110,5 +114,52 @@ describe('earshot recordings update and delete', { timeout: 60_000 }, () => {
     const readable = await earshot('recordings', 'delete', 'cli-1', '--enterprise', String(enterpriseId))
     assert.equal(readable.code, 0, readable.stderr)
     assert.match(readable.stdout, /^Deleted recording cli-1 of enterprise \d+\.$/m)
+  })
+
+  test('upload-audio --json streams a file and prints what was stored; a missing file or type is refused', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'earshot-upload-'))
+    try {
+      const bytes = randomBytes(100_000)
+      const file = join(dir, 'take.wav')
+      await writeFile(file, bytes)
+      const json = await earshot(
+        'recordings',
+        'upload-audio',
+        'cli-3',
+        file,
+        '--enterprise',
+        String(enterpriseId),
+        '--json',
+      )
+      assert.equal(json.code, 0, json.stderr)
+      assert.deepEqual(JSON.parse(json.stdout), {
+        audioId: 'cli-3',
+        bytes: bytes.length,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        contentType: 'audio/wav',
+      })
+      const untyped = await earshot(
+        'recordings',
+        'upload-audio',
+        'cli-3',
+        join(dir, 'take.xyz'),
+        '--enterprise',
+        String(enterpriseId),
+      )
+      assert.equal(untyped.code, 1)
+      assert.match(untyped.stderr, /--content-type/)
+      const missing = await earshot(
+        'recordings',
+        'upload-audio',
+        'cli-3',
+        join(dir, 'none.wav'),
+        '--enterprise',
+        String(enterpriseId),
+      )
+      assert.equal(missing.code, 1)
+      assert.match(missing.stderr, /no such file/)
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })

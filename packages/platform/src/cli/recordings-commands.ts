@@ -3,14 +3,16 @@ import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import { AdminApiError } from '../admin-client/admin-client.js'
 import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
+import { uploadAudioCommand } from './upload-audio-command.js'
 
-/** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID --enterprise ID [--json]`. */
+/** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID | upload-audio AUDIO_ID FILE --enterprise ID [--json]`. */
 export function recordingsCommand(): Command {
   return new Command('recordings')
-    .description('ingest, update and delete recordings')
+    .description('ingest, update and delete recordings, and upload their audio')
     .addCommand(importCommand())
     .addCommand(updateCommand())
     .addCommand(deleteCommand())
+    .addCommand(uploadAudioCommand())
 }
 
 function importCommand(): Command {

@@ -59,6 +59,16 @@ export interface PlatformConfig {
   pushDisableAfterSeconds: number
   /** Seconds a confirmed delivery and its attempts are kept before they are pruned. */
   deliveryRetentionSeconds: number
+  /** The partner listener's address as partners reach it, for media links; default the listener's own. */
+  publicUrl: string | undefined
+  /** Seconds a media link minted in an answer stays valid. */
+  mediaUrlTtlSeconds: number
+  /** Bytes an uploaded audio file may have at most. */
+  mediaMaxBytes: number
+  /** The directory of stored audio; default `<data dir>/media`. */
+  mediaDir: string | undefined
+  /** Store audio in this S3-compatible bucket instead of the directory. */
+  mediaS3Bucket: string | undefined
 }
 
 export class ConfigError extends Error {
@@ -310,6 +320,40 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     env: 'EARSHOT_DELIVERY_RETENTION',
     ...seconds(0),
     fallback: 30 * 86_400,
+  },
+  publicUrl: {
+    key: 'publicUrl',
+    env: 'EARSHOT_PUBLIC_URL',
+    parse: (raw) => (/^https?:\/\/[^/?#]+(\/[^?#]*)?$/.test(raw) ? raw.replace(/\/+$/, '') : undefined),
+    rule: 'an http:// or https:// URL without query, e.g. https://api.example.com',
+    fallback: undefined,
+  },
+  mediaUrlTtlSeconds: {
+    key: 'mediaUrlTtlSeconds',
+    env: 'EARSHOT_MEDIA_URL_TTL',
+    ...seconds(1),
+    fallback: 86_400,
+  },
+  mediaMaxBytes: {
+    key: 'mediaMaxBytes',
+    env: 'EARSHOT_MEDIA_MAX_BYTES',
+    parse: integer(1, 5 * 1024 ** 4),
+    rule: 'a number of bytes from 1 to 5 TiB',
+    fallback: 1024 ** 3,
+  },
+  mediaDir: {
+    key: 'mediaDir',
+    env: 'EARSHOT_MEDIA_DIR',
+    parse: text,
+    rule: 'a directory path',
+    fallback: undefined,
+  },
+  mediaS3Bucket: {
+    key: 'mediaS3Bucket',
+    env: 'EARSHOT_MEDIA_S3_BUCKET',
+    parse: (raw) => (/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(raw) ? raw : undefined),
+    rule: 'an S3 bucket name (3 to 63 lower-case letters, digits, dots and hyphens)',
+    fallback: undefined,
   },
 }
 

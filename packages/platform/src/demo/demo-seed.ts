@@ -1,7 +1,13 @@
+import { randomBytes as cryptoRandomBytes } from 'node:crypto'
+import { Readable } from 'node:stream'
 import type { TranscriptSentence } from '@earshot/protocol'
 import type { PlatformContext } from '../context.js'
 import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
+import type { MediaStore } from '../media/media-store.js'
+import { type StoredAudio, saveStoredAudio } from '../media/stored-audio.js'
+import { STORED_AUDIO } from '../recordings/recording-data.js'
 import { insertRecordings, type NewRecording } from '../recordings/recording-store.js'
+import { DEMO_AUDIO_MS, demoChime } from './demo-audio.js'
 
 export const DEMO_ENTERPRISE_NAME = 'Demo Enterprise'
 export const DEMO_RECORDINGS = 300
@@ -36,20 +42,47 @@ export const samplePhrases = [
 /**
  * On a database with no enterprise yet, creates the demo enterprise and DEMO_RECORDINGS recordings:
  * six devices, the last 30 days, a third audio only (set B), a third transcript only and a third
- * with both (set A). Returns its credentials, or undefined when the database already has enterprises.
+ * with both (set A); the audio is a chime Earshot stores (demo-audio.ts). Returns its credentials, or undefined when the database already has enterprises.
  */
 export async function seedDemoIfEmpty(
-  { db, recordingEvents }: Pick<PlatformContext, 'db' | 'recordingEvents'>,
+  { db, recordingEvents, media }: Pick<PlatformContext, 'db' | 'recordingEvents' | 'media'>,
   now: number,
-  randomBytes?: (size: number) => Buffer,
+  randomBytes: (size: number) => Buffer = cryptoRandomBytes,
 ): Promise<EnterpriseCredentials | undefined> {
   const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
   if (row?.any) return undefined
   const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
-  await db.transaction((tx) =>
-    insertRecordings(tx, credentials.enterpriseId, demoRecordings(now), recordingEvents),
-  )
+  const { enterpriseId } = credentials
+  const recordings = demoRecordings(now)
+  const files = await storeDemoAudio(media.store, enterpriseId, recordings, randomBytes)
+  await db.transaction(async (tx) => {
+    await insertRecordings(tx, enterpriseId, recordings, recordingEvents)
+    await saveStoredAudio(tx, files)
+  })
   return credentials
+}
+
+/** Stores a chime as the audio of each recording with an audio part, which then names it. */
+async function storeDemoAudio(
+  store: MediaStore,
+  enterpriseId: number,
+  recordings: NewRecording[],
+  randomBytes: (size: number) => Buffer,
+): Promise<StoredAudio[]> {
+  const files: StoredAudio[] = []
+  for (const [i, recording] of recordings.entries()) {
+    if (recording.denoiseUrl === undefined) continue
+    const key = `${enterpriseId}/${randomBytes(16).toString('hex')}`
+    const chime = demoChime(i)
+    const stored = await store.put(key, Readable.from([chime]), {
+      maxBytes: chime.length,
+      contentType: 'audio/wav',
+    })
+    recording.denoiseUrl = `${STORED_AUDIO}${stored.sha256}`
+    recording.recordDuration = DEMO_AUDIO_MS
+    files.push({ audioId: recording.audioId, enterpriseId, key, contentType: 'audio/wav', ...stored })
+  }
+  return files
 }
 
 export function demoRecordings(now: number): NewRecording[] {

@@ -152,12 +152,17 @@ export function partnerApiDocument(
       title: 'Earshot partner API',
       version: '1',
       description:
-        "The partner-facing API of Earshot: a bearer token, the recordings query, the change feed and the receipt callback under /openapi/v1, and the platform's push to the partner (under webhooks). Every request body is an encrypted envelope (the Envelope schema); the JSON it carries is a schema marked `x-earshot-sealed`, named by the envelope's `x-earshot-plaintext`. Every answer is `{code, msg, requestId}` plus `data` on success; the codes are the ResponseCode schema, the HTTP status is code / 10.",
+        "The partner-facing API of Earshot: a bearer token, the recordings query, the change feed and the receipt callback under /openapi/v1, stored audio under /media/v1 (signed links), and the platform's push to the partner (under webhooks). Every request body is an encrypted envelope (the Envelope schema); the JSON it carries is a schema marked `x-earshot-sealed`, named by the envelope's `x-earshot-plaintext`. Every answer is `{code, msg, requestId}` plus `data` on success; the codes are the ResponseCode schema, the HTTP status is code / 10.",
     },
     tags: [
       { name: 'authentication', description: 'Access tokens' },
       { name: 'recordings', description: 'The recordings query and the receipt callback' },
       { name: 'changes', description: 'The change feed' },
+      {
+        name: 'media',
+        description:
+          "Audio Earshot stores: a recording's denoiseUrl is a signed link that expires; query again for a fresh one",
+      },
       { name: 'health', description: 'Probes for load balancers and orchestrators' },
     ],
     paths,

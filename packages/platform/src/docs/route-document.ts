@@ -104,6 +104,11 @@ function content(payload: Payload, as: 'request' | 'answer', style: DocumentStyl
   const emit = (schema: Schema) => style.components.emit(schema)
   if ('json' in payload) return { 'application/json': { schema: emit(payload.json) } }
   if ('text' in payload) return { [payload.text]: { schema: { type: 'string' } } }
+  if ('binary' in payload) {
+    return Object.fromEntries(
+      payload.binary.map((type) => [type, { schema: { type: 'string', format: 'binary' } }]),
+    )
+  }
   if ('lines' in payload) {
     const line = emit(payload.lines).$ref as string
     const description = `one ${line.split('/').at(-1)} per line`

@@ -53,6 +53,8 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     logger: loggerOptions(config.logLevel, context.logDestination),
     bodyLimit: limits.bodyLimit,
     genReqId: () => randomUUID(),
+    // Media links carry their grant in the path (media-links.ts).
+    routerOptions: { maxParamLength: 1024 },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout,

@@ -12,6 +12,7 @@ export type Schema = TSchema | Record<string, unknown>
  * - `json`: a JSON body of this schema;
  * - `lines`: a stream of JSON Lines, each of this schema, as one of `types`;
  * - `text`: plain text of this content type;
+ * - `binary`: raw bytes of one of these content types (`audio/*`), streamed;
  * - `sealed`: an envelope whose ciphertext holds this schema (a request's is sent with a bearer token,
  *   unless `bare`);
  * - `result`: a partner answer `{code, msg, requestId, data}`, data this schema (none when null),
@@ -21,6 +22,7 @@ export type Payload =
   | { json: Schema }
   | { lines: TSchema; types: readonly string[] }
   | { text: string }
+  | { binary: readonly string[] }
   | { sealed: TSchema; bare?: boolean }
   | { result: TSchema | null; sealed: boolean }
 
@@ -48,6 +50,8 @@ export interface RouteSpec<Env> {
   description?: string
   /** Served without credentials. */
   open?: boolean
+  /** A GET whose handler answers HEAD itself (else Fastify's HEAD reads the whole answer and drops it). */
+  head?: boolean
   params?: TObject
   query?: TObject
   body?: Payload
@@ -76,7 +80,10 @@ export const ERROR_BODY = { $ref: '#/components/schemas/ErrorBody' }
 
 /** Mounts routes on a listener, each handed `env`. */
 export function mountRoutes<Env>(app: FastifyInstance, routes: readonly RouteSpec<Env>[], env: Env): void {
-  for (const route of routes) app.route({ method: route.method, url: route.path, handler: route.handle(env) })
+  for (const route of routes) {
+    const method = route.head ? [route.method, 'HEAD'] : route.method
+    app.route({ method, url: route.path, handler: route.handle(env) })
+  }
 }
 
 /** The OpenAPI form of a route's path: `{name}` for `:name`. */

@@ -10,6 +10,7 @@ import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { mountRoutes } from '../http/route-spec.js'
 import { JSON_LINES_TYPES } from '../imports/import-route.js'
+import { AUDIO_TYPES } from '../media/audio-upload-route.js'
 import { adminRoutes } from './admin-routes.js'
 
 /** Made once per process: the document depends on the routes alone. */
@@ -33,6 +34,8 @@ export async function buildAdminApi(
   // JSON Lines import bodies are handed over as the request stream, read line by line under their
   // own, larger limit (json-lines-import.ts).
   app.addContentTypeParser(JSON_LINES_TYPES, (_request, payload, done) => done(null, payload))
+  // Uploaded audio too, streamed to the media store under EARSHOT_MEDIA_MAX_BYTES (audio-upload-route.ts).
+  app.addContentTypeParser(AUDIO_TYPES, (_request, payload, done) => done(null, payload))
 
   const expected = digest(adminToken)
   app.addHook('onRequest', async (request, reply) => {

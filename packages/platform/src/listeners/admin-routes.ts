@@ -3,6 +3,7 @@ import type { PlatformContext } from '../context.js'
 import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { importRoute } from '../imports/import-route.js'
+import { audioUploadRoute } from '../media/audio-upload-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
 import { recordingAdminRoutes } from '../recordings/recording-routes.js'
@@ -14,6 +15,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   metricsRoute,
   ...enterpriseRoutes,
   ...recordingAdminRoutes,
+  audioUploadRoute,
   importRoute,
   ...deliveryRoutes,
   ...endpointRoutes,

@@ -3,6 +3,7 @@ import type { PartnerEnv } from '../auth/envelope-request.js'
 import { tokenRoute } from '../auth/token-route.js'
 import { changeRoute } from '../changes/change-route.js'
 import type { RouteSpec } from '../http/route-spec.js'
+import { mediaRoute } from '../media/media-route.js'
 import { callbackRoute } from '../push/callback-route.js'
 import { queryRoute } from '../recordings/query-route.js'
 import { healthRoute, readinessRoute } from './health-routes.js'
@@ -13,6 +14,7 @@ export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
   queryRoute,
   changeRoute,
   callbackRoute,
+  mediaRoute,
   healthRoute('health', [ResponseCode.UNAVAILABLE]),
   readinessRoute,
 ]

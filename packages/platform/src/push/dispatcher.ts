@@ -2,7 +2,7 @@ import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '
 import type { Logger } from '@earshot/support/logger'
 import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
-import { recordingData } from '../recordings/recording-data.js'
+import { type AudioLink, recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
@@ -32,6 +32,8 @@ export interface DispatcherOptions {
   /** Epoch milliseconds, for the attempt's recorded start and its push URL's health. */
   clock?: () => number
   randomBytes: (size: number) => Buffer
+  /** Mints the links of stored audio in the pushes of one enterprise. */
+  audioLinks?: ((enterpriseId: number) => Promise<AudioLink>) | undefined
 }
 
 export interface Dispatcher {
@@ -74,7 +76,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Dispa
   })
   let wakeRunner = () => {}
   const health = new EndpointHealthRecorder(db, settings.pushDisableAfterSeconds, logger, () => wakeRunner())
-  const step = new PushStep(sender, health, randomBytes, options.clock ?? Date.now)
+  const step = new PushStep(sender, health, randomBytes, options.clock ?? Date.now, options.audioLinks)
   const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
 
   // The lease outlives any one attempt; heartbeats renew it while an attempt waits or runs.
@@ -125,6 +127,7 @@ class PushStep {
     private readonly health: EndpointHealthRecorder,
     private readonly randomBytes: (size: number) => Buffer,
     private readonly now: () => number,
+    private readonly audioLinks: DispatcherOptions['audioLinks'],
   ) {}
 
   /** Throws when the push cannot even be made (a stored key that fails to load). */
@@ -132,7 +135,7 @@ class PushStep {
     if (!delivery.pushUrl) return notSendable('the enterprise has no push URL')
     if (delivery.disabled) return notSendable('the enterprise is disabled')
     if (!delivery.key) return notSendable('the enterprise has no current key')
-    const event = pushEvent(delivery)
+    const event = pushEvent(delivery, await this.audioLinks?.(delivery.enterpriseId))
     if (!event) return notSendable('the recording was deleted')
     const key = this.#keyOf(delivery.key.secret)
     const envelope = seal(key, delivery.key.keyVersion, delivery.eventId, event, {
@@ -187,10 +190,10 @@ function notSendable(error: string): Pushed {
 }
 
 /** The event a delivery pushes; undefined for a recording part whose recording is gone. */
-function pushEvent(delivery: ClaimedDelivery): PushEvent | undefined {
+function pushEvent(delivery: ClaimedDelivery, audioLink: AudioLink | undefined): PushEvent | undefined {
   const head = { eventId: delivery.eventId, audioId: delivery.audioId, occurredAt: delivery.occurredAt }
   if (delivery.eventType === PushEventType.DELETED)
     return { ...head, eventType: delivery.eventType, data: {} }
   if (!delivery.recording) return undefined
-  return { ...head, eventType: delivery.eventType, data: recordingData(delivery.recording) }
+  return { ...head, eventType: delivery.eventType, data: recordingData(delivery.recording, audioLink) }
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
 import type { PlatformConfig } from '../config/config.js'
+import { openMedia } from '../media/media-service.js'
 import { openDatabase } from '../storage/open-database.js'
 import { startDispatcher } from './dispatcher.js'
 
@@ -19,12 +20,22 @@ export async function startPushWorker(config: PlatformConfig): Promise<PushWorke
   })
   const logger = pino({ level: config.logLevel, base: { component: 'push-worker' } }, pino.destination(2))
   try {
-    const dispatcher = await startDispatcher({ db, settings: config, logger, randomBytes })
+    // Without EARSHOT_PUBLIC_URL, links point at this host's partner port.
+    const media = await openMedia(config, db, Date.now, randomBytes)
+    media.publicUrl = config.publicUrl ?? `http://localhost:${config.port}`
+    const dispatcher = await startDispatcher({
+      db,
+      settings: config,
+      logger,
+      randomBytes,
+      audioLinks: (enterpriseId) => media.audioLinks(enterpriseId),
+    })
     return {
       claimant: dispatcher.claimant,
       async close() {
         await dispatcher.stop(config.shutdownGraceSeconds * 1000)
         await db.close()
+        await media.close()
       },
     }
   } catch (error) {

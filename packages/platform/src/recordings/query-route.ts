@@ -21,7 +21,8 @@ export const queryRoute: RouteSpec<PartnerEnv> = {
     async function queryAudios(request, reply) {
       const opened = await authenticate(context, request, rateLimit)
       const filter = RecordingFilter.parse(opened.plaintext)
-      const page = await queryRecordings(context.db, opened.enterpriseId, filter)
+      const audioLink = await context.media.audioLinks(opened.enterpriseId)
+      const page = await queryRecordings(context.db, opened.enterpriseId, filter, audioLink)
       return replySealed(request, reply, opened, {
         specVersion: SPEC_VERSION,
         page: filter.page,

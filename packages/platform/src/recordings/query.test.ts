@@ -482,7 +482,10 @@ for (const backend of testBackends) {
         assert.equal(data.deviceUid, seed.deviceUid)
         assert.equal(data.title, `title of ${seed.audioId}`)
         if (seed.transcript) {
-          assert.deepEqual(Object.keys(data).sort(), SET_A_KEYS, seed.audioId)
+          // Set A, with the audio part too when the recording has one.
+          const keys = seed.audio ? [...SET_A_KEYS, 'denoiseUrl', 'recordDuration'].sort() : SET_A_KEYS
+          assert.deepEqual(Object.keys(data).sort(), keys, seed.audioId)
+          if (seed.audio) assert.equal(data.denoiseUrl, `https://cdn.example/${seed.audioId}.mp3`)
           const transcript = transcriptOf(seed)
           assert.equal(data.transcriptId, transcript.transcriptId)
           assert.equal(data.transcriptText, transcript.transcriptText)
@@ -502,7 +505,7 @@ for (const backend of testBackends) {
       }
     })
 
-    test('attaching a transcript later switches the recording to set A', async () => {
+    test('attaching a transcript later switches the recording to set A, which keeps its audio part', async () => {
       const [beforeItem] = (await query({ audioId: 'q05' })).items
       assert.deepEqual(Object.keys(beforeItem?.data ?? {}).sort(), SET_B_KEYS)
 
@@ -528,6 +531,8 @@ for (const backend of testBackends) {
           transcriptSentences: JSON.stringify(sentences),
           durationMs: 2100,
           wordsCount: 1,
+          denoiseUrl: 'https://cdn.example/q05.mp3',
+          recordDuration: 61_000,
         },
       })
       // The recording keeps its place and the total is unchanged.

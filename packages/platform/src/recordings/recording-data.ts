@@ -18,8 +18,21 @@ export interface RecordingRow {
 export const RECORDING_DATA_COLUMNS = `r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
        r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
 
-/** Set A once the transcript exists, otherwise set B. */
-export function recordingData(row: RecordingRow): RecordingData {
+/**
+ * `denoise_url` of audio Earshot stores (media/): this prefix and the file's SHA-256. Partners never see it:
+ * it becomes a signed link when an answer is made. Operators cannot give it (recording-input.ts).
+ */
+export const STORED_AUDIO = 'earshot-media:'
+
+/** Mints the link of a recording's stored audio, for the enterprise an answer is made for. */
+export type AudioLink = (audioId: string, sha256: string) => string
+
+/**
+ * Set A once the transcript exists (with the audio part too, when there is one), otherwise set B. Stored
+ * audio's denoiseUrl is a link minted now; without `audioLink`, an empty string.
+ */
+export function recordingData(row: RecordingRow, audioLink?: AudioLink): RecordingData {
+  const audio = audioPart(row, audioLink)
   if (row.transcript_id !== null) {
     return {
       deviceUid: row.device_uid,
@@ -29,12 +42,24 @@ export function recordingData(row: RecordingRow): RecordingData {
       transcriptSentences: row.transcript_sentences ?? '[]',
       durationMs: row.duration_ms ?? 0,
       wordsCount: row.words_count ?? 0,
+      ...audio,
     } satisfies TranscriptRecordingData
   }
   return {
     deviceUid: row.device_uid,
     title: row.title,
-    denoiseUrl: row.denoise_url ?? '',
-    recordDuration: row.record_duration ?? 0,
+    denoiseUrl: audio?.denoiseUrl ?? '',
+    recordDuration: audio?.recordDuration ?? 0,
   } satisfies AudioRecordingData
+}
+
+function audioPart(
+  row: RecordingRow,
+  audioLink: AudioLink | undefined,
+): { denoiseUrl: string; recordDuration: number } | undefined {
+  if (row.denoise_url === null) return undefined
+  const denoiseUrl = row.denoise_url.startsWith(STORED_AUDIO)
+    ? (audioLink?.(row.audio_id, row.denoise_url.slice(STORED_AUDIO.length)) ?? '')
+    : row.denoise_url
+  return { denoiseUrl, recordDuration: row.record_duration ?? 0 }
 }

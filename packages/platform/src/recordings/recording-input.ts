@@ -8,6 +8,7 @@ import {
   TranscriptSentenceSchema,
 } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
+import { STORED_AUDIO } from './recording-data.js'
 import type { NewRecording } from './recording-store.js'
 
 /*
@@ -65,6 +66,7 @@ export type RecordingInput = Static<typeof RecordingInputSchema>
 
 export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
   checkInstant('recordedAt', input.recordedAt)
+  checkExternalAudio(input.denoiseUrl)
   if ((input.denoiseUrl === undefined) !== (input.recordDuration === undefined)) {
     throw new InvalidParameterError('denoiseUrl', 'the audio part needs both denoiseUrl and recordDuration')
   }
@@ -76,6 +78,16 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
   }
   if (input.transcript) checkTranscriptSize(input.transcript)
 })
+
+/** A denoiseUrl given by an operator is an external URL: stored audio is uploaded (PUT …/audio). */
+function checkExternalAudio(denoiseUrl: string | undefined): void {
+  if (denoiseUrl?.startsWith(STORED_AUDIO)) {
+    throw new InvalidParameterError(
+      'denoiseUrl',
+      `must be the audio's URL; "${STORED_AUDIO}" names audio Earshot stores: upload it with PUT …/recordings/:audioId/audio`,
+    )
+  }
+}
 
 export const TranscriptPart = messageParser(TranscriptPartSchema, checkTranscriptSize)
 
@@ -97,6 +109,7 @@ export type RecordingUpdate = Static<typeof RecordingUpdateSchema>
 
 export const RecordingUpdate = messageParser(RecordingUpdateSchema, (update) => {
   checkInstant('recordedAt', update.recordedAt)
+  checkExternalAudio(update.denoiseUrl)
   if (Object.keys(update).length === 0) {
     throw new InvalidParameterError(
       '',

@@ -22,7 +22,7 @@ import { attachTranscript, deleteRecording, insertRecordings, updateRecording } 
 
 /* The operators' recordings: add one, attach or replace its transcript, update it, delete it. */
 
-const RecordingParams = Type.Object({
+export const RecordingParams = Type.Object({
   ...EnterpriseParams.properties,
   audioId: Type.String({ minLength: 1, description: 'the recording' }),
 })
@@ -121,7 +121,7 @@ async function changeRecording(
   )
 }
 
-function recordingParams(request: FastifyRequest): { enterpriseId: number; audioId: string } {
+export function recordingParams(request: FastifyRequest): { enterpriseId: number; audioId: string } {
   return {
     enterpriseId: idParam(request, 'enterpriseId'),
     audioId: (request.params as { audioId: string }).audioId,

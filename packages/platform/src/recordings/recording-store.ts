@@ -8,7 +8,13 @@ import {
 } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
 import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
-import { RECORDING_DATA_COLUMNS, type RecordingRow, recordingData } from './recording-data.js'
+import {
+  type AudioLink,
+  RECORDING_DATA_COLUMNS,
+  type RecordingRow,
+  recordingData,
+  STORED_AUDIO,
+} from './recording-data.js'
 import type { RecordingEvent, RecordingEvents } from './recording-events.js'
 
 export interface TranscriptPart {
@@ -147,6 +153,42 @@ export interface RecordingChanges {
 
 const CHECK_VIOLATION = '23514'
 
+/** What storing a recording's audio changed: nothing (no such recording), its first audio part, or its audio part. */
+export type StoredAudioChange = 'missing' | 'added' | 'replaced' | 'unchanged'
+
+/**
+ * Makes audio Earshot stores (its SHA-256) the recording's audio part; call it inside a transaction. A
+ * first audio part is announced as audio_ready, a different one as an update. Without `recordDuration`
+ * the recording keeps its duration (0 if it had none).
+ */
+export async function setStoredAudio(
+  tx: Queryable,
+  enterpriseId: number,
+  audioId: string,
+  audio: { sha256: string; recordDuration?: number | undefined },
+  events: RecordingEvents,
+): Promise<StoredAudioChange> {
+  const [row] = await tx.query<{ denoise_url: string | null; record_duration: number | null; now: number }>(
+    `UPDATE recordings r SET denoise_url = $3, record_duration = coalesce($4, r.record_duration, 0)
+       FROM (SELECT denoise_url, record_duration FROM recordings
+              WHERE enterprise_id = $1 AND audio_id = $2 FOR UPDATE) before
+      WHERE r.enterprise_id = $1 AND r.audio_id = $2
+      RETURNING before.denoise_url, before.record_duration, r.record_duration AS now`,
+    [enterpriseId, audioId, `${STORED_AUDIO}${audio.sha256}`, audio.recordDuration ?? null],
+  )
+  if (!row) return 'missing'
+  const change: StoredAudioChange =
+    row.denoise_url === null
+      ? 'added'
+      : row.denoise_url === `${STORED_AUDIO}${audio.sha256}` &&
+          Number(row.record_duration) === Number(row.now)
+        ? 'unchanged'
+        : 'replaced'
+  const eventType = { added: PushEventType.AUDIO_READY, replaced: PushEventType.UPDATED }[change as 'added']
+  if (eventType) await events.announce(tx, enterpriseId, [{ audioId, eventType }])
+  return change
+}
+
 /**
  * Changes the fields given of a recording; call it inside a transaction. An audio part given to a recording
  * that had none is announced. The feed records the change (sql/000014.sql).
@@ -223,6 +265,7 @@ export async function queryRecordings(
   db: Queryable,
   enterpriseId: number,
   filter: ResolvedRecordingFilter,
+  audioLink?: AudioLink,
 ): Promise<RecordingPage> {
   const params: unknown[] = [enterpriseId]
   const param = (value: unknown) => {
@@ -272,7 +315,7 @@ export async function queryRecordings(
   const total = rows[0]?.total ?? 0
   const items = rows
     .filter((row): row is { total: number } & RecordingRow => row.audio_id != null)
-    .map((row) => ({ audioId: row.audio_id, data: recordingData(row) }))
+    .map((row) => ({ audioId: row.audio_id, data: recordingData(row, audioLink) }))
   return { total, items }
 }
 

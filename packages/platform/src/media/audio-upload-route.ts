@@ -1,0 +1,149 @@
+import { Readable } from 'node:stream'
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import Type from 'typebox'
+import { adminOperation } from '../admin-client/admin-operations.js'
+import type { PlatformContext } from '../context.js'
+import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
+import { WITH_BODY } from '../http/admin-params.js'
+import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { RecordingParams, recordingParams } from '../recordings/recording-routes.js'
+import { type StoredAudioChange, setStoredAudio } from '../recordings/recording-store.js'
+import type { Queryable } from '../storage/database.js'
+import { MediaTooLargeError, type StoredFile } from './media-store.js'
+import { saveStoredAudio } from './stored-audio.js'
+
+/** Audio uploads' content types: the body is handed over as the request stream. */
+export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*$/
+
+export const UploadedAudioSchema = Type.Object({
+  audioId: Type.String(),
+  bytes: Type.Integer({ minimum: 0 }),
+  sha256: Type.String({ description: 'the file, lower-case hex' }),
+  contentType: Type.String(),
+})
+
+const UploadQuery = Type.Object({
+  recordDuration: Type.Optional(
+    Type.String({
+      pattern: '^\\d{1,15}$',
+      description: 'the recording duration; default: kept as it was (0 if none)',
+    }),
+  ),
+})
+
+/** PUT …/recordings/:audioId/audio: the raw bytes become the recording's audio, stored by Earshot. */
+export const audioUploadRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('uploadAudio'),
+  tag: 'recordings',
+  summary: "Upload a recording's audio (stored by Earshot; partners get signed links to it)",
+  description:
+    'The body is streamed to the store and hashed on the way, up to EARSHOT_MEDIA_MAX_BYTES; the file is used only once whole. A first audio part pushes recording.audio_ready; a different one replaces it and pushes recording.updated (the old file is removed once that commits).',
+  params: RecordingParams,
+  query: UploadQuery,
+  body: { binary: ['audio/*'] },
+  answer: { description: 'Stored', payload: { json: UploadedAudioSchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function uploadAudio(request) {
+      const { enterpriseId, audioId } = recordingParams(request)
+      await existingEnterpriseId(context.db, request)
+      const contentType = audioContentType(request.headers['content-type'], request.body)
+      const recordDuration = durationOf(request.query)
+      const limit = context.config.mediaMaxBytes
+      if (Number(request.headers['content-length'] ?? 0) > limit)
+        throw tooLarge(new MediaTooLargeError(limit))
+      if (!(await recordingExists(context, enterpriseId, audioId))) throw noRecording(enterpriseId, audioId)
+      const key = `${enterpriseId}/${context.randomBytes(16).toString('hex')}`
+      const stored = await context.media.store
+        .put(key, request.body as Readable, { maxBytes: limit, contentType })
+        .catch((error: unknown) => {
+          throw error instanceof MediaTooLargeError ? tooLarge(error) : error
+        })
+      // Should the transaction fail, the file stays for the orphan sweep: had it committed after all (its
+      // answer lost), removing the file now would lose the recording's audio.
+      const upload = { enterpriseId, audioId, key, stored, contentType, recordDuration }
+      const change = await context.db.transaction((tx) => recordAudio(context, tx, upload))
+      if (change === 'missing') {
+        await context.media.store.remove(key)
+        throw noRecording(enterpriseId, audioId)
+      }
+      return { audioId, bytes: stored.bytes, sha256: stored.sha256, contentType }
+    },
+}
+
+interface Upload {
+  enterpriseId: number
+  audioId: string
+  key: string
+  stored: StoredFile
+  contentType: string
+  recordDuration: number | undefined
+}
+
+/** The recording's audio part becomes the stored file; the file it replaces is listed for removal (sql/000016.sql). */
+async function recordAudio(
+  context: PlatformContext,
+  tx: Queryable,
+  upload: Upload,
+): Promise<StoredAudioChange> {
+  const { enterpriseId, audioId, key, stored, contentType, recordDuration } = upload
+  const change = await setStoredAudio(
+    tx,
+    enterpriseId,
+    audioId,
+    { sha256: stored.sha256, recordDuration },
+    context.recordingEvents,
+  )
+  if (change === 'missing') return change
+  await saveStoredAudio(tx, [{ audioId, enterpriseId, key, ...stored, contentType }])
+  return change
+}
+
+function audioContentType(header: string | undefined, body: unknown): string {
+  const type = header?.split(';', 1)[0]?.trim().toLowerCase()
+  if (!type || !AUDIO_TYPES.test(type) || !(body instanceof Readable)) {
+    throw new ApiError(
+      ResponseCode.UNSUPPORTED_MEDIA_TYPE,
+      `send the audio as its bytes with Content-Type audio/… (e.g. audio/wav, audio/mpeg); got ${JSON.stringify(header ?? 'none')}`,
+    )
+  }
+  return type
+}
+
+function durationOf(query: unknown): number | undefined {
+  const raw = (query as { recordDuration?: unknown }).recordDuration
+  if (raw === undefined) return undefined
+  if (typeof raw !== 'string' || !/^\d{1,15}$/.test(raw)) {
+    throw new InvalidParameterError(
+      'recordDuration',
+      'must be a whole number (the duration, as in the query answers)',
+    )
+  }
+  return Number(raw)
+}
+
+async function recordingExists(
+  context: PlatformContext,
+  enterpriseId: number,
+  audioId: string,
+): Promise<boolean> {
+  if (audioId.includes('\u0000')) return false
+  const rows = await context.db.query('SELECT 1 FROM recordings WHERE enterprise_id = $1 AND audio_id = $2', [
+    enterpriseId,
+    audioId,
+  ])
+  return rows.length > 0
+}
+
+function noRecording(enterpriseId: number, audioId: string): ApiError {
+  return new ApiError(
+    ResponseCode.NOT_FOUND,
+    `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
+  )
+}
+
+/** The rest of the body is not read: the connection closes after the answer. */
+function tooLarge(error: MediaTooLargeError): ApiError {
+  return new ApiError(ResponseCode.PAYLOAD_TOO_LARGE, error.message, { connection: 'close' })
+}

@@ -1,0 +1,136 @@
+import { ResponseCode } from '@earshot/protocol'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import Type from 'typebox'
+import type { PartnerEnv } from '../auth/envelope-request.js'
+import type { PlatformContext } from '../context.js'
+import { ApiError } from '../http/api-error.js'
+import type { RouteSpec } from '../http/route-spec.js'
+import { type ByteRange, rangeOf } from './byte-range.js'
+
+interface StoredAudioRow {
+  store_key: string
+  sha256: string
+  bytes: number | string
+  content_type: string
+  disabled: boolean
+}
+
+/** GET (and HEAD) /media/v1/:link: the stored audio a signed link grants, whole or by range. */
+export const mediaRoute: RouteSpec<PartnerEnv> = {
+  method: 'GET',
+  path: '/media/v1/:link',
+  operationId: 'fetchAudio',
+  tag: 'media',
+  summary: "Fetch a recording's stored audio",
+  description:
+    'The link is the credential (no bearer token): a denoiseUrl from a query, push or change feed answer, valid for EARSHOT_MEDIA_URL_TTL. Range (one range), If-Range, If-None-Match and HEAD are honoured; ETag is the SHA-256 of the file, Repr-Digest (RFC 9530) its sha-256. A 304 and a 416 (with Content-Range: bytes */size) have no body.',
+  open: true,
+  head: true,
+  params: Type.Object({ link: Type.String({ description: 'the opaque part of the link, as given' }) }),
+  answer: { description: 'The audio', payload: { binary: ['audio/*'] } },
+  otherAnswers: {
+    '206': { description: 'The range asked for', payload: { binary: ['audio/*'] } },
+    '304': { description: 'Not modified (If-None-Match)' },
+    '416': { description: 'The range is past the end of the file' },
+  },
+  refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
+  handle: ({ context }) =>
+    async function fetchAudio(request, reply) {
+      const { link } = request.params as { link: string }
+      const { grant, row } = await grantedAudio(context, link)
+      const size = Number(row.bytes)
+      const etag = `"${row.sha256}"`
+      reply.headers({
+        'content-type': row.content_type,
+        'accept-ranges': 'bytes',
+        etag,
+        'repr-digest': `sha-256=:${Buffer.from(row.sha256, 'hex').toString('base64')}:`,
+        'cache-control': 'private',
+        'content-disposition': `attachment; filename="${fileName(grant.audioId, row.content_type)}"`,
+      })
+      if (matchesAny(request.headers['if-none-match'], etag)) return reply.code(304).send()
+      const ifRange = request.headers['if-range']
+      const range =
+        ifRange === undefined || ifRange === etag ? rangeOf(request.headers.range, size) : undefined
+      if (range === 'unsatisfiable') {
+        return reply.code(416).header('content-range', `bytes */${size}`).send()
+      }
+      return sendBytes(context, request, reply, { key: row.store_key, size, range })
+    },
+}
+
+async function grantedAudio(context: PlatformContext, link: string) {
+  const checked = await context.media.links.check(link)
+  if (!checked.ok && checked.reason === 'expired') {
+    const at = new Date(checked.grant.expiresAt * 1000).toISOString()
+    throw new ApiError(
+      ResponseCode.FORBIDDEN,
+      `this media link expired at ${at}: query the recording again for a fresh link`,
+    )
+  }
+  if (!checked.ok) {
+    throw new ApiError(
+      ResponseCode.FORBIDDEN,
+      'this media link is not valid: use a denoiseUrl exactly as a query, push or change feed answer gave it',
+    )
+  }
+  const { grant } = checked
+  const [row] = await context.db.query<StoredAudioRow>(
+    `SELECT a.store_key, a.sha256, a.bytes, a.content_type, e.disabled_at IS NOT NULL AS disabled
+       FROM recording_audio a JOIN enterprises e USING (enterprise_id)
+      WHERE a.audio_id = $1 AND a.enterprise_id = $2`,
+    [grant.audioId, grant.enterpriseId],
+  )
+  if (row?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
+  if (!row || row.sha256 !== grant.sha256) throw gone()
+  return { grant, row }
+}
+
+async function sendBytes(
+  context: PlatformContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: { key: string; size: number; range: ByteRange | undefined },
+) {
+  const { key, size, range } = file
+  const length = range ? range.end - range.start + 1 : size
+  reply.header('content-length', String(length))
+  if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`)
+  if (request.method === 'HEAD' || length === 0) return reply.send()
+  const bytes = await context.media.store.read(key, range)
+  // Removed between the look-up and the read: its audio was replaced or the recording deleted.
+  if (!bytes) throw gone()
+  return reply.send(bytes)
+}
+
+function gone(): ApiError {
+  return new ApiError(
+    ResponseCode.NOT_FOUND,
+    'the recording was deleted or its audio replaced since this link was made: query it again',
+  )
+}
+
+function matchesAny(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  return header.split(',').some((tag) => {
+    const given = tag.trim().replace(/^W\//, '')
+    return given === etag || given === '*'
+  })
+}
+
+const EXTENSIONS: Record<string, string> = {
+  'audio/wav': 'wav',
+  'audio/x-wav': 'wav',
+  'audio/wave': 'wav',
+  'audio/mpeg': 'mp3',
+  'audio/mp4': 'm4a',
+  'audio/aac': 'aac',
+  'audio/ogg': 'ogg',
+  'audio/opus': 'opus',
+  'audio/flac': 'flac',
+  'audio/webm': 'webm',
+}
+
+function fileName(audioId: string, contentType: string): string {
+  return `${audioId.replace(/[^A-Za-z0-9._-]/g, '_')}.${EXTENSIONS[contentType] ?? 'audio'}`
+}

@@ -1,0 +1,32 @@
+import type { Queryable } from '../storage/database.js'
+import type { StoredFile } from './media-store.js'
+
+export interface StoredAudio extends StoredFile {
+  audioId: string
+  enterpriseId: number
+  key: string
+  contentType: string
+}
+
+/**
+ * Records each recording's current file; call it in the transaction that makes the recording name it. The
+ * file it replaces is listed for removal once that commits (sql/000016.sql).
+ */
+export async function saveStoredAudio(tx: Queryable, files: readonly StoredAudio[]): Promise<void> {
+  const column = <T>(pick: (file: StoredAudio) => T) => files.map(pick)
+  await tx.query(
+    `INSERT INTO recording_audio (audio_id, enterprise_id, store_key, sha256, bytes, content_type)
+     SELECT * FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[], $5::int8[], $6::text[])
+     ON CONFLICT (audio_id) DO UPDATE SET store_key = excluded.store_key, sha256 = excluded.sha256,
+                                          bytes = excluded.bytes, content_type = excluded.content_type,
+                                          stored_at = now()`,
+    [
+      column((file) => file.audioId),
+      column((file) => file.enterpriseId),
+      column((file) => file.key),
+      column((file) => file.sha256),
+      column((file) => file.bytes),
+      column((file) => file.contentType),
+    ],
+  )
+}
