@@ -13,6 +13,9 @@ export {
   type ChangeItem,
   type ChangePage,
   type ChangesRequest,
+  type DownloadAudioOptions,
+  type DownloadedAudio,
+  type DownloadProgress,
   EarshotClient,
   type EarshotClientOptions,
   type RequestOptions,
@@ -20,8 +23,10 @@ export {
 export {
   EarshotApiError,
   EarshotConfigError,
+  EarshotDigestMismatchError,
   EarshotError,
   EarshotNetworkError,
+  EarshotNoAudioError,
   EarshotResponseError,
   EarshotTimeoutError,
 } from './client/errors.js'

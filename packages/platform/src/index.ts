@@ -3,7 +3,6 @@
 export { ConfigError, loadConfig, type PlatformConfig } from './config/config.js'
 export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
 export { createEnterprise, type EnterpriseCredentials } from './enterprises/enterprise-store.js'
-export { BucketStore, bucketStoreFromEnvironment } from './media/bucket-store.js'
 export { DirectoryStore } from './media/directory-store.js'
 export { type ByteRange, type MediaStore, MediaTooLargeError, type StoredFile } from './media/media-store.js'
 export { type PlatformOptions, type RunningPlatform, startPlatform } from './platform.js'

@@ -5,18 +5,20 @@
  */
 import { Command } from 'commander'
 import { credentialOptions } from './command-support.js'
+import { downloadCommand } from './download-command.js'
 import { listenCommand } from './listen-command.js'
 import { exportCommand, queryCommand, tokenCommand } from './query-commands.js'
 import { syncCommand } from './sync-command.js'
 
 const program = new Command('earshot-partner').description(
-  'The Earshot partner kit: get a token, query and export recordings, receive pushes, mirror the feed.',
+  'The Earshot partner kit: get a token, query and export recordings, download their audio, receive pushes, mirror the feed.',
 )
 for (const option of credentialOptions()) program.addOption(option)
 program
   .addCommand(tokenCommand())
   .addCommand(queryCommand())
   .addCommand(exportCommand())
+  .addCommand(downloadCommand())
   .addCommand(listenCommand())
   .addCommand(syncCommand())
 

@@ -2,19 +2,21 @@ import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { httpStatusOf, ResponseCode } from '@earshot/protocol'
+import { httpStatusOf, PushEventType, ResponseCode } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
+import type { EarshotClient } from '../client/earshot-client.js'
 import { EarshotError } from '../client/errors.js'
 import type { ReceiverLogger } from '../logging/receiver-logger.js'
 import { openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { DEFAULT_PUSH_PATH } from '../receiver/push-exchange.js'
-import { createPushReceiver } from '../receiver/push-receiver.js'
+import { createPushReceiver, type PushReceiver } from '../receiver/push-receiver.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import {
   databaseRecordingStore,
   fileRecordingStore,
   type RecordingStore,
 } from '../storage/recording-store.js'
+import { observeAnswers, openAudioFetcher } from './audio-fetcher.js'
 import { CommandFailure, type CredentialOptions, clientFor, fail, printLines } from './command-support.js'
 
 interface ListenOptions {
@@ -23,16 +25,28 @@ interface ListenOptions {
   host: string
   path: string
   store: 'db' | 'files'
+  audio?: string
+}
+
+interface ReceiverContext {
+  client: EarshotClient
+  secret: string
+  keyVersion: number | undefined
+  db: Database
+  log: (line: string) => void
+  /** Steps run in reverse order when listen stops. */
+  cleanup: (() => Promise<unknown>)[]
 }
 
 /** Connections still open this long after SIGINT/SIGTERM are cut. */
 const SHUTDOWN_GRACE_MS = 5000
 
 /**
- * `earshot-partner listen --port P --data DIR`: receives pushes, stores each recording
- * once (a PGlite in DIR/db, or with --store files one JSON file per recording in DIR/recordings),
- * removes it again when the platform pushes its deletion (§10), and confirms each push with the receipt
- * callback, durably: callbacks not yet confirmed survive a restart.
+ * `earshot-partner listen --port P --data DIR [--audio AUDIO_DIR]`: receives pushes, stores each recording
+ * event once (a PGlite in DIR/db, or with --store files one JSON file per event in DIR/recordings),
+ * removes the recording again when the platform pushes its deletion (§10), and confirms each push with the
+ * receipt callback, durably: callbacks not yet confirmed survive a restart. With --audio it also fetches
+ * the recordings' audio, in the background.
  */
 export function listenCommand(): Command {
   return new Command('listen')
@@ -46,10 +60,17 @@ export function listenCommand(): Command {
     .addOption(
       new Option(
         '--store <kind>',
-        'db: a recordings table in DIR/db; files: DIR/recordings/<audioId>.<eventType>.json',
+        'db: a recordings table in DIR/db; files: DIR/recordings/<audioId>.<eventType>.json, the eventType ' +
+          'recording.audio_ready, recording.transcript_ready, recording.updated (the recording as it is now) ' +
+          'or recording.deleted',
       )
         .choices(['db', 'files'])
         .default('db'),
+    )
+    .option(
+      '--audio <dir>',
+      "also fetch each recording's audio, verified, into DIR/<audioId>.<extension> once its push is " +
+        'answered (a failed download is logged; the push stays received), and remove it once deleted',
     )
     .action(async (options: ListenOptions, command: Command) => {
       try {
@@ -68,38 +89,21 @@ async function listen(options: ListenOptions, command: Command): Promise<void> {
   const client = clientFor(command)
   const { secret, keyVersion } = command.optsWithGlobals<CredentialOptions>()
   const log = (line: string) => process.stderr.write(`${line}\n`)
-  const logger = stderrLogger(log)
 
   const db = await openDatabase({ dataDir: join(options.data, 'db') })
-  const cleanup: (() => Promise<void>)[] = [() => db.close()]
+  const cleanup: (() => Promise<unknown>)[] = [() => db.close()]
   const runCleanup = async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {})
   }
   let server: Server
   try {
-    const store = await storeFor(options, db)
-    const outbox = await openCallbackOutbox({
-      database: db,
-      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
-      logger: {
-        ...logger,
-        info: (message, details) => message === 'receipt confirmed' && log(`confirmed ${details?.audioId}`),
-      },
-    })
-    cleanup.push(() => outbox.close())
-    const receiver = createPushReceiver({
+    const receiver = await openReceiver(options, {
+      client,
       secret: secret as string,
       keyVersion,
-      outbox,
-      logger,
-      onRecording: async (push) => {
-        await store.save(push)
-        log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
-      },
-      onDeleted: async (deletion) => {
-        await store.delete(deletion)
-        log(`deleted ${deletion.audioId} (event ${deletion.eventId}) from ${store.describe(deletion)}`)
-      },
+      db,
+      log,
+      cleanup,
     })
     server = createServer((request, response) => {
       const path = (request.url ?? '').split('?', 1)[0]
@@ -135,6 +139,46 @@ async function listen(options: ListenOptions, command: Command): Promise<void> {
   clearTimeout(cut)
   await runCleanup()
   log('stopped')
+}
+
+/**
+ * The store, the outbox and the receiver, each added to `cleanup`. With --audio, each recording's audio is
+ * fetched once its push was answered (never delaying the answer), and removed with the recording.
+ */
+async function openReceiver(options: ListenOptions, context: ReceiverContext): Promise<PushReceiver> {
+  const { client, secret, keyVersion, db, log, cleanup } = context
+  const logger = stderrLogger(log)
+  const store = await storeFor(options, db)
+  const outbox = await openCallbackOutbox({
+    database: db,
+    confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+    logger: {
+      ...logger,
+      info: (message, details) => message === 'receipt confirmed' && log(`confirmed ${details?.audioId}`),
+    },
+  })
+  cleanup.push(() => outbox.close())
+  const audio = options.audio ? await openAudioFetcher({ client, directory: options.audio, log }) : undefined
+  if (audio) cleanup.push(() => audio.close())
+  return createPushReceiver({
+    secret,
+    keyVersion,
+    outbox: audio ? observeAnswers(outbox, (eventId) => audio.answered(eventId)) : outbox,
+    logger,
+    onRecording: async (push) => {
+      await store.save(push)
+      log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
+      if (audio && push.data.denoiseUrl) {
+        const ifMissing = push.eventType === PushEventType.TRANSCRIPT_READY
+        audio.fetchAfterAnswer(push.eventId, push.audioId, push.data.denoiseUrl, { ifMissing })
+      }
+    },
+    onDeleted: async (deletion) => {
+      await store.delete(deletion)
+      await audio?.remove(deletion.audioId)
+      log(`deleted ${deletion.audioId} (event ${deletion.eventId}) from ${store.describe(deletion)}`)
+    },
+  })
 }
 
 async function storeFor(options: ListenOptions, db: Database): Promise<RecordingStore> {

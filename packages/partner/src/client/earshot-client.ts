@@ -17,6 +17,7 @@ import {
   seal,
 } from '@earshot/protocol'
 import pRetry from 'p-retry'
+import { type DownloadAudioOptions, type DownloadedAudio, downloadRecordingAudio } from './audio-download.js'
 import type {
   AccessTokenInfo,
   AudioPage,
@@ -44,6 +45,7 @@ import {
 } from './options-check.js'
 import { describe, isRetryable, isTokenRefusal, readReply, type Success, untilAborted } from './reply.js'
 
+export type { DownloadAudioOptions, DownloadedAudio, DownloadProgress } from './audio-download.js'
 export type {
   AccessTokenInfo,
   AudioItem,
@@ -54,7 +56,6 @@ export type {
   EarshotClientOptions,
   RequestOptions,
 } from './client-types.js'
-
 export { isRetryable } from './reply.js'
 
 const TOKEN_PATH = '/openapi/v1/token'
@@ -203,6 +204,33 @@ export class EarshotClient {
   async confirmReceipt(audioId: string, options: RequestOptions = {}): Promise<void> {
     const plaintext = checkMessage(CallbackPlaintext, { audioId })
     await this.#authorized(CALLBACK_PATH, randomUUID(), plaintext, options)
+  }
+
+  /**
+   * Downloads the recording's audio to `filePath`: queries the recording for its `denoiseUrl` and streams
+   * it into `filePath + '.part'`, hashing it on the way. A cut or stalled connection is resumed where it
+   * stopped (`Range` with `If-Range`: a changed file starts over), retried like the other calls
+   * (`retries`, and `timeoutMs` as the longest wait for a byte); a link refused with 403 (expired) is
+   * replaced by a fresh one from a new query. The file's SHA-256 is checked against the link's
+   * `Repr-Digest`, and the `.part` file is made durable and renamed to `filePath`. An aborted download
+   * keeps the `.part` file (and its ETag in `filePath + '.part.etag'`): the next call resumes it.
+   *
+   * Rejects with EarshotApiError 4040 when the recording is gone (not in the query, or the link answers
+   * 404: the `.part` file is then removed), EarshotNoAudioError when it has no audio part, and
+   * EarshotDigestMismatchError (`.part` removed) when the bytes are not the file the link stated. A link
+   * that is not Earshot's (no Repr-Digest) is simply downloaded: `verified` is then false.
+   */
+  downloadAudio(
+    audioId: string,
+    filePath: string,
+    options: DownloadAudioOptions = {},
+  ): Promise<DownloadedAudio> {
+    return downloadRecordingAudio(this, audioId, filePath, {
+      ...options,
+      fetch: this.#fetch,
+      retries: this.#retries,
+      idleTimeoutMs: this.#timeoutMs,
+    })
   }
 
   async #requestToken(): Promise<CachedToken> {

@@ -15,8 +15,9 @@ export abstract class EarshotError extends Error {
 
 /**
  * The platform answered with a catalogue code other than 2000, or a filter or audioId was refused
- * locally before sending (code 4001, with no requestId or httpStatus). `name` is the catalogue name
- * (e.g. `NOT_FOUND`) when the code is in the catalogue.
+ * locally before sending (code 4001, with no requestId or httpStatus), or a recording to download is
+ * not in the query's answer (code 4040, likewise). `name` is the catalogue name (e.g. `NOT_FOUND`) when
+ * the code is in the catalogue.
  */
 export class EarshotApiError extends EarshotError {
   readonly code: ResponseCodeValue | number
@@ -77,6 +78,35 @@ export class EarshotResponseError extends EarshotError {
     options?: ErrorOptions,
   ) {
     super(message, options)
+  }
+}
+
+/** The recording has no audio part (no `denoiseUrl`): there is nothing to download. */
+export class EarshotNoAudioError extends EarshotError {
+  readonly code = 'ERR_EARSHOT_NO_AUDIO'
+
+  constructor(
+    readonly audioId: string,
+    options?: ErrorOptions,
+  ) {
+    super(`recording ${audioId} has no audio part (no denoiseUrl)`, options)
+  }
+}
+
+/**
+ * The downloaded audio is not the file the link stated (its `Repr-Digest`): the partial file was removed,
+ * and a new download starts from the beginning.
+ */
+export class EarshotDigestMismatchError extends EarshotError {
+  readonly code = 'ERR_EARSHOT_DIGEST_MISMATCH'
+
+  constructor(
+    /** The SHA-256 stated by the link, and that of the bytes received, both in lower-case hex. */
+    readonly expected: string,
+    readonly actual: string,
+    options?: ErrorOptions,
+  ) {
+    super(`the downloaded audio's SHA-256 is ${actual}, but the link stated ${expected}`, options)
   }
 }
 

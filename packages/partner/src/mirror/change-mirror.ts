@@ -174,8 +174,8 @@ export interface SyncOptions {
    * to 30 s.
    */
   pollSchedule?: readonly number[] | undefined
-  /** After each page applied. */
-  onPage?: ((page: ChangePage) => void) | undefined
+  /** After each page applied; a promise it returns is awaited before the next page is read. */
+  onPage?: ((page: ChangePage) => void | Promise<void>) | undefined
   /** While following, each transient failure before it is waited out. */
   onRetry?: ((error: unknown, waitMs: number) => void) | undefined
 }
@@ -219,7 +219,7 @@ export async function syncChanges(options: SyncOptions): Promise<SyncResult> {
         cursor = page.nextCursor
         applied += page.items.length
         if (page.items.length > 0) progressed = true
-        onPage?.(page)
+        await onPage?.(page)
         if (!page.hasMore) break
         if (signal?.aborted) return { applied, cursor, caughtUp: false }
       }

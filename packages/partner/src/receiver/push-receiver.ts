@@ -23,7 +23,11 @@ import type { CallbackOutbox } from '../outbox/callback-outbox.js'
 import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
 import type { PushAnswer, PushRequest } from './push-exchange.js'
 
-/** A push as handed to onRecording: the event, and for the transcript form its sentences parsed. */
+/**
+ * A push of a recording as handed to onRecording: `recording.audio_ready`, `recording.transcript_ready`,
+ * or `recording.updated` (the recording changed after it was pushed, e.g. its audio was replaced: its data
+ * is the recording as it is now). For the transcript form, its sentences parsed.
+ */
 export type ReceivedPush = Exclude<PushEvent, ReceivedDeletion> & {
   /** `data.transcriptSentences` parsed, when data is the transcript form; undefined for the audio form. */
   sentences: TranscriptSentence[] | undefined
@@ -36,7 +40,8 @@ interface CommonOptions {
   /** Records receipts and sends the receipt callbacks once the answer went out. */
   outbox: CallbackOutbox
   /**
-   * Stores the recording. The push is answered 2000 only after it resolves; when it throws the answer
+   * Stores the recording (an upsert: `recording.updated` brings a later state of a recording already
+   * pushed, `event.eventType` says which). The push is answered 2000 only after it resolves; when it throws the answer
    * is 5000 and nothing is recorded, so the platform pushes again. Called once per eventId, except
    * after a crash between it and the outbox's record of the push (the platform pushes again) or when
    * receivers sharing one PostgreSQL get the same event at once: store idempotently, e.g. keyed by

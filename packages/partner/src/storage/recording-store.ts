@@ -6,7 +6,13 @@ import { PushEventType, parseInstantMicros } from '@earshot/protocol'
 import type { ReceivedDeletion, ReceivedPush } from '../receiver/push-receiver.js'
 import type { Database, Queryable } from './database.js'
 
-/** Where `earshot-partner listen` keeps what it receives: one entry per (audioId, eventType). */
+/** Every eventType of a push carrying the recording (all but its deletion). */
+const RECORDING_EVENT_TYPES = Object.values(PushEventType).filter((type) => type !== PushEventType.DELETED)
+
+/**
+ * Where `earshot-partner listen` keeps what it receives: one entry per (audioId, eventType). The entry of
+ * `recording.updated` holds the recording as it was at its latest update.
+ */
 export interface RecordingStore {
   /**
    * Stores the push's recording; a later event of the same (audioId, eventType) replaces it. A push
@@ -164,7 +170,7 @@ export function fileRecordingStore(directory: string): RecordingStore {
   async function removeRecording(deletion: ReceivedDeletion): Promise<void> {
     await write(fileOf(deletion.audioId, deletion.eventType), deletion)
     const deletedAt = parseInstantMicros(deletion.occurredAt) as bigint
-    for (const eventType of [PushEventType.AUDIO_READY, PushEventType.TRANSCRIPT_READY]) {
+    for (const eventType of RECORDING_EVENT_TYPES) {
       const file = fileOf(deletion.audioId, eventType)
       const occurredAt = await occurredAtOf(file)
       if (occurredAt !== undefined && occurredAt <= deletedAt) await rm(file, { force: true })
