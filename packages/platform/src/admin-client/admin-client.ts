@@ -211,6 +211,11 @@ export class AdminClient {
     return this.call('enableEndpoint', { body: { url } })
   }
 
+  /** Signs media links with a new key; with retireOthers, links signed before stop working. */
+  rotateLinkKey(retireOthers = false): Promise<{ keyId: number; retiredOthers: boolean }> {
+    return this.call('rotateLinkKey', { body: { retireOthers } })
+  }
+
   /**
    * Uploads a recording's audio (a stream is sent as it is read): Earshot stores it and partners get
    * signed links to it. `contentType` is the audio's, e.g. audio/wav.

@@ -19,6 +19,7 @@ export const adminOperations = {
   },
   updateRecording: { method: 'PATCH', path: '/admin/v1/enterprises/:enterpriseId/recordings/:audioId' },
   deleteRecording: { method: 'DELETE', path: '/admin/v1/enterprises/:enterpriseId/recordings/:audioId' },
+  rotateLinkKey: { method: 'POST', path: '/admin/v1/media/rotate-link-key' },
   uploadAudio: { method: 'PUT', path: '/admin/v1/enterprises/:enterpriseId/recordings/:audioId/audio' },
   listDeliveries: { method: 'GET', path: '/admin/v1/deliveries' },
   showDelivery: { method: 'GET', path: '/admin/v1/deliveries/:deliveryId' },

@@ -8,6 +8,7 @@ import { DEFAULT_ADMIN_URL } from '../admin-client/admin-client.js'
 import { deliveriesCommand } from './deliveries-commands.js'
 import { endpointsCommand } from './endpoint-commands.js'
 import { enterpriseCommand } from './enterprise-commands.js'
+import { mediaCommand } from './media-commands.js'
 import { recordingsCommand } from './recordings-commands.js'
 import { serveCommand } from './serve-command.js'
 import { workerCommand } from './worker-command.js'
@@ -30,6 +31,7 @@ const program = new Command('earshot')
   .addCommand(recordingsCommand())
   .addCommand(deliveriesCommand())
   .addCommand(endpointsCommand())
+  .addCommand(mediaCommand())
 
 const hintOnError = (command: Command): void => {
   command.showHelpAfterError('(add --help for usage)')

@@ -77,6 +77,7 @@ export function adminApiDocument(routes: readonly RouteSpec<never>[]): Json {
     tags: [
       { name: 'enterprises', description: 'Enterprises, their keys and push URLs' },
       { name: 'recordings', description: 'Ingesting, updating and deleting recordings' },
+      { name: 'media', description: 'The keys signing the links to stored audio' },
       { name: 'deliveries', description: 'Push deliveries and their replay' },
       { name: 'endpoints', description: 'The health of push URLs' },
       { name: 'operations', description: 'Health and metrics' },

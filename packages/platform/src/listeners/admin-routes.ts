@@ -4,6 +4,7 @@ import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { importRoute } from '../imports/import-route.js'
 import { audioUploadRoute } from '../media/audio-upload-route.js'
+import { linkKeyRoute } from '../media/link-key-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
 import { recordingAdminRoutes } from '../recordings/recording-routes.js'
@@ -16,6 +17,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   ...enterpriseRoutes,
   ...recordingAdminRoutes,
   audioUploadRoute,
+  linkKeyRoute,
   importRoute,
   ...deliveryRoutes,
   ...endpointRoutes,

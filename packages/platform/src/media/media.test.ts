@@ -228,6 +228,23 @@ for (const backend of testBackends) {
       )
     })
 
+    test('rotating the link key keeps given links working, unless the others are retired', async () => {
+      const audioId = await newRecording()
+      await upload(audioId, randomBytes(100))
+      const before = (await queried(audioId)).denoiseUrl as string
+      const client = adminClientOf(platform)
+      const rotated = await client.rotateLinkKey()
+      assert.equal(rotated.retiredOthers, false)
+      const after = (await queried(audioId)).denoiseUrl as string
+      assert.notEqual(after, before)
+      for (const link of [before, after]) assert.equal((await fetch(link)).status, 200, link)
+      await client.rotateLinkKey(true)
+      const retired = await fetch(after)
+      assert.equal(retired.status, 403)
+      assert.equal(((await retired.json()) as { code: number }).code, 4030)
+      assert.equal((await fetch((await queried(audioId)).denoiseUrl as string)).status, 200)
+    })
+
     test('an operator cannot give a stored-audio reference as denoiseUrl', async () => {
       const audioId = await newRecording()
       await assert.rejects(
