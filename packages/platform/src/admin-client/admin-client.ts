@@ -211,6 +211,21 @@ export class AdminClient {
     return this.call('enableEndpoint', { body: { url } })
   }
 
+  /** An enterprise's recordings as its partner's query answers them (stored audio as fresh links). */
+  listRecordings(
+    enterpriseId: number,
+    filter: {
+      audioId?: string
+      deviceUid?: string
+      startTime?: string
+      endTime?: string
+      page?: number
+      size?: number
+    } = {},
+  ): Promise<{ total: number; items: { audioId: string; data: Record<string, unknown> }[] }> {
+    return this.call('listRecordings', { params: { enterpriseId }, query: filter })
+  }
+
   /** Signs media links with a new key; with retireOthers, links signed before stop working. */
   rotateLinkKey(retireOthers = false): Promise<{ keyId: number; retiredOthers: boolean }> {
     return this.call('rotateLinkKey', { body: { retireOthers } })

@@ -11,6 +11,7 @@ export const adminOperations = {
   disableEnterprise: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/disable' },
   rotateKey: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/rotate-key' },
   setPushUrl: { method: 'PUT', path: '/admin/v1/enterprises/:enterpriseId/push-url' },
+  listRecordings: { method: 'GET', path: '/admin/v1/enterprises/:enterpriseId/recordings' },
   ingestRecording: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/recordings' },
   importRecordings: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/recordings/import' },
   attachTranscript: {

@@ -7,6 +7,7 @@ import { audioUploadRoute } from '../media/audio-upload-route.js'
 import { linkKeyRoute } from '../media/link-key-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
+import { recordingListRoute } from '../recordings/recording-list-route.js'
 import { recordingAdminRoutes } from '../recordings/recording-routes.js'
 import { healthRoute, metricsRoute } from './health-routes.js'
 
@@ -15,6 +16,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   healthRoute('operations', []),
   metricsRoute,
   ...enterpriseRoutes,
+  recordingListRoute,
   ...recordingAdminRoutes,
   audioUploadRoute,
   linkKeyRoute,

@@ -90,6 +90,15 @@ for (const backend of testBackends) {
       assert.equal(whole.headers.get('cache-control'), 'private')
       assert.match(whole.headers.get('content-disposition') ?? '', /^attachment; filename=".+\.wav"$/)
 
+      const listed = await adminClientOf(platform).listRecordings(partner.enterpriseId, { audioId })
+      assert.equal(listed.total, 1)
+      const operatorLink = listed.items[0]?.data.denoiseUrl as string
+      assert.deepEqual(
+        Buffer.from(await (await fetch(operatorLink)).arrayBuffer()),
+        bytes,
+        'the admin list links too',
+      )
+
       const part = await fetch(link, { headers: { range: 'bytes=100000-' } })
       assert.equal(part.status, 206)
       assert.equal(part.headers.get('content-range'), `bytes 100000-199999/${bytes.length}`)
