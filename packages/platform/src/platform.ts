@@ -1,5 +1,5 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
 import { loadEnterpriseKey } from './auth/credentials.js'
@@ -100,19 +100,7 @@ export async function startPlatform({
         })
       : undefined
 
-    // Bounded growth: expired nonces and old confirmed deliveries go, a short statement at a time.
-    const janitor = setInterval(() => {
-      forgetExpiredNonces(db, clock()).catch((error: unknown) =>
-        partner.log.warn({ err: error }, 'nonce cleanup failed'),
-      )
-      pruneDeliveries(db, config.deliveryRetentionSeconds).catch((error: unknown) =>
-        partner.log.warn({ err: error }, 'delivery pruning failed'),
-      )
-    }, JANITOR_INTERVAL_MS)
-    janitor.unref()
-    const upkeep = await keepDatabaseTended(db, partner.log.child({ component: 'storage' }))
-    const feedWatch = watchFeedLag(db, partner.log.child({ component: 'changes' }))
-    const mediaUpkeep = await tendMedia(db, media.store, clock, partner.log.child({ component: 'media' }))
+    const chores = await startChores(context, partner.log)
 
     let closing: Promise<void> | undefined
     return {
@@ -125,10 +113,7 @@ export async function startPlatform({
       close: () => {
         closing ??= (async () => {
           lifecycle.shuttingDown = true
-          clearInterval(janitor)
-          feedWatch.stop()
-          await upkeep.stop()
-          await mediaUpkeep.stop()
+          await chores.stop()
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})
@@ -144,6 +129,37 @@ export async function startPlatform({
     await db.close()
     await closeMedia?.()
     throw error
+  }
+}
+
+/**
+ * What runs beside the requests: bounded growth (expired nonces and old confirmed deliveries go, a short
+ * statement at a time), database upkeep, the feed's lag watch, and removing stored audio no longer named.
+ */
+async function startChores(
+  context: PlatformContext,
+  log: FastifyBaseLogger,
+): Promise<{ stop(): Promise<void> }> {
+  const { db, config, clock, media } = context
+  const janitor = setInterval(() => {
+    forgetExpiredNonces(db, clock()).catch((error: unknown) =>
+      log.warn({ err: error }, 'nonce cleanup failed'),
+    )
+    pruneDeliveries(db, config.deliveryRetentionSeconds).catch((error: unknown) =>
+      log.warn({ err: error }, 'delivery pruning failed'),
+    )
+  }, JANITOR_INTERVAL_MS)
+  janitor.unref()
+  const upkeep = await keepDatabaseTended(db, log.child({ component: 'storage' }))
+  const feedWatch = watchFeedLag(db, log.child({ component: 'changes' }))
+  const mediaUpkeep = await tendMedia(db, media.store, clock, log.child({ component: 'media' }))
+  return {
+    async stop() {
+      clearInterval(janitor)
+      feedWatch.stop()
+      await upkeep.stop()
+      await mediaUpkeep.stop()
+    },
   }
 }
 
