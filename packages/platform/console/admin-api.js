@@ -34,9 +34,14 @@ export function adminClient(adminToken = token()) {
  * Calls an operation of the admin API; resolves with its answer or rejects with a Refusal. A 401 in a
  * session means the token was changed on the platform: the console signs out and says so.
  */
-export async function api(operationId, request) {
+export function api(operationId, request) {
+  return withClient((client) => client.call(operationId, request))
+}
+
+/** Runs work with the session's client (its typed methods, e.g. uploadAudio), a 401 handled as api() does. */
+export async function withClient(work) {
   try {
-    return await adminClient().call(operationId, request)
+    return await work(adminClient())
   } catch (error) {
     if (error instanceof Refusal && error.status === 401) {
       unauthorized(`The admin API no longer accepts this token: ${error.msg}`)

@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { readdir } from 'node:fs/promises'
 import { request as httpRequest } from 'node:http'
 import { join } from 'node:path'
+import { Readable } from 'node:stream'
 import { after, before, describe, test } from 'node:test'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
@@ -10,6 +11,7 @@ import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
+import { ORPHAN_GRACE_MS, sweepOrphanedMedia } from './media-upkeep.js'
 
 /** Stored audio end to end: upload, links in the query, the feed and the push, and the media route. */
 
@@ -252,6 +254,24 @@ for (const backend of testBackends) {
       assert.equal(retired.status, 403)
       assert.equal(((await retired.json()) as { code: number }).code, 4030)
       assert.equal((await fetch((await queried(audioId)).denoiseUrl as string)).status, 200)
+    })
+
+    test('the sweep removes old files no recording names, and keeps those named and new ones', async () => {
+      const audioId = await newRecording()
+      await upload(audioId, randomBytes(100))
+      const named = await keyOf(audioId)
+      const store = platform.context.media.store
+      const orphan = `${partner.enterpriseId}/orphan${counter}`
+      await store.put(orphan, Readable.from([randomBytes(10)]), { maxBytes: 100, contentType: 'audio/wav' })
+      // An hour and a minute from now, both files are past the grace; only the orphan goes.
+      const later = Date.now() + ORPHAN_GRACE_MS + 60_000
+      assert.ok((await sweepOrphanedMedia(platform.context.db, store, later)) >= 1)
+      assert.equal(await store.read(orphan), undefined)
+      assert.ok(await store.read(named), 'a file a recording names stays')
+      const fresh = `${partner.enterpriseId}/fresh${counter}`
+      await store.put(fresh, Readable.from([randomBytes(10)]), { maxBytes: 100, contentType: 'audio/wav' })
+      await sweepOrphanedMedia(platform.context.db, store, Date.now())
+      assert.ok(await store.read(fresh), 'a new file may be about to be named: it stays')
     })
 
     test('an operator cannot give a stored-audio reference as denoiseUrl', async () => {
