@@ -219,6 +219,40 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.match(refused.body.msg, /^data\.transcriptSentences: /)
   })
 
+  test('recording.updated is accepted, handed to onRecording with its eventType, and confirmed', async () => {
+    await setUp()
+    const first = pushEvent()
+    const updated = pushEvent({
+      eventType: 'recording.updated',
+      audioId: first.audioId,
+      occurredAt: '2026-03-02T10:00:00.000Z',
+      data: { ...first.data, title: 'renamed', denoiseUrl: 'https://media.example/replaced.mp3' },
+    })
+    for (const event of [first, updated]) {
+      const answer = await receiver.handle({ body: body(sealed(event)), headers: json })
+      assert.deepEqual(answer.body, { code: 2000, msg: 'success' })
+      answer.afterResponse()
+    }
+    assert.deepEqual(
+      stored.map((event) => [event.eventType, event.data.title]),
+      [
+        ['recording.audio_ready', first.data.title],
+        ['recording.updated', 'renamed'],
+      ],
+    )
+    assert.deepEqual(stored[1], { ...updated, sentences: undefined })
+    await eventually(
+      async () =>
+        (await outbox.callbacks({ audioId: first.audioId })).every((each) => each.state === 'confirmed'),
+      10_000,
+      'both confirmed',
+    )
+    assert.deepEqual(
+      (await outbox.callbacks({ audioId: first.audioId })).map((each) => each.eventId).sort(),
+      [first.eventId, updated.eventId].sort(),
+    )
+  })
+
   test('tampered ciphertext → 4012; nothing stored, recorded or called back', async () => {
     await setUp()
     const envelope = sealed(pushEvent())

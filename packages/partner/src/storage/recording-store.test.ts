@@ -15,6 +15,11 @@ const push = (audioId: string, occurredAt: string, title = 'a title'): ReceivedP
   data: { deviceUid: 'DEV-1', title, denoiseUrl: 'https://media.example/a.mp3', recordDuration: 5 },
   sentences: undefined,
 })
+const update = (audioId: string, occurredAt: string, title: string): ReceivedPush => ({
+  ...push(audioId, occurredAt, title),
+  eventId: `evt-${audioId}-updated-${occurredAt}`,
+  eventType: 'recording.updated',
+})
 const deletion = (audioId: string, occurredAt: string): ReceivedDeletion => ({
   eventId: `evt-${audioId}-deleted`,
   eventType: 'recording.deleted',
@@ -35,6 +40,23 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
     await db?.close()
     if (dir) await rm(dir, { recursive: true, force: true })
   })
+
+  /**
+   * recording.updated on a store: an upsert of its own entry, the latest update wins, and a deletion removes
+   * it like the other events (a late update older than the deletion does not bring the recording back).
+   * `updates` lists the titles of the stored updates by audioId.
+   */
+  async function updateStory(store: RecordingStore, updates: () => Promise<[string, string][]>) {
+    await store.save(push('u', '2026-03-01T10:00:00Z'))
+    await store.save(update('u', '2026-03-01T11:00:00Z', 'first update'))
+    await store.save(update('u', '2026-03-01T12:00:00Z', 'second update'))
+    await store.save(update('u', '2026-03-01T11:30:00Z', 'an older update, late'))
+    assert.deepEqual(await updates(), [['u', 'second update']])
+    await store.delete(deletion('u', '2026-03-02T10:00:00Z'))
+    assert.deepEqual(await updates(), [])
+    await store.save(update('u', '2026-03-01T13:00:00Z', 'before the deletion, late'))
+    assert.deepEqual(await updates(), [])
+  }
 
   /** Runs the same story on a store; `held` lists the audioIds it holds a recording of. */
   async function story(store: RecordingStore, held: () => Promise<string[]>) {
@@ -63,6 +85,17 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
     const [tombstone] = await db.query<{ audio_id: string }>('SELECT audio_id FROM deleted_recordings')
     assert.ok(tombstone)
     assert.equal(store.describe(deletion('a', '2026-03-02T10:00:00Z')), 'the recordings table (a)')
+    await updateStory(store, async () =>
+      (
+        await db.query<{ audio_id: string; title: string }>(
+          `SELECT audio_id, data->>'title' AS title FROM recordings WHERE event_type = 'recording.updated'`,
+        )
+      ).map((row) => [row.audio_id, row.title]),
+    )
+    const [rows] = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM recordings WHERE audio_id = 'u'`,
+    )
+    assert.equal(rows?.n, 0, 'the deletion removed every event of the recording')
   })
 
   test('the file store removes the files and keeps the deletion as <audioId>.recording.deleted.json', async () => {
@@ -80,6 +113,17 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
       (await readdir(directory)).filter((name) => name.startsWith('.')),
       [],
       'no temporary file left',
+    )
+    const updateFile = join(directory, 'u.recording.updated.json')
+    await updateStory(store, async () => {
+      const names = await readdir(directory)
+      if (!names.includes('u.recording.updated.json')) return []
+      return [['u', JSON.parse(await readFile(updateFile, 'utf8')).data.title]]
+    })
+    assert.deepEqual(
+      (await readdir(directory)).filter((name) => name.startsWith('u.')),
+      ['u.recording.deleted.json'],
+      'the deletion removed every event of the recording',
     )
   })
 })

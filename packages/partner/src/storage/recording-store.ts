@@ -160,8 +160,12 @@ export function fileRecordingStore(directory: string): RecordingStore {
         const deletedAt = await occurredAtOf(fileOf(push.audioId, PushEventType.DELETED))
         const occurredAt = parseInstantMicros(push.occurredAt) as bigint
         if (deletedAt !== undefined && deletedAt >= occurredAt) return
+        const target = fileOf(push.audioId, push.eventType)
+        // Updates of one recording may arrive out of order (a retry overtaken by a later one): the latest stays.
+        const storedAt = await occurredAtOf(target)
+        if (storedAt !== undefined && storedAt > occurredAt) return
         const { sentences, ...event } = push
-        await write(fileOf(push.audioId, push.eventType), sentences === undefined ? event : push)
+        await write(target, sentences === undefined ? event : push)
       }),
     delete: (deletion) => oneAtATime(deletion.audioId, () => removeRecording(deletion)),
     describe: (event) => fileOf(event.audioId, event.eventType),
