@@ -1,15 +1,16 @@
 /*
  * Earshot's operator console: one static page, these ES modules and one stylesheet, served by the
  * platform's admin listener at /console (packages/platform/src/console/console-assets.ts). This module is
- * the shell: sign-in, the navigation bar and the hash routes; each page is a module of its own
- * (overview.js, enterprises.js, deliveries.js, import.js) built from dom.js and admin-api.js.
+ * the shell: sign-in, the navigation bar and the hash routes; each page is a module of its own (overview.js,
+ * enterprises.js, recordings.js, deliveries.js, import.js) built from dom.js and admin-api.js.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
  * a build step, a dependency tree to keep current and a bundle to ship, for no feature the pages need.
  * Nothing is fetched from elsewhere (no CDN, no fonts), so the console works offline and its content
- * security policy can allow this origin only. Pages are built with DOM calls, never HTML strings, so
- * names and messages from the API are always text.
+ * security policy allows this origin only; the one exception is media: the recordings page plays stored
+ * audio from its signed link on the partner listener, another origin. Pages are built with DOM calls,
+ * never HTML strings, so names and messages from the API are always text.
  *
  * The admin token lives in sessionStorage (gone with the tab) and goes out only as
  * `Authorization: Bearer` on API calls: never in a URL or a cookie. Pages are hash routes
@@ -22,6 +23,7 @@ import { enterprises } from './enterprises.js'
 import { importPage } from './import.js'
 import { stopRefreshing } from './navigation.js'
 import { overview } from './overview.js'
+import { recordings } from './recordings.js'
 
 const main = document.getElementById('main')
 const nav = document.getElementById('nav')
@@ -36,7 +38,7 @@ function route() {
   return { name, params: new URLSearchParams(query) }
 }
 
-const pages = { overview, enterprises, deliveries, import: importPage }
+const pages = { overview, enterprises, recordings, deliveries, import: importPage }
 
 async function render() {
   stopRefreshing()

@@ -357,7 +357,7 @@ for (const backend of testBackends) {
     test('on a 390-px phone every page fits the width', async () => {
       await page.setViewportSize(PHONE)
       try {
-        for (const link of ['Overview', 'Enterprises', 'Import', 'Deliveries']) {
+        for (const link of ['Overview', 'Enterprises', 'Recordings', 'Import', 'Deliveries']) {
           await go(link)
           await page.locator('main table, main form').first().waitFor()
           await fitsWidth()
