@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { ChangeKind } from '@earshot/protocol'
 import { Command } from 'commander'
 import type { ChangePage, EarshotClient } from '../client/earshot-client.js'
-import { type ChangeMirror, openChangeMirror, type SyncResult, syncChanges } from '../mirror/change-mirror.js'
+import { openChangeMirror, type SyncResult, syncChanges } from '../mirror/change-mirror.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { type AudioFetchCounts, type AudioFetcher, openAudioFetcher } from './audio-fetcher.js'
 import { CommandFailure, positiveInteger, printJson, printLines, runWithClient } from './command-support.js'
@@ -87,7 +87,7 @@ async function syncMirror(
     ? await openAudioFetcher({ client, directory: options.audio, log, signal })
     : undefined
   // Audio a previous sync could not fetch (or that was never asked for) is fetched along.
-  if (audio) await fetchMissingAudio(mirror, audio)
+  if (audio) await fetchMissingAudio(db, audio)
   let following = false
   let lagSeconds = 0
   let result: SyncResult
@@ -156,10 +156,11 @@ async function report(
  * Queues the audio of every mirrored recording that has an audio part not in the directory yet, each from a
  * fresh link (the mirrored one has likely expired).
  */
-async function fetchMissingAudio(mirror: ChangeMirror, audio: AudioFetcher): Promise<void> {
-  for (const { audioId, data } of await mirror.recordings()) {
-    if (data.denoiseUrl) audio.fetch(audioId, undefined, { ifMissing: true })
-  }
+async function fetchMissingAudio(db: Database, audio: AudioFetcher): Promise<void> {
+  const rows = await db.query<{ audio_id: string }>(
+    `SELECT audio_id FROM mirror_recordings WHERE coalesce(data->>'denoiseUrl', '') <> '' ORDER BY audio_id`,
+  )
+  for (const row of rows) audio.fetch(row.audio_id, undefined, { ifMissing: true })
 }
 
 /**

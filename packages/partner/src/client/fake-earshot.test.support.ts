@@ -1,0 +1,263 @@
+/**
+ * A stand-in for the platform in the audio tests (not shipped, not run as a test): a media server with the
+ * behaviour of the signed audio links, and a partner API answering the token, query, change feed and
+ * callback requests, sealed with the enterprise's key.
+ */
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import {
+  type Change,
+  type JsonObject,
+  loadKey,
+  open,
+  type RecordingData,
+  SPEC_VERSION,
+  seal,
+} from '@earshot/protocol'
+
+export interface MediaRequest {
+  method: string
+  link: string
+  range: string | undefined
+  ifRange: string | undefined
+  status: number
+}
+
+interface StoredAudio {
+  body: Buffer
+  contentType: string
+  version: number
+  /** Without ETag, Repr-Digest and Accept-Ranges, as a plain web server may answer. */
+  plain: boolean
+}
+
+interface LinkInfo {
+  id: string
+  version: number
+  linkNo: number
+}
+
+export interface MediaServer {
+  readonly url: string
+  /** Every request, in order. */
+  readonly requests: MediaRequest[]
+  /** Stores the audio of `id`; replacing it makes the links made before answer 404. */
+  put(id: string, body: Buffer, options?: { contentType?: string; plain?: boolean }): void
+  remove(id: string): void
+  /** A fresh link to the audio as stored now. */
+  link(id: string): string
+  /** Every link made so far answers 403 4030 (expired). */
+  expireLinks(): void
+  /** The next GET with a body sends `bytes` of it, then sends nothing more until cut() or the client ends it. */
+  stallNextAfter(bytes: number): void
+  /** Destroys the connections of the stalled answers. */
+  cut(): void
+  /** GETs wait for `gate` before they answer. */
+  holdAnswers(gate: Promise<void> | undefined): void
+  /** Repr-Digest states a wrong digest while set. */
+  lieAboutDigest(lie: boolean): void
+  close(): Promise<void>
+}
+
+export const sha256 = (body: Buffer) => createHash('sha256').update(body).digest()
+
+const refusal = (response: ServerResponse, status: number, code: number, msg: string) => {
+  const body = JSON.stringify({ code, msg, requestId: randomBytes(4).toString('hex') })
+  response.writeHead(status, { 'content-type': 'application/json' }).end(body)
+  return status
+}
+
+export async function startMediaServer(): Promise<MediaServer> {
+  const files = new Map<string, StoredAudio>()
+  const links = new Map<string, LinkInfo>()
+  const requests: MediaRequest[] = []
+  let linkCount = 0
+  let versions = 0
+  let expiredBelow = 0
+  let stallAfter: number | undefined
+  const stalled = new Set<ServerResponse>()
+  let gate: Promise<void> | undefined
+  let lie = false
+
+  const answer = (request: IncomingMessage, response: ServerResponse): number => {
+    const token = /^\/media\/v1\/([0-9a-f]+)$/.exec(request.url ?? '')?.[1]
+    const info = token === undefined ? undefined : links.get(token)
+    if (!info) return refusal(response, 403, 4030, 'the link is not valid')
+    if (info.linkNo < expiredBelow) {
+      return refusal(response, 403, 4030, 'the link has expired; query the recording again for a fresh link')
+    }
+    const file = files.get(info.id)
+    if (!file || file.version !== info.version) {
+      return refusal(response, 404, 4040, 'the recording was deleted or its audio replaced')
+    }
+    return serveFile(request, response, info.id, file)
+  }
+
+  const serveFile = (request: IncomingMessage, response: ServerResponse, id: string, file: StoredAudio) => {
+    const digest = sha256(lie ? Buffer.concat([file.body, Buffer.from('x')]) : file.body)
+    const etag = `"${sha256(file.body).toString('hex')}"`
+    const size = file.body.length
+    const headers: Record<string, string> = {
+      'content-type': file.contentType,
+      'cache-control': 'private',
+      'content-disposition': `attachment; filename="${id}.audio"`,
+      ...(!file.plain && {
+        'accept-ranges': 'bytes',
+        etag,
+        'repr-digest': `sha-256=:${digest.toString('base64')}:`,
+      }),
+    }
+    if (!file.plain && request.headers['if-none-match'] === etag) {
+      response.writeHead(304, headers).end()
+      return 304
+    }
+    const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? '')?.[1] ?? Number.NaN)
+    const ifRange = request.headers['if-range']
+    const ranged = !file.plain && Number.isSafeInteger(start) && (ifRange === undefined || ifRange === etag)
+    if (ranged && start >= size) {
+      response.writeHead(416, { ...headers, 'content-range': `bytes */${size}` }).end()
+      return 416
+    }
+    const from = ranged ? start : 0
+    const status = ranged ? 206 : 200
+    response.writeHead(status, {
+      ...headers,
+      'content-length': String(size - from),
+      ...(ranged && { 'content-range': `bytes ${from}-${size - 1}/${size}` }),
+    })
+    sendBody(request, response, file.body.subarray(from))
+    return status
+  }
+
+  const sendBody = (request: IncomingMessage, response: ServerResponse, body: Buffer) => {
+    if (request.method === 'HEAD') return response.end()
+    const bytes = stallAfter
+    stallAfter = undefined
+    if (bytes === undefined) return response.end(body)
+    stalled.add(response)
+    response.once('close', () => stalled.delete(response))
+    response.write(body.subarray(0, bytes))
+  }
+
+  const server = createServer((request, response) => {
+    void (async () => {
+      await gate
+      const status = answer(request, response)
+      requests.push({
+        method: request.method ?? '',
+        link: `${url}${request.url}`,
+        range: request.headers.range,
+        ifRange: request.headers['if-range'] as string | undefined,
+        status,
+      })
+    })()
+  })
+  const url = await listen(server)
+  return {
+    url,
+    requests,
+    put(id, body, options = {}) {
+      const version = ++versions
+      const { contentType = 'audio/mpeg', plain = false } = options
+      files.set(id, { body, contentType, version, plain })
+    },
+    remove: (id) => void files.delete(id),
+    link(id) {
+      const token = randomBytes(12).toString('hex')
+      links.set(token, { id, version: files.get(id)?.version ?? 0, linkNo: linkCount++ })
+      return `${url}/media/v1/${token}`
+    },
+    expireLinks() {
+      expiredBelow = linkCount
+    },
+    stallNextAfter(bytes) {
+      stallAfter = bytes
+    },
+    cut() {
+      for (const response of stalled) response.socket?.destroy()
+    },
+    holdAnswers(next) {
+      gate = next
+    },
+    lieAboutDigest(next) {
+      lie = next
+    },
+    close: () => stop(server),
+  }
+}
+
+export interface FakeApiCall {
+  path: string
+  plaintext: JsonObject
+}
+
+export interface FakeApi {
+  readonly url: string
+  readonly calls: FakeApiCall[]
+  /** What the query answers: the recording's data as it is now, by audioId (a function: links are fresh). */
+  readonly recordings: Map<string, () => RecordingData>
+  /** The change feed, oldest first; a cursor is the number of changes read. */
+  readonly changes: Change[]
+  close(): Promise<void>
+}
+
+export const FAKE_ENTERPRISE = { enterpriseId: 7, keyVersion: 1 }
+
+/** The partner API of one enterprise with the key `secret`. */
+export async function startFakeApi(secret: string): Promise<FakeApi> {
+  const key = loadKey(secret)
+  const calls: FakeApiCall[] = []
+  const recordings = new Map<string, () => RecordingData>()
+  const changes: Change[] = []
+
+  const dataOf = (path: string, plaintext: JsonObject): JsonObject => {
+    if (path === '/openapi/v1/audios') {
+      const items = [...recordings]
+        .filter(([audioId]) => plaintext.audioId === undefined || plaintext.audioId === audioId)
+        .map(([audioId, data]) => ({ audioId, data: data() }))
+      return { specVersion: SPEC_VERSION, page: 1, size: 20, total: items.length, items }
+    }
+    const from = Number(plaintext.cursor ?? 0)
+    const items = changes.slice(from, from + Number(plaintext.size ?? 100))
+    const nextCursor = String(from + items.length)
+    return { specVersion: SPEC_VERSION, items, nextCursor, hasMore: from + items.length < changes.length }
+  }
+
+  const answer = async (request: IncomingMessage): Promise<JsonObject> => {
+    const chunks: Buffer[] = []
+    for await (const chunk of request) chunks.push(chunk as Buffer)
+    const path = request.url ?? ''
+    const { envelope, plaintext } = open(JSON.parse(Buffer.concat(chunks).toString('utf8')), key)
+    calls.push({ path, plaintext })
+    if (path === '/openapi/v1/token') {
+      return {
+        code: 2000,
+        msg: 'success',
+        data: { accessToken: 'fake', expiresIn: 7200, tokenType: 'Bearer' },
+      }
+    }
+    if (path === '/openapi/v1/callback') return { code: 2000, msg: 'success' }
+    const data = seal(key, envelope.keyVersion, envelope.eventId, dataOf(path, plaintext))
+    return { code: 2000, msg: 'success', requestId: 'fake', data: data as unknown as JsonObject }
+  }
+
+  const server = createServer((request, response) => {
+    answer(request).then(
+      (body) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
+      () => response.writeHead(500).end(),
+    )
+  })
+  const url = await listen(server)
+  return { url, calls, recordings, changes, close: () => stop(server) }
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+async function stop(server: Server): Promise<void> {
+  server.closeAllConnections()
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+}
