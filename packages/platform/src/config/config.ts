@@ -69,6 +69,8 @@ export interface PlatformConfig {
   mediaDir: string | undefined
   /** Store audio in this S3-compatible bucket instead of the directory. */
   mediaS3Bucket: string | undefined
+  /** Address the bucket by path (most S3-compatible servers other than AWS want it). */
+  mediaS3ForcePathStyle: boolean
 }
 
 export class ConfigError extends Error {
@@ -354,6 +356,13 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: (raw) => (/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(raw) ? raw : undefined),
     rule: 'an S3 bucket name (3 to 63 lower-case letters, digits, dots and hyphens)',
     fallback: undefined,
+  },
+  mediaS3ForcePathStyle: {
+    key: 'mediaS3ForcePathStyle',
+    env: 'EARSHOT_MEDIA_S3_FORCE_PATH_STYLE',
+    parse: flag,
+    rule: '1 or 0',
+    fallback: false,
   },
 }
 

@@ -143,10 +143,9 @@ function describeTheRest(server: S3Server): void {
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'S3RVER',
         AWS_SECRET_ACCESS_KEY: 'S3RVER',
-        EARSHOT_MEDIA_S3_FORCE_PATH_STYLE: '1',
       }
       await withEnvironment(settings, async () => {
-        const store = bucketStoreFromEnvironment(server.bucket)
+        const store = bucketStoreFromEnvironment(server.bucket, true)
         assert.equal(store.description, `bucket s3://${server.bucket}`)
         const key = `7/${randomKey()}`
         await store.put(key, Readable.from([Buffer.from('hello')]), { maxBytes: 10, contentType: wav })

@@ -145,10 +145,10 @@ export class BucketStore implements MediaStore {
 /**
  * The bucket store `earshot serve` uses: the endpoint, region and credentials come from the AWS SDK's
  * standard settings (AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL, AWS_REGION, AWS_ACCESS_KEY_ID, ...); most
- * servers other than AWS want path-style addressing, EARSHOT_MEDIA_S3_FORCE_PATH_STYLE=1.
+ * servers other than AWS want path-style addressing (EARSHOT_MEDIA_S3_FORCE_PATH_STYLE=1 in the config).
  */
-export function bucketStoreFromEnvironment(bucket: string): BucketStore {
-  const client = new S3Client({ forcePathStyle: process.env.EARSHOT_MEDIA_S3_FORCE_PATH_STYLE === '1' })
+export function bucketStoreFromEnvironment(bucket: string, forcePathStyle: boolean): BucketStore {
+  const client = new S3Client({ forcePathStyle })
   return new BucketStore({ bucket, client })
 }
 

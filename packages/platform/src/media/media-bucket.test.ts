@@ -30,9 +30,11 @@ if (!server) {
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'S3RVER',
         AWS_SECRET_ACCESS_KEY: 'S3RVER',
-        EARSHOT_MEDIA_S3_FORCE_PATH_STYLE: '1',
       })
-      platform = await startTestPlatform('pglite', { mediaS3Bucket: server.bucket })
+      platform = await startTestPlatform('pglite', {
+        mediaS3Bucket: server.bucket,
+        mediaS3ForcePathStyle: true,
+      })
       partner = await createPartner(platform, 'Bucket')
     })
     after(async () => {

@@ -10,7 +10,13 @@ import type { MediaStore } from './media-store.js'
 
 export type MediaSettings = Pick<
   PlatformConfig,
-  'dataDir' | 'publicUrl' | 'mediaUrlTtlSeconds' | 'mediaMaxBytes' | 'mediaDir' | 'mediaS3Bucket'
+  | 'dataDir'
+  | 'publicUrl'
+  | 'mediaUrlTtlSeconds'
+  | 'mediaMaxBytes'
+  | 'mediaDir'
+  | 'mediaS3Bucket'
+  | 'mediaS3ForcePathStyle'
 >
 
 /** Stored audio: where the files are, and the links that let partners fetch them. */
@@ -53,7 +59,12 @@ export async function openMedia(
   const links = new MediaLinks(db, clock, randomBytes)
   if (settings.mediaS3Bucket !== undefined) {
     const { bucketStoreFromEnvironment } = await import('./bucket-store.js')
-    return new Media(bucketStoreFromEnvironment(settings.mediaS3Bucket), links, settings, async () => {})
+    return new Media(
+      bucketStoreFromEnvironment(settings.mediaS3Bucket, settings.mediaS3ForcePathStyle),
+      links,
+      settings,
+      async () => {},
+    )
   }
   if (settings.mediaDir !== undefined || settings.dataDir !== 'memory://') {
     const root = settings.mediaDir ?? join(settings.dataDir, 'media')
