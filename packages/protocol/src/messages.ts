@@ -31,7 +31,7 @@ export const MAX_ENTERPRISE_ID = Number.MAX_SAFE_INTEGER
 const EnterpriseId = (description: string) =>
   Type.Integer({ minimum: 1, maximum: MAX_ENTERPRISE_ID, description })
 
-/** Contract §2.1: the envelope (open() checks it by hand for speed; this schema documents it). */
+/** The envelope (docs/protocol.md) (open() checks it by hand for speed; this schema documents it). */
 export const EnvelopeSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
   alg: Type.Literal(ALG),
@@ -46,7 +46,7 @@ export const EnvelopeSchema = Type.Object({
   tag: Type.String({ description: 'canonical Base64 of 16 bytes' }),
 })
 
-/** Contract §4.1: the token request body is the envelope plus the enterpriseId in plaintext. */
+/** The token request body is the envelope plus the enterpriseId in plaintext. */
 export const TokenRequestSchema = Type.Intersect([
   EnvelopeSchema,
   Type.Object({ enterpriseId: EnterpriseId('enterprise id (long)') }),
@@ -59,7 +59,7 @@ export const TokenPlaintextSchema = Type.Object({
 })
 export type TokenPlaintext = Static<typeof TokenPlaintextSchema>
 
-/** Contract §2.2: token response `data` (not encrypted). */
+/** The token response `data` (not encrypted). */
 export const AccessTokenSchema = Type.Object({
   accessToken: Type.String({ minLength: 1 }),
   expiresIn: Type.Integer({ minimum: 1, description: 'validity in seconds' }),
@@ -117,7 +117,7 @@ export function isTranscriptData(data: RecordingData): data is TranscriptRecordi
   return 'transcriptId' in data
 }
 
-/** Contract §2.4: the plaintext of the query response `data`. */
+/** The plaintext of the query response `data`. */
 export const RecordingListSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
   page: Type.Integer({ minimum: 1, maximum: MAX_PAGE }),
@@ -127,7 +127,7 @@ export const RecordingListSchema = Type.Object({
 })
 export type RecordingList = Static<typeof RecordingListSchema>
 
-/** Contract §2.6. */
+/** The receipt callback's plaintext. */
 export const CallbackPlaintextSchema = Type.Object({ audioId: Id('id of the received recording') }, closed)
 export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
 

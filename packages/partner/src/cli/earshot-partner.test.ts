@@ -58,7 +58,7 @@ describe('earshot-partner CLI against a running platform', { timeout: 180_000 },
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  test('query --json prints exactly the decrypted list of contract 2.4, on one line', async () => {
+  test('query --json prints exactly the decrypted page of the query, on one line', async () => {
     const result = await cli('query', '--size', '3', '--page', '2', '--json')
     assert.equal(result.code, 0, result.stderr)
     assert.equal(result.stderr, '')
@@ -110,11 +110,11 @@ describe('earshot-partner CLI against a running platform', { timeout: 180_000 },
     const result = await cli('query', '--size', '10')
     assert.equal(result.code, 0, result.stderr)
     const lines = result.stdout.trimEnd().split('\n')
-    assert.match(lines[0] as string, /^AUDIO ID\s+DEVICE UID\s+TITLE\s+DURATION\s+TRANSCRIPT$/)
+    assert.match(lines[0] as string, /^AUDIO ID\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/)
     assert.equal(lines.length, 12)
-    assert.match(lines[1] as string, /^cli-24\s+dev-0\s+Meeting 24\s+30024\s+no$/)
+    assert.match(lines[1] as string, /^cli-24\s+dev-0\s+Meeting 24\s+30\.0\s+no$/)
     const withTranscript = lines.find((line) => line.startsWith('cli-20'))
-    assert.match(withTranscript as string, /^cli-20\s+dev-0\s+Meeting 20\s+1\.5 s\s+yes$/)
+    assert.match(withTranscript as string, /^cli-20\s+dev-0\s+Meeting 20\s+1\.5\s+yes$/)
     assert.equal(lines.at(-1), 'page 1 of 3, total 25')
 
     const past = await cli('query', '--page', '9')

@@ -44,7 +44,7 @@ const SHUTDOWN_GRACE_MS = 5000
 /**
  * `earshot-partner listen --port P --data DIR [--audio AUDIO_DIR]`: receives pushes, stores each recording
  * event once (a PGlite in DIR/db, or with --store files one JSON file per event in DIR/recordings),
- * removes the recording again when the platform pushes its deletion (§10), and confirms each push with the
+ * removes the recording again when the platform pushes its deletion, and confirms each push with the
  * receipt callback, durably: callbacks not yet confirmed survive a restart. With --audio it also fetches
  * the recordings' audio, in the background.
  */

@@ -36,7 +36,7 @@ export interface AudioItem {
   sentences?: TranscriptSentence[]
 }
 
-/** A decrypted page of the query (contract §2.4), items with their parsed sentences. */
+/** A decrypted page of the query, items with their parsed sentences. */
 export interface AudioPage {
   specVersion: typeof SPEC_VERSION
   page: number
@@ -75,7 +75,7 @@ export interface ChangesRequest {
   size?: number | undefined
 }
 
-/** An access token as the platform issued it (contract §2.2). */
+/** An access token as the platform issued it. */
 export interface AccessTokenInfo {
   accessToken: string
   /** Validity in seconds, as issued. */

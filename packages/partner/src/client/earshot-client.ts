@@ -249,7 +249,7 @@ export class EarshotClient {
       token = AccessToken.parse(reply.data)
     } catch (error) {
       throw new EarshotResponseError(
-        `the token response data does not match contract 2.2: ${(error as Error).message}`,
+        `the token response data is not an access token {accessToken, expiresIn, tokenType}: ${(error as Error).message}`,
         reply.httpStatus,
         { cause: error },
       )
@@ -391,7 +391,7 @@ export class EarshotClient {
       }
     } catch (error) {
       throw new EarshotResponseError(
-        `the query response data does not match contract 2.4: ${(error as Error).message}`,
+        `the query response data is not a page of recordings {specVersion, page, size, total, items}: ${(error as Error).message}`,
         reply.httpStatus,
         { cause: error },
       )

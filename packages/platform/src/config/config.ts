@@ -366,8 +366,13 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
   },
 }
 
-/** Names of the environment variables, for help text. */
-export const configEnvironment = Object.values(settings).map(({ env, rule }) => ({ env, rule }))
+/** Every setting: its config key, environment variable, rule and default (undefined: unset), in the table's order. */
+export const configEnvironment = Object.values(settings).map(({ key, env, rule, fallback }) => ({
+  key,
+  env,
+  rule,
+  fallback,
+}))
 
 /**
  * Builds the configuration from flags (already named by config key) over environment variables over

@@ -63,7 +63,7 @@ for (const backend of testBackends) {
       return deliveries.length === count && deliveries.every((d) => d.state === state) && deliveries
     }
 
-    test('happy path: push → ack → callback → confirmed; the payload is the §6 shape', async () => {
+    test('happy path: push → ack → callback → confirmed; the payload is a push event', async () => {
       const { partner, receiver } = await partnerWithReceiver((_partner, callback) => ({
         afterAnswer: (push) => void callback(push.event.audioId),
       }))

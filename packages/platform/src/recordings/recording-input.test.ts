@@ -35,7 +35,7 @@ import {
 
 /**
  * Ingested sizes (issue 10, row 10): no sealed query page of 100 recordings may exceed 16 MiB, so every
- * recording's §4 data is bounded by its field limits and the transcript's size as JSON.
+ * recording's data is bounded by its field limits and the transcript's size as JSON.
  */
 
 const SIXTEEN_MIB = 16 * 1024 * 1024
