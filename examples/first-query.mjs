@@ -2,8 +2,11 @@
 // Start a platform with demo data first (`npm start`, or `earshot serve --demo`), then run:
 //   EARSHOT_ENTERPRISE_ID=1 EARSHOT_SECRET='<secret it printed>' node examples/first-query.mjs
 import { randomUUID } from 'node:crypto'
+// seal/open are the envelope (AES-256-GCM); in another language, the README's "The envelope in one
+// paragraph" and the vectors in packages/protocol/test-data/envelope.json are all you need.
 import { loadKey, open, seal } from '@earshot/protocol'
 
+// `npm start` prints these; the demo's are also kept in .earshot/demo-credentials.json.
 const baseUrl = process.env.EARSHOT_BASE_URL || 'http://127.0.0.1:8080'
 const enterpriseId = Number(process.env.EARSHOT_ENTERPRISE_ID)
 const keyVersion = Number(process.env.EARSHOT_KEY_VERSION || 1)
@@ -19,6 +22,7 @@ if (!Number.isSafeInteger(enterpriseId) || enterpriseId < 1 || !secret) {
 }
 
 // The secret becomes an AES-256 key; every request body is sealed under it with a fresh eventId.
+// seal() draws a fresh nonce each time; an envelope sent twice is refused as a replay (4090): seal each try.
 let key
 try {
   key = loadKey(secret)
@@ -27,7 +31,10 @@ try {
   process.exit(1)
 }
 
-/** POSTs a JSON body and returns the response's `data`, or stops with the platform's error. */
+/**
+ * POSTs a JSON body and returns the response's `data`, or stops with the platform's error. Every answer is
+ * {code, msg, requestId, data?}: 2000 is success; the other codes are listed at /openapi.json.
+ */
 async function post(path, body, token) {
   const response = await fetch(new URL(path, baseUrl), {
     method: 'POST',
@@ -47,13 +54,16 @@ async function post(path, body, token) {
   return answer.data
 }
 
-// 1. A token: an envelope of {} with the enterpriseId in plaintext beside it. Its answer is not sealed.
+// 1. A token: an envelope of {} with the enterpriseId in plaintext beside it. Its answer is not sealed:
+//    {accessToken, expiresIn (seconds, 7200 by default), tokenType: 'Bearer'}. Reuse it until it expires.
 const { accessToken } = await post('/openapi/v1/token', {
   ...seal(key, keyVersion, randomUUID(), {}),
   enterpriseId,
 })
 
-// 2. A query: the filter is sealed, and so is the answer's `data`; open it with the same key.
+// 2. A query: the filter is sealed, and so is the answer's `data`; open it with the same key. The filter
+//    may also hold audioId, deviceUid, startTime/endTime (ISO 8601 with an offset) and page (size ≤ 100);
+//    the answer is {specVersion, page, size, total, items: [{audioId, data}]}, newest first.
 const data = await post('/openapi/v1/audios', seal(key, keyVersion, randomUUID(), { size: 5 }), accessToken)
 const list = open(data, key).plaintext
 

@@ -13,6 +13,8 @@ export interface ChildUsage {
 
 export interface RunningChild<Ready> {
   ready: Ready
+  /** The child's process id (e.g. to read its /proc entries from outside). */
+  pid: number
   usage(): Promise<ChildUsage>
   /** Sends `{type}` and resolves with the child's first message of type `answer`. */
   ask<Answer>(type: string, answer: string): Promise<Answer>
@@ -97,6 +99,7 @@ export async function startChild<Ready>(
     })
   return {
     ready,
+    pid: child.pid as number,
     ask,
     usage: () => ask<ChildUsage>('usage', 'usage'),
     async stop() {

@@ -10,12 +10,13 @@ import {
   field,
   h,
   heading,
-  localInputValue,
   showError,
   stamp,
   stateLabel,
   statusBox,
   table,
+  utcInputInstant,
+  utcInputValue,
 } from './dom.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 
@@ -286,14 +287,14 @@ async function filterForm(filter, current) {
     name: 'from',
     type: 'datetime-local',
     step: '1',
-    value: localInputValue(filter.get('from')),
+    value: utcInputValue(filter.get('from')),
   })
   const to = h('input', {
     id: 'filter-to',
     name: 'to',
     type: 'datetime-local',
     step: '1',
-    value: localInputValue(filter.get('to')),
+    value: utcInputValue(filter.get('to')),
   })
   return h(
     'form',
@@ -306,9 +307,9 @@ async function filterForm(filter, current) {
         if (enterprise.value) query.set('enterpriseId', enterprise.value)
         if (state.value) query.set('state', state.value)
         if (audioId.value.trim()) query.set('audioId', audioId.value.trim())
-        // datetime-local is the browser's local time; the API takes instants with an offset.
-        if (from.value) query.set('from', new Date(from.value).toISOString())
-        if (to.value) query.set('to', new Date(to.value).toISOString())
+        // The inputs hold UTC, as every time the console shows; the API takes instants with an offset.
+        if (from.value) query.set('from', utcInputInstant(from.value))
+        if (to.value) query.set('to', utcInputInstant(to.value))
         const next = `#/deliveries${query.size > 0 ? `?${query}` : ''}`
         navigate(next)
       },
@@ -319,8 +320,8 @@ async function filterForm(filter, current) {
       field('filter-enterprise', 'Enterprise', enterprise),
       field('filter-state', 'State', state),
       field('filter-audio-id', 'Audio ID', audioId),
-      field('filter-from', 'Created from', from),
-      field('filter-to', 'Created before', to),
+      field('filter-from', 'Created from (UTC)', from),
+      field('filter-to', 'Created before (UTC)', to),
     ),
     alert,
     h(

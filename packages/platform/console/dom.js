@@ -23,20 +23,36 @@ function append(element, children) {
 
 const pad = (n, width = 2) => String(n).padStart(width, '0')
 
-/** Local time as 2026-11-23 20:04:05, the full instant in the tooltip. */
+/**
+ * An instant in UTC, with its zone, as 2026-11-26 14:03:07 UTC: every operator reads the same time, whatever
+ * the browser's zone, in the zone the API and the CLI give instants in. The instant as given is in the tooltip.
+ */
 export function stamp(iso) {
   if (!iso) return '—'
   const d = new Date(iso)
-  const text = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
-  return h('time', { datetime: iso, title: iso }, text)
+  if (Number.isNaN(d.getTime())) return h('time', { title: iso }, iso)
+  return h('time', { datetime: iso, title: iso }, utcText(d))
 }
 
-/** An instant as a datetime-local input holds it (local time, to the second). */
-export function localInputValue(iso) {
+function utcText(d) {
+  const day = `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
+  return `${day} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())} UTC`
+}
+
+/**
+ * An instant as a datetime-local input holds it, in UTC like every time the console shows, to the second:
+ * the deliveries filter reads the input back as UTC (utcInputInstant).
+ */
+export function utcInputValue(iso) {
   if (!iso) return ''
   const d = new Date(iso)
   if (Number.isNaN(d.getTime())) return ''
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`
+  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}T${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}`
+}
+
+/** What a datetime-local input holds, read as UTC, as an instant the API takes. */
+export function utcInputInstant(value) {
+  return new Date(`${value.length === 16 ? `${value}:00` : value}Z`).toISOString()
 }
 
 export const stateLabel = (state) => state.replace('_', ' ')

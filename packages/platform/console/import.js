@@ -67,9 +67,10 @@ export async function importPage(view, params, current) {
 
 /** A refused file: the summary in the alert, each refused line in the list below it. */
 function refuse(ui, failure) {
-  const [summary, ...lines] = failure.msg.split(/; (?=line \d+: )/)
+  // The refusal's first line says what happened; each bad line of the file is a line of its own after it.
+  const [summary = '', ...lines] = failure.msg.split('\n')
   ui.alert.replaceChildren(
-    summary.replace(/^./, (c) => c.toUpperCase()),
+    summary.replace(/:$/, '.').replace(/^./, (c) => c.toUpperCase()),
     ' ',
     h('span', { class: 'code' }, `(${failure.code})`),
   )

@@ -65,6 +65,7 @@ export async function startPlatform({
     stopListening = await listenForCredentialChanges(db, credentials)
     const media = await openMedia(config, db, clock, randomBytes)
     closeMedia = () => media.close()
+    await media.watchChanges(db)
     const context: PlatformContext = {
       config,
       db,
@@ -117,8 +118,8 @@ export async function startPlatform({
           const graceMs = config.shutdownGraceSeconds * 1000
           await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})
-          await db.close()
           await media.close()
+          await db.close()
         })()
         return closing
       },
@@ -126,8 +127,8 @@ export async function startPlatform({
   } catch (error) {
     await Promise.allSettled(servers.map((server) => server.close()))
     await stopListening?.().catch(() => {})
-    await db.close()
     await closeMedia?.()
+    await db.close()
     throw error
   }
 }

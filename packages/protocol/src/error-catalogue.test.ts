@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import {
   catalogueEntry,
+  DECRYPTION_FAILED_MESSAGE,
   errorCatalogue,
   httpStatusOf,
   isResponseCode,
@@ -25,6 +26,7 @@ test('the catalogue holds every code with status code / 10', { timeout: 10_000 }
     [4012, 'DECRYPTION_FAILED', 401],
     [4030, 'FORBIDDEN', 403],
     [4040, 'NOT_FOUND', 404],
+    [4080, 'REQUEST_TIMEOUT', 408],
     [4090, 'REPLAYED', 409],
     [4130, 'PAYLOAD_TOO_LARGE', 413],
     [4150, 'UNSUPPORTED_MEDIA_TYPE', 415],
@@ -56,4 +58,22 @@ test('every protocol error carries a stable code and a catalogue response code',
     assert.equal(error.name, error.constructor.name)
     assert.ok(errorCatalogue.has(error.responseCode))
   }
+})
+
+test('4012 says what to check, naming none of them as the one that was wrong', { timeout: 10_000 }, () => {
+  const { defaultMessage } = catalogueEntry(ResponseCode.DECRYPTION_FAILED)
+  assert.equal(defaultMessage, DECRYPTION_FAILED_MESSAGE)
+  assert.equal(
+    defaultMessage,
+    'the envelope could not be decrypted: check the secret, the enterpriseId and the keyVersion ' +
+      '(the keyVersion must be that of the secret, and the key must be current); ' +
+      '`earshot enterprise rotate-key` gives the enterprise a new secret and keyVersion',
+  )
+})
+
+test('4080: the request did not arrive in time', { timeout: 10_000 }, () => {
+  const entry = catalogueEntry(ResponseCode.REQUEST_TIMEOUT)
+  assert.deepEqual([entry.code, entry.httpStatus], [4080, 408])
+  assert.match(entry.defaultMessage, /did not arrive within the server's time limit/)
+  assert.match(entry.when, /EARSHOT_REQUEST_TIMEOUT/)
 })

@@ -11,6 +11,7 @@ export const ResponseCode = {
   DECRYPTION_FAILED: 4012,
   FORBIDDEN: 4030,
   NOT_FOUND: 4040,
+  REQUEST_TIMEOUT: 4080,
   REPLAYED: 4090,
   PAYLOAD_TOO_LARGE: 4130,
   UNSUPPORTED_MEDIA_TYPE: 4150,
@@ -32,15 +33,26 @@ export interface CatalogueEntry {
   readonly when: string
 }
 
+/**
+ * What the platform says whenever an envelope does not open: whatever failed (the secret, an unknown
+ * enterprise or keyVersion, a retired key, an enterpriseId not matching the token), the same text, so
+ * that it tells a caller what to check without telling an attacker which of them was wrong.
+ */
+export const DECRYPTION_FAILED_MESSAGE =
+  'the envelope could not be decrypted: check the secret, the enterpriseId and the keyVersion ' +
+  '(the keyVersion must be that of the secret, and the key must be current); ' +
+  '`earshot enterprise rotate-key` gives the enterprise a new secret and keyVersion'
+
 const defaultMessages: Record<ResponseCodeName, string> = {
   OK: 'success',
   INVALID_REQUEST: 'the request is not a valid envelope',
   INVALID_PARAMETER: 'a request field is invalid',
   UNAUTHORIZED: 'missing or invalid bearer token',
   TOKEN_EXPIRED: 'the access token has expired',
-  DECRYPTION_FAILED: 'the envelope could not be decrypted',
+  DECRYPTION_FAILED: DECRYPTION_FAILED_MESSAGE,
   FORBIDDEN: 'the enterprise is disabled',
   NOT_FOUND: 'no such recording',
+  REQUEST_TIMEOUT: "the request did not arrive within the server's time limit; send it again without pausing",
   REPLAYED: 'this envelope nonce was already used',
   PAYLOAD_TOO_LARGE: 'the request body is over the size limit',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
@@ -60,6 +72,8 @@ const occasions: Record<ResponseCodeName, string> = {
     'the envelope does not open: wrong key, unknown or retired keyVersion, unknown enterprise on the token request, or an enterpriseId not matching the token; one message for all',
   FORBIDDEN: 'the enterprise is disabled',
   NOT_FOUND: "the audioId (or another resource) is unknown to the caller's enterprise",
+  REQUEST_TIMEOUT:
+    "the request's headers or body did not arrive within the server's time limit (EARSHOT_REQUEST_TIMEOUT; EARSHOT_ADMIN_REQUEST_TIMEOUT on the admin API); the connection is closed",
   REPLAYED:
     'the envelope nonce was already accepted under the same enterprise and keyVersion; re-seal on retry',
   PAYLOAD_TOO_LARGE: 'the body is over the size limit',

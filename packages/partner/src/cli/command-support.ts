@@ -1,4 +1,4 @@
-import { CommandFailure, fail, positiveInteger, printJson } from '@earshot/support/cli'
+import { CommandFailure, fail, positiveInteger, printJson as print } from '@earshot/support/cli'
 import { type Command, Option } from 'commander'
 import { EarshotClient } from '../client/earshot-client.js'
 import { EarshotApiError, EarshotConfigError, EarshotError } from '../client/errors.js'
@@ -41,7 +41,7 @@ export function clientFor(command: Command): EarshotClient {
     !secret && ['EARSHOT_SECRET', '--secret'],
   ].filter((each) => each !== false)
   if (missing.length > 0) {
-    throw new CommandFailure(
+    throw new CredentialsFailure(
       `missing credentials: set ${missing.map(([name]) => name).join(' and ')} ` +
         `(or pass ${missing.map(([, flag]) => flag).join(' and ')}), e.g. the enterpriseId and secret ` +
         '`earshot enterprise create` printed',
@@ -56,13 +56,44 @@ export function clientFor(command: Command): EarshotClient {
     })
   } catch (error) {
     if (!(error instanceof EarshotConfigError)) throw error
-    throw new CommandFailure(`the credentials are not usable: ${error.message}`)
+    throw new CredentialsFailure(`the credentials are not usable: ${error.message}`)
   }
 }
 
+/** Credentials missing or unusable: reported with the code ERR_EARSHOT_CONFIG. */
+export class CredentialsFailure extends CommandFailure {
+  readonly code = 'ERR_EARSHOT_CONFIG'
+}
+
 /**
- * Runs a command with a client, turning refusals into `error <code>: <msg>` on stderr and exit code 1
- * (with --json also `{"error": {"code", "msg"}}` on stdout), and any other failure into its message.
+ * A failure as the CLI reports it: `code` is the catalogue code (a number) of a refusal, by the platform
+ * or before sending, else the client error's `ERR_EARSHOT_…` string (ERR_EARSHOT_NETWORK,
+ * ERR_EARSHOT_RESPONSE, …; ERR_EARSHOT_CONFIG for credentials, ERR_EARSHOT_COMMAND for the command's own
+ * failures); undefined for an error that is not the CLI's to report.
+ */
+export function commandError(error: unknown): { code: number | string; msg: string } | undefined {
+  if (error instanceof EarshotApiError) return { code: error.code, msg: error.msg }
+  if (error instanceof EarshotError) return { code: error.code, msg: error.message }
+  if (error instanceof CredentialsFailure) return { code: error.code, msg: error.message }
+  if (error instanceof CommandFailure) return { code: 'ERR_EARSHOT_COMMAND', msg: error.message }
+  return undefined
+}
+
+/** Whether the command printed its answer on stdout. */
+let answered = false
+
+/** Prints a command's answer as one JSON line (and notes it: see runWithClient()). */
+export function printJson(value: unknown): void {
+  answered = true
+  print(value)
+}
+
+/**
+ * Runs a command with a client, turning refusals into `error <code>: <msg>` on stderr and exit code 1,
+ * and any other failure into its message; with --json every failure is also printed on stdout as
+ * `{"error": {"code", "msg"}}` (the convention of the platform's `earshot` CLI too), unless the command
+ * printed its answer there already (sync --audio's counts, then exit 1 for the audio it could not
+ * fetch): stdout holds one JSON value, the answer or the error.
  */
 export async function runWithClient(
   command: Command,
@@ -72,14 +103,10 @@ export async function runWithClient(
   try {
     await body(clientFor(command))
   } catch (error) {
-    if (error instanceof EarshotApiError) {
-      if (json) printJson({ error: { code: error.code, msg: error.msg } })
-      fail(`error ${error.code}: ${error.msg}`)
-    } else if (error instanceof EarshotError || error instanceof CommandFailure) {
-      fail(error.message)
-    } else {
-      throw error
-    }
+    const failure = commandError(error)
+    if (!failure) throw error
+    if (json && !answered) printJson({ error: failure })
+    fail(typeof failure.code === 'number' ? `error ${failure.code}: ${failure.msg}` : failure.msg)
   }
 }
 
@@ -88,7 +115,6 @@ export {
   fail,
   jsonLine,
   positiveInteger,
-  printJson,
   printLines,
   table,
 } from '@earshot/support/cli'

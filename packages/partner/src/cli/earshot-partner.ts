@@ -3,6 +3,7 @@
  * The `earshot-partner` command: a partner's side of the API from the shell. Credentials
  * come from EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION and EARSHOT_SECRET, or flags.
  */
+import { reportUsageErrors } from '@earshot/support/cli'
 import { Command } from 'commander'
 import { credentialOptions } from './command-support.js'
 import { downloadCommand } from './download-command.js'
@@ -27,5 +28,6 @@ const hintOnError = (command: Command): void => {
   command.commands.forEach(hintOnError)
 }
 hintOnError(program)
+reportUsageErrors(program)
 
 await program.parseAsync(process.argv)

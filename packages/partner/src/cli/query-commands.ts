@@ -38,6 +38,12 @@ interface ExportOptions extends FilterOptions {
 /** Export reads pages of the largest size the contract allows. */
 const EXPORT_PAGE_SIZE = 100
 const MAX_TITLE_WIDTH = 40
+const DURATION_HEADER = 'DURATION (s)'
+const EXPORT_FORMAT_HELP = `
+The file is the partner API's data, not the platform's import format (\`earshot recordings import\`):
+the query answers no recordedAt, which an import line requires, its transcript form carries
+transcriptSentences as a string where an import has transcript.sentences, and the denoiseUrl of
+audio the platform stores is a signed link that expires (download the audio with \`download\`).`
 
 /** `earshot-partner token [--json]`. */
 export function tokenCommand(): Command {
@@ -70,24 +76,33 @@ export function queryCommand(): Command {
         const pages = Math.max(1, Math.ceil(page.total / page.size))
         const footer = `page ${page.page} of ${pages}, total ${page.total}`
         if (page.items.length === 0) return printLines('No recordings on this page.', footer)
-        const rows = page.items.map(({ audioId, data }) => [
+        const seconds = rightAligned(
+          DURATION_HEADER,
+          page.items.map(({ data }) => durationSeconds(data)),
+        )
+        const rows = page.items.map(({ audioId, data }, i) => [
           audioId,
           data.deviceUid,
           truncate(data.title, MAX_TITLE_WIDTH),
-          duration(data),
+          seconds[i] as string,
           isTranscriptData(data) ? 'yes' : 'no',
         ])
-        printLines(...table(['AUDIO ID', 'DEVICE UID', 'TITLE', 'DURATION', 'TRANSCRIPT'], rows), footer)
+        printLines(...table(['AUDIO ID', 'DEVICE UID', 'TITLE', DURATION_HEADER, 'TRANSCRIPT'], rows), footer)
       })
     })
 }
 
-/** `earshot-partner export [filters] [--out FILE.jsonl]`: every matching recording, one JSON line each. */
+/**
+ * `earshot-partner export [filters] [--out FILE.jsonl]`: every matching recording, one JSON line each, as the
+ * query answers it. A partner-side format, not the platform's import: the partner API answers no recordedAt
+ * (which an import line requires), and a stored audio's denoiseUrl is a link that expires.
+ */
 export function exportCommand(): Command {
   return withFilters(new Command('export'))
     .description(
-      'write every matching recording as JSON Lines ({"audioId", ...data} per line) to --out or stdout',
+      'write every matching recording as JSON Lines ({"audioId", ...data} per line, data as the query answers it) to --out or stdout',
     )
+    .addHelpText('after', EXPORT_FORMAT_HELP)
     .option('--out <file>', 'the JSON Lines file to write (replaced only once the export is complete)')
     .option('--progress', 'show a progress bar on stderr even when it is not a terminal')
     .option('--json', 'with --out, print {"exported": N} as JSON at the end')
@@ -165,9 +180,19 @@ function contractList(page: AudioPage) {
   }
 }
 
-/** Set A's durationMs is milliseconds; set B's recordDuration has no stated unit, so it is shown as is. */
-function duration(data: RecordingData): string {
-  return isTranscriptData(data) ? `${(data.durationMs / 1000).toFixed(1)} s` : String(data.recordDuration)
+/**
+ * A recording's duration in seconds, one decimal: the transcript's durationMs (set A), else the audio's
+ * recordDuration (set B). Both are milliseconds, as the platform stores and shows them (its console, its
+ * demo data); the contract names no unit for recordDuration.
+ */
+function durationSeconds(data: RecordingData): string {
+  return ((isTranscriptData(data) ? data.durationMs : data.recordDuration) / 1000).toFixed(1)
+}
+
+/** Numbers right-aligned in a column under `header`, so that their decimal points line up. */
+function rightAligned(header: string, values: string[]): string[] {
+  const width = Math.max(header.length, ...values.map((value) => value.length))
+  return values.map((value) => value.padStart(width))
 }
 
 function truncate(text: string, width: number): string {

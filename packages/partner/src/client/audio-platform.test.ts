@@ -116,7 +116,8 @@ for (const backend of testBackends) {
       // The links the kit will be given are minted at its query: move time past a link minted now.
       const [item] = (await client.queryAudios({ audioId })).items
       now += (platform.context.config.mediaUrlTtlSeconds + 1) * 1000
-      const expired = await fetch((item?.data as { denoiseUrl: string }).denoiseUrl)
+      assert.ok(item)
+      const expired = await fetch((item.data as { denoiseUrl: string }).denoiseUrl)
       assert.equal(expired.status, 403)
       const fresh = await client.downloadAudio(audioId, join(dir, 'fresh.wav'))
       assert.equal(fresh.sha256, sha256(bytes))

@@ -20,6 +20,7 @@ export const BEARER_REFUSALS: readonly ResponseCodeValue[] = [
   ResponseCode.TOKEN_EXPIRED,
   ResponseCode.DECRYPTION_FAILED,
   ResponseCode.FORBIDDEN,
+  ResponseCode.REQUEST_TIMEOUT,
   ResponseCode.REPLAYED,
   ResponseCode.PAYLOAD_TOO_LARGE,
   ResponseCode.UNSUPPORTED_MEDIA_TYPE,
@@ -51,7 +52,7 @@ export async function authenticate(
 
   const { envelope, enterpriseId: claimed } = readEnvelope(request.body)
   if (claimed !== undefined && claimed !== enterpriseId) {
-    throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
+    throw new ApiError(ResponseCode.DECRYPTION_FAILED)
   }
   const credentials = await context.credentials.get(enterpriseId, tokenKeyVersion)
   if (!credentials) throw new ApiError(ResponseCode.UNAUTHORIZED, 'the access token is not valid')

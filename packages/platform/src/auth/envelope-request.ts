@@ -2,6 +2,7 @@ import {
   DecryptionFailedError,
   type Envelope,
   type EnvelopeKey,
+  EnvelopeSchema,
   generateSecret,
   isJsonObject,
   type JsonObject,
@@ -35,10 +36,30 @@ export interface PartnerEnv {
   lifecycle: Lifecycle
 }
 
-/** The body as an envelope, with its optional plaintext enterpriseId beside it. */
-export function readEnvelope(body: unknown): { envelope: Envelope; enterpriseId: unknown } {
-  if (!isJsonObject(body))
-    throw new ApiError(ResponseCode.INVALID_REQUEST, 'the body must be a JSON object (an envelope)')
+/** The fields of a sealed envelope, as the protocol defines them. */
+export const ENVELOPE_FIELDS: readonly string[] = Object.keys(EnvelopeSchema.properties)
+
+/** What a body that is JSON but no envelope at all (none of its fields) is told. */
+export function notAnEnvelope(tokenRequest: boolean): string {
+  return (
+    `the body must be a sealed envelope {${ENVELOPE_FIELDS.join(', ')}}` +
+    (tokenRequest ? ' with enterpriseId beside its fields' : '') +
+    ": seal the request's JSON with your secret and send the envelope, not the JSON itself"
+  )
+}
+
+/**
+ * The body as an envelope, with its optional plaintext enterpriseId beside it. A body that is not an
+ * envelope at all (an array, a string, an object holding none of the envelope's fields: the plaintext
+ * sent unsealed, say) is told what an envelope is; an envelope with a field wrong is told that field.
+ */
+export function readEnvelope(
+  body: unknown,
+  { tokenRequest = false }: { tokenRequest?: boolean } = {},
+): { envelope: Envelope; enterpriseId: unknown } {
+  if (!isJsonObject(body) || !ENVELOPE_FIELDS.some((field) => Object.hasOwn(body, field))) {
+    throw new ApiError(ResponseCode.INVALID_REQUEST, notAnEnvelope(tokenRequest))
+  }
   return { envelope: parseEnvelope(body), enterpriseId: body.enterpriseId }
 }
 

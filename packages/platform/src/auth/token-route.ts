@@ -31,7 +31,7 @@ export const tokenRoute: RouteSpec<PartnerEnv> = {
   ),
   handle: ({ context, rateLimit }) =>
     async function issueToken(request, reply) {
-      const { envelope, enterpriseId } = readEnvelope(request.body)
+      const { envelope, enterpriseId } = readEnvelope(request.body, { tokenRequest: true })
       if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
         throw new ApiError(
           ResponseCode.INVALID_REQUEST,
@@ -53,7 +53,7 @@ export const tokenRoute: RouteSpec<PartnerEnv> = {
       if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
       const plaintext = TokenPlaintext.parse(opened.plaintext)
       if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {
-        throw new ApiError(ResponseCode.DECRYPTION_FAILED, 'the envelope could not be decrypted')
+        throw new ApiError(ResponseCode.DECRYPTION_FAILED)
       }
       await rateLimit(request, id)
 

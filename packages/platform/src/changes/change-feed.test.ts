@@ -167,7 +167,10 @@ for (const backend of testBackends) {
       )
       const refusal = (await reimport.json()) as { code: number; msg: string }
       assert.equal(refusal.code, 4001)
-      assert.match(refusal.msg, /nothing was imported; line 2: audioId "del-1" was deleted/)
+      assert.match(
+        refusal.msg,
+        /^nothing was imported; fix these lines and import the file again:\nline 2: audioId "del-1" was deleted/,
+      )
       const otherTenant = await admin(platform, 'DELETE', `/enterprises/${b.enterpriseId}/recordings/ch-1`)
       assert.equal(otherTenant.status, 404)
     })

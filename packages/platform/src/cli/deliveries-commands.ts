@@ -7,6 +7,7 @@ import {
   enterpriseIdArgument,
   printJson,
   printLines,
+  reportUsageErrors,
   runClient,
   table,
 } from './client-command.js'
@@ -37,11 +38,13 @@ const MAX_LIMIT = 1000
 
 /** `earshot deliveries list|show|replay`: push deliveries and their attempts. */
 export function deliveriesCommand(): Command {
-  return new Command('deliveries')
-    .description('list push deliveries with their attempts; replay failed or unconfirmed ones')
-    .addCommand(listCommand())
-    .addCommand(showCommand())
-    .addCommand(replayCommand())
+  return reportUsageErrors(
+    new Command('deliveries')
+      .description('list push deliveries with their attempts; replay failed or unconfirmed ones')
+      .addCommand(listCommand())
+      .addCommand(showCommand())
+      .addCommand(replayCommand()),
+  )
 }
 
 function listCommand(): Command {

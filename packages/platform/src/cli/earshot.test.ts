@@ -195,8 +195,11 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
       )
       const result = await earshot('recordings', 'import', file, '--enterprise', String(id), '--json')
       assert.equal(result.code, 1)
-      assert.equal(result.stdout, '')
-      assert.match(result.stderr, /^error 4001: .*line 3/)
+      // Each bad line on a line of its own; with --json the refusal is on stdout too.
+      const msg =
+        'nothing was imported; fix these lines and import the file again:\nline 3: deviceUid: is required'
+      assert.equal(result.stderr, `error 4001: ${msg}\n`)
+      assert.deepEqual(JSON.parse(result.stdout), { error: { code: 4001, msg } })
       assert.equal(await count(id), 0)
     })
 

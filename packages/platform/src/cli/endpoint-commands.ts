@@ -1,6 +1,6 @@
 import { Command } from 'commander'
 import type { Endpoint } from '../admin-client/admin-client.js'
-import { printJson, printLines, runClient, table } from './client-command.js'
+import { printJson, printLines, reportUsageErrors, runClient, table } from './client-command.js'
 
 interface JsonFlag {
   json?: boolean
@@ -59,7 +59,7 @@ export function endpointsCommand(): Command {
       })
     })
 
-  return endpoints
+  return reportUsageErrors(endpoints)
 }
 
 const deliveries = (n: number) => `${n} ${n === 1 ? 'delivery' : 'deliveries'}`

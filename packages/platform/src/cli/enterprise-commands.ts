@@ -5,6 +5,7 @@ import {
   enterpriseIdArgument,
   printJson,
   printLines,
+  reportUsageErrors,
   runClient,
   table,
 } from './client-command.js'
@@ -17,13 +18,15 @@ const SECRET_WARNING = 'The secret is shown only this once: store it now (the pl
 
 /** `earshot enterprise create|list|disable|rotate-key|set-push-url`. */
 export function enterpriseCommand(): Command {
-  return new Command('enterprise')
-    .description('create, list and disable enterprises; rotate keys; set push URLs')
-    .addCommand(createCommand())
-    .addCommand(listCommand())
-    .addCommand(disableCommand())
-    .addCommand(rotateKeyCommand())
-    .addCommand(setPushUrlCommand())
+  return reportUsageErrors(
+    new Command('enterprise')
+      .description('create, list and disable enterprises; rotate keys; set push URLs')
+      .addCommand(createCommand())
+      .addCommand(listCommand())
+      .addCommand(disableCommand())
+      .addCommand(rotateKeyCommand())
+      .addCommand(setPushUrlCommand()),
+  )
 }
 
 function createCommand(): Command {

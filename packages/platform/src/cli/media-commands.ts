@@ -1,9 +1,9 @@
 import { Command } from 'commander'
-import { printJson, printLines, runClient } from './client-command.js'
+import { printJson, printLines, reportUsageErrors, runClient } from './client-command.js'
 
 /** `earshot media rotate-link-key [--retire-others] [--json]`. */
 export function mediaCommand(): Command {
-  return new Command('media').description('the links to stored audio').addCommand(
+  const media = new Command('media').description('the links to stored audio').addCommand(
     new Command('rotate-link-key')
       .description(
         'sign new media links with a new key; links given before keep working until they expire, ' +
@@ -22,4 +22,5 @@ export function mediaCommand(): Command {
         })
       }),
   )
+  return reportUsageErrors(media)
 }

@@ -2,17 +2,26 @@ import { open } from 'node:fs/promises'
 import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import { AdminApiError } from '../admin-client/admin-client.js'
-import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
+import {
+  CommandFailure,
+  enterpriseIdArgument,
+  printJson,
+  printLines,
+  reportUsageErrors,
+  runClient,
+} from './client-command.js'
 import { uploadAudioCommand } from './upload-audio-command.js'
 
 /** `earshot recordings import FILE.jsonl | update AUDIO_ID | delete AUDIO_ID | upload-audio AUDIO_ID FILE --enterprise ID [--json]`. */
 export function recordingsCommand(): Command {
-  return new Command('recordings')
-    .description('ingest, update and delete recordings, and upload their audio')
-    .addCommand(importCommand())
-    .addCommand(updateCommand())
-    .addCommand(deleteCommand())
-    .addCommand(uploadAudioCommand())
+  return reportUsageErrors(
+    new Command('recordings')
+      .description('ingest, update and delete recordings, and upload their audio')
+      .addCommand(importCommand())
+      .addCommand(updateCommand())
+      .addCommand(deleteCommand())
+      .addCommand(uploadAudioCommand()),
+  )
 }
 
 function importCommand(): Command {
@@ -27,7 +36,7 @@ function importCommand(): Command {
     .option('--json', 'print {"imported": N, "skipped": M} as JSON')
     .action(async (file: string, options: { enterprise: number; json?: boolean }, command: Command) => {
       const json = Boolean(options.json)
-      await runClient(command, { json, jsonErrorOnStdout: false }, async (client) => {
+      await runClient(command, { json }, async (client) => {
         // Opened first so that a missing file is reported without calling the platform; then sent
         // as it is read, never held in memory.
         const handle = await open(file).catch((error: NodeJS.ErrnoException) => {

@@ -94,9 +94,39 @@ async function startOrExit(config: PlatformConfig): Promise<RunningPlatform> {
     const { startPlatform } = await import('../platform.js')
     return await startPlatform({ config })
   } catch (error) {
-    process.stderr.write(`earshot serve could not start: ${(error as Error).message}\n`)
+    // startPlatform closed whatever it had opened (listeners, database, lock) before throwing.
+    const explained = portInUse(error, config)
+    process.stderr.write(`earshot serve could not start: ${explained ?? (error as Error).message}\n`)
     process.exit(1)
   }
+}
+
+/**
+ * A listener's EADDRINUSE in words: which port, of which API, and the flag and variable that move it;
+ * undefined for any other error.
+ */
+export function portInUse(
+  error: unknown,
+  config: Pick<PlatformConfig, 'host' | 'port' | 'adminHost' | 'adminPort'>,
+): string | undefined {
+  const { code, syscall, port } = error as { code?: unknown; syscall?: unknown; port?: unknown }
+  if (code !== 'EADDRINUSE' || syscall !== 'listen' || typeof port !== 'number') return undefined
+  const partner = { name: 'partner API', host: config.host, flag: '--port', env: 'EARSHOT_PORT' }
+  const admin = { name: 'admin API', host: config.adminHost, flag: '--admin-port', env: 'EARSHOT_ADMIN_PORT' }
+  if (port === config.port && port === config.adminPort) {
+    return (
+      `port ${port} is already in use: the partner API and the admin API are both set to it. ` +
+      `Give each its own free port: ${partner.flag} <port> or ${partner.env}, ` +
+      `${admin.flag} <port> or ${admin.env}.`
+    )
+  }
+  const api = port === config.adminPort ? admin : port === config.port ? partner : undefined
+  if (!api) return undefined
+  return [
+    `port ${port} (the ${api.name}, on ${api.host}) is already in use.`,
+    'Another program is listening on it, perhaps an earlier `earshot serve` or `npm start` still running:',
+    `stop it, or give the ${api.name} another port with ${api.flag} <port> or ${api.env}.`,
+  ].join('\n')
 }
 
 function printListening(running: RunningPlatform): void {
@@ -165,15 +195,27 @@ async function demo(running: RunningPlatform, config: PlatformConfig): Promise<s
   ]
 }
 
-/** SIGINT/SIGTERM: stop taking requests, finish those in flight, close storage, exit 0. Twice: exit now. */
+/**
+ * A signal repeated within this long is one signal delivered twice, not an operator asking again: Ctrl+C in
+ * a terminal reaches `npm start`'s server both from the terminal and forwarded by npm (npm/cli#5021), and a
+ * supervisor may signal npm and the server together.
+ */
+export const REPEATED_SIGNAL_MS = 1000
+
+/**
+ * SIGINT/SIGTERM: stop taking requests, finish those in flight, close storage, exit 0. The same signal again
+ * after REPEATED_SIGNAL_MS, or the other one: exit now.
+ */
 export function stopOnSignals(stop: () => Promise<void>): () => boolean {
-  let stopping = false
+  let first: { signal: NodeJS.Signals; at: number } | undefined
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) {
+    const at = performance.now()
+    if (first) {
+      if (signal === first.signal && at - first.at < REPEATED_SIGNAL_MS) return
       process.stderr.write(`${signal} again: exiting now\n`)
       process.exit(1)
     }
-    stopping = true
+    first = { signal, at }
     process.stderr.write(`${signal}: shutting down (send it again to exit at once)\n`)
     stop().then(
       () => process.exit(0),
@@ -185,5 +227,5 @@ export function stopOnSignals(stop: () => Promise<void>): () => boolean {
   }
   process.on('SIGINT', onSignal)
   process.on('SIGTERM', onSignal)
-  return () => stopping
+  return () => first !== undefined
 }

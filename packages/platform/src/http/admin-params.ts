@@ -5,12 +5,19 @@ import { ApiError } from './api-error.js'
 /** Where the admin listener serves its API. */
 export const ADMIN_PREFIX = '/admin/v1'
 
-const { INVALID_REQUEST, INVALID_PARAMETER, NOT_FOUND, PAYLOAD_TOO_LARGE, UNSUPPORTED_MEDIA_TYPE } =
-  ResponseCode
-/** What a route with a JSON body may be refused with for its body alone. */
+const {
+  INVALID_REQUEST,
+  INVALID_PARAMETER,
+  NOT_FOUND,
+  PAYLOAD_TOO_LARGE,
+  REQUEST_TIMEOUT,
+  UNSUPPORTED_MEDIA_TYPE,
+} = ResponseCode
+/** What a route with a body may be refused with for its body alone (4080: it arrived too slowly). */
 export const WITH_BODY: readonly ResponseCodeValue[] = [
   INVALID_REQUEST,
   INVALID_PARAMETER,
+  REQUEST_TIMEOUT,
   PAYLOAD_TOO_LARGE,
   UNSUPPORTED_MEDIA_TYPE,
 ]

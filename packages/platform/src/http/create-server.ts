@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
+import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
-import { catalogueEntry, ResponseCode } from '@earshot/protocol'
+import { catalogueEntry, ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerOptions,
+  LogController,
 } from 'fastify'
 import type { LogDestination, PlatformContext } from '../context.js'
 import { ApiError } from './api-error.js'
 import { ConnectionGuard } from './connection-guard.js'
-import { installErrorHandling } from './error-handler.js'
+import { installErrorHandling, markTimedOut, noteRefusal, refusalOf } from './error-handler.js'
 import { requireUncompressedUtf8 } from './json-body.js'
 
 /** Shared by both listeners: set when shutdown starts so new requests are refused with 5030. */
@@ -40,17 +41,21 @@ export interface ListenerLimits {
 
 /**
  * A Fastify server as both listeners need it. Slow or idle clients are cut off: headers and a whole
- * request must arrive within their timeouts, an idle keep-alive connection closes, and connections are
- * capped in total and per client (connection-guard.ts). Refusals answer in the catalogue's
- * shape, those of requests that are not HTTP too, and a compressed body or a charset other than UTF-8
- * is refused (4150) before it is read.
+ * request must arrive within their timeouts (else 4080), an idle keep-alive connection closes, and
+ * connections are capped in total and per client (connection-guard.ts). Every answer is in the
+ * catalogue's shape, those to requests that are not HTTP or that time out too, and a compressed body
+ * or a charset other than UTF-8 is refused (4150) before it is read. Each request is logged once, when
+ * it is answered (RequestLog).
  */
 export function createServer(context: PlatformContext, limits: ListenerLimits): FastifyInstance {
   const { config } = context
   const requestTimeout = Math.round(limits.requestTimeoutSeconds * 1000)
   const headersTimeout = Math.min(Math.round(config.headersTimeoutSeconds * 1000), requestTimeout)
+  /** The request each response in progress answers: a timeout's 4080 carries its requestId. */
+  const requestOf = new WeakMap<ServerResponse, FastifyRequest>()
   const app = Fastify({
     logger: loggerOptions(config.logLevel, context.logDestination),
+    logController: new RequestLog(),
     bodyLimit: limits.bodyLimit,
     genReqId: () => randomUUID(),
     // Media links carry their grant in the path (media-links.ts).
@@ -68,7 +73,7 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
       // Node would answer a request without Host with an empty 400; requireHost answers it instead.
       requireHostHeader: false,
     },
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(timeoutMessage(headersTimeout, requestTimeout), requestOf),
     // Errors of Fastify's router (a path it cannot decode, e.g. a request line holding a fragment, which
     // Node 22 and later let through) answer in the catalogue's shape too.
     frameworkErrors: (error, request, reply) => {
@@ -78,6 +83,7 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
         ? 'the request path is not a valid URL path (a fragment, or a bad percent-encoding): send the path alone'
         : 'internal error'
       if (!badUrl) request.log.error({ err: error }, 'unexpected router error')
+      noteRefusal(request, code, msg)
       void (reply as FastifyReply)
         .code(catalogueEntry(code).httpStatus)
         .header('x-request-id', request.id)
@@ -88,7 +94,9 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     total: config.maxConnections,
     perClient: config.maxConnectionsPerClient,
   })
+  answerWhatNodeWould(app)
   app.addHook('onRequest', async (request, reply) => {
+    requestOf.set(reply.raw, request)
     const refused = guard.refused(request.raw.socket)
     if (!refused) return
     reply.header('connection', 'close')
@@ -121,39 +129,149 @@ function requireHost(request: FastifyRequest): void {
 }
 
 /**
- * Answers what Node cannot parse as an HTTP request (a malformed request line or header, a bad
- * Content-Length, a broken chunk), which no route sees: 4000, or 4130 for headers over Node's 16 KiB,
- * in the catalogue's shape, then the connection is closed. As Node does, nothing is written when an
- * answer to an earlier request on the connection has begun. A request cut off by its timeout keeps
- * Fastify's 408. Logged at trace, as Fastify does (the raw packet is redacted).
+ * Two requests Node answers itself, which are answered in the catalogue's shape instead (4000, then the
+ * connection is closed): an Expect other than 100-continue (Node: an empty 417) and CONNECT (Node: the
+ * connection closed without a word).
  */
-function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === 'ECONNRESET' || socket.destroyed) return
-  this.log.trace({ err: error }, 'client error')
-  const answering = (socket as { _httpMessage?: { headersSent?: boolean } })._httpMessage
-  if (socket.writable && !answering?.headersSent) {
-    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-      const body = '{"error":"Request Timeout","message":"Client Timeout","statusCode":408}'
-      socket.write(
-        `HTTP/1.1 408 Request Timeout\r\nContent-Length: ${body.length}\r\nContent-Type: application/json\r\n\r\n${body}`,
-      )
-    } else {
-      const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
-      const code = tooLarge ? ResponseCode.PAYLOAD_TOO_LARGE : ResponseCode.INVALID_REQUEST
-      const requestId = randomUUID()
-      const body = JSON.stringify({
-        code,
-        msg: tooLarge ? 'the request headers are too large' : 'the request is not valid HTTP/1.1',
-        requestId,
-      })
-      const status = catalogueEntry(code).httpStatus
-      socket.write(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
-          `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
-      )
-    }
+function answerWhatNodeWould(app: FastifyInstance): void {
+  const refuse = (request: IncomingMessage, what: string, msg: string) => {
+    const requestId = randomUUID()
+    app.log.info(
+      { reqId: requestId, remoteAddress: request.socket.remoteAddress, code: ResponseCode.INVALID_REQUEST },
+      `${what} refused`,
+    )
+    return catalogueAnswer(ResponseCode.INVALID_REQUEST, msg, requestId)
   }
-  socket.destroy(error)
+  app.server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const { status, headers, body } = refuse(
+      request,
+      'Expect',
+      'the only Expect the platform supports is 100-continue: send the request without this Expect header',
+    )
+    response.writeHead(status, headers).end(body)
+  })
+  app.server.on('connect', (request: IncomingMessage, socket: Socket) => {
+    const answer = refuse(request, 'CONNECT', 'CONNECT is not supported: the platform is not a proxy')
+    socket.end(rawAnswer(answer))
+  })
+}
+
+/** The 4080 message: which limits the request broke (Node does not say whether headers or body). */
+function timeoutMessage(headersTimeoutMs: number, requestTimeoutMs: number): string {
+  const seconds = (ms: number) => `${ms / 1000} s`
+  const limits =
+    headersTimeoutMs < requestTimeoutMs
+      ? `its headers must arrive within ${seconds(headersTimeoutMs)} and the whole request, body included, within ${seconds(requestTimeoutMs)}`
+      : `the whole request, headers and body, must arrive within ${seconds(requestTimeoutMs)}`
+  return `the request did not arrive within the server's time limit: ${limits}; send it again without pausing part-way`
+}
+
+/** A catalogue answer as a status line's status, headers and body; the connection is closed after it. */
+function catalogueAnswer(code: ResponseCodeValue, msg: string, requestId: string) {
+  const body = JSON.stringify({ code, msg, requestId })
+  const headers = {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': String(Buffer.byteLength(body)),
+    'X-Request-Id': requestId,
+    Connection: 'close',
+  }
+  return { status: catalogueEntry(code).httpStatus, headers, body }
+}
+
+/** A catalogue answer as the bytes of an HTTP/1.1 response. */
+function rawAnswer({ status, headers, body }: ReturnType<typeof catalogueAnswer>): string {
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`)
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${lines.join('')}\r\n${body}`
+}
+
+/** Writes a catalogue answer straight on a socket, for a request Fastify never got or gave up on. */
+function writeAnswer(socket: Socket, code: ResponseCodeValue, msg: string, requestId: string): void {
+  socket.write(rawAnswer(catalogueAnswer(code, msg, requestId)))
+}
+
+/**
+ * Answers what no route sees, then closes the connection: what Node cannot parse as an HTTP request (a
+ * malformed request line or header, a bad Content-Length, a broken chunk) with 4000, or 4130 for
+ * headers over Node's 16 KiB; a request whose headers or body did not arrive within the timeouts with
+ * 4080 (carrying the requestId of the request it cut off, when its headers had arrived). As Node does,
+ * nothing is written when an answer to an earlier request on the connection has begun. A parse error
+ * is logged at trace, as Fastify does (the raw packet is redacted); a timeout is a request that failed,
+ * logged once at info.
+ */
+function clientErrorHandler(timeoutMsg: string, requestOf: WeakMap<ServerResponse, FastifyRequest>) {
+  return function answerClientError(
+    this: FastifyInstance,
+    error: NodeJS.ErrnoException,
+    socket: Socket,
+  ): void {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return
+    const answering = (socket as { _httpMessage?: ServerResponse })._httpMessage
+    const canAnswer = socket.writable && !answering?.headersSent
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      const request = answering && requestOf.get(answering)
+      const requestId = request?.id ?? randomUUID()
+      if (request) {
+        markTimedOut(request.raw)
+        request.log.info(
+          { req: request, res: { statusCode: 408 }, code: ResponseCode.REQUEST_TIMEOUT },
+          'request timed out',
+        )
+      } else {
+        this.log.info(
+          { reqId: requestId, remoteAddress: socket.remoteAddress, code: ResponseCode.REQUEST_TIMEOUT },
+          'request timed out before its headers were complete',
+        )
+      }
+      if (canAnswer) writeAnswer(socket, ResponseCode.REQUEST_TIMEOUT, timeoutMsg, requestId)
+    } else {
+      this.log.trace({ err: error }, 'client error')
+      if (canAnswer) {
+        const tooLarge = error.code === 'HPE_HEADER_OVERFLOW'
+        writeAnswer(
+          socket,
+          tooLarge ? ResponseCode.PAYLOAD_TOO_LARGE : ResponseCode.INVALID_REQUEST,
+          tooLarge ? 'the request headers are too large' : 'the request is not valid HTTP/1.1',
+          randomUUID(),
+        )
+      }
+    }
+    socket.destroy(error)
+  }
+}
+
+/** Over this, a request is logged at info even when it succeeded. */
+export const SLOW_REQUEST_MS = 1000
+
+/**
+ * The level of a request's one log line: warn when the platform failed it (5xx), info when it was
+ * refused (4xx) or took over SLOW_REQUEST_MS, debug otherwise.
+ */
+export function requestLogLevel(statusCode: number, responseTimeMs: number): 'warn' | 'info' | 'debug' {
+  if (statusCode >= 500) return 'warn'
+  return statusCode >= 400 || responseTimeMs > SLOW_REQUEST_MS ? 'info' : 'debug'
+}
+
+/**
+ * One line per request, written once it is answered ("request completed"), at requestLogLevel: a 4xx is
+ * at info so that an operator finds the requestId a partner quotes. It holds the method, the path (its
+ * query redacted), the status, the catalogue code of a refusal (and the reason of a 5xx) and the time;
+ * never a header, token or body. Fastify's own "incoming request" line is not written. A request that
+ * gets no answer logs its own line instead: a client gone mid-body (error-handler.ts), a timeout (4080).
+ * An unexpected error also logs its stack (error-handler.ts).
+ */
+class RequestLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(
+    error: Error | null | undefined,
+    request: FastifyRequest,
+    reply: FastifyReply,
+  ): void {
+    const responseTime = reply.elapsedTime
+    const line = { req: request, res: reply, ...refusalOf(request), responseTime }
+    if (error) reply.log.error({ ...line, err: error }, 'request errored')
+    else reply.log[requestLogLevel(reply.statusCode, responseTime)](line, 'request completed')
+  }
 }
 
 /**

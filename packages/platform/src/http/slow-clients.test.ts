@@ -22,6 +22,18 @@ function partialBody(path: string, headers = ''): string {
 
 const healthCheck = 'GET /healthz HTTP/1.1\r\nHost: earshot\r\n\r\n'
 
+/** A 408 with Earshot's body (4080), never Fastify's or Node's own. */
+function expectTimeoutAnswer(received: string): void {
+  assert.match(received, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  const [head = '', body = ''] = received.split('\r\n\r\n')
+  assert.match(head, /\r\nContent-Type: application\/json; charset=utf-8\r\n/)
+  const answer = JSON.parse(body)
+  assert.deepEqual(Object.keys(answer), ['code', 'msg', 'requestId'])
+  assert.equal(answer.code, 4080)
+  assert.match(answer.msg, /^the request did not arrive within the server's time limit: /)
+  assert.ok(head.includes(`\r\nX-Request-Id: ${answer.requestId}\r\n`))
+}
+
 function recordingLine(title: string): string {
   return `${JSON.stringify({
     deviceUid: 'dev-slow',
@@ -48,18 +60,18 @@ for (const backend of testBackends) {
       await platform?.stop()
     })
 
-    test('a body that stops half-way: the connection is closed after the request timeout (408)', async () => {
+    test('a body that stops half-way: the connection is closed after the request timeout (4080)', async () => {
       const connection = await RawConnection.open(platform.partnerUrl)
       connection.send(partialBody(TOKEN))
       await connection.closed
-      assert.match(connection.received, /^HTTP\/1\.1 408 /)
+      expectTimeoutAnswer(connection.received)
     })
 
-    test('headers that never end: the connection is closed after the request timeout', async () => {
+    test('headers that never end: the connection is closed after the request timeout (4080)', async () => {
       const connection = await RawConnection.open(platform.partnerUrl)
       connection.send(`POST ${TOKEN} HTTP/1.1\r\nHost: earshot\r\nContent-Type: appl`)
       await connection.closed
-      assert.match(connection.received, /^HTTP\/1\.1 408 /)
+      expectTimeoutAnswer(connection.received)
     })
 
     test('an idle keep-alive connection is closed after the keep-alive timeout', async () => {
@@ -73,7 +85,7 @@ for (const backend of testBackends) {
       const connection = await RawConnection.open(platform.adminUrl)
       connection.send('GET /admin/v1/enterprises HTTP/1.1\r\nHost: earshot\r\nAuthor')
       await connection.closed
-      assert.match(connection.received, /^HTTP\/1\.1 408 /)
+      expectTimeoutAnswer(connection.received)
     })
 
     test('admin listener: a slow body without the admin token is answered 4010 and closed at once', async () => {

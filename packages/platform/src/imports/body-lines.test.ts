@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
-import { type BodyLine, decodeUtf8Line, limitedBody, splitLines } from './body-lines.js'
+import { type BodyLine, decodeUtf8Line, HEAD_BYTES, limitedBody, splitLines } from './body-lines.js'
 
 /** The reading of a streamed JSON Lines body: a byte limit, lines of bytes, strict UTF-8. */
 
@@ -39,6 +39,22 @@ describe('body lines', { timeout: 30_000 }, () => {
       [3, 'next'],
       [4, undefined],
     ])
+  })
+
+  test('a line over the limit keeps its first HEAD_BYTES (to tell what it is), across chunks', async () => {
+    const seen: [number, string | undefined, string | undefined][] = []
+    const long = `[{"a":${'1'.repeat(100)}}]`
+    for await (const { number, bytes, head } of splitLines(
+      chunksOf('ok\n', long.slice(0, 30), long.slice(30), '\n'),
+      50,
+    )) {
+      seen.push([number, bytes?.toString(), head?.toString()])
+    }
+    assert.deepEqual(seen, [
+      [1, 'ok', undefined],
+      [2, undefined, long.slice(0, HEAD_BYTES)],
+    ])
+    assert.equal(HEAD_BYTES, 64)
   })
 
   test('a character split across chunks decodes whole; invalid UTF-8 is refused, never replaced', async () => {

@@ -4,9 +4,14 @@ import { ApiError } from '../http/api-error.js'
 /** One line of a streamed body, numbered from 1, as raw bytes without its LF (nor a CR before it). */
 export interface BodyLine {
   number: number
-  /** Undefined when the line is longer than the line limit: its bytes were not kept. */
+  /** Undefined when the line is longer than the line limit: its bytes were not kept... */
   bytes: Buffer | undefined
+  /** ...but its first HEAD_BYTES were (to tell what the line is, e.g. a whole JSON array on one line). */
+  head?: Buffer
 }
+
+/** How much of a line over the limit is kept. */
+export const HEAD_BYTES = 64
 
 const LF = 0x0a
 const CR = 0x0d
@@ -38,25 +43,29 @@ export async function* splitLines(
 ): AsyncGenerator<BodyLine, void, undefined> {
   let parts: Buffer[] = []
   let size = 0
-  let tooLong = false
+  let head: Buffer | undefined
   let number = 0
   const append = (part: Buffer) => {
-    if (tooLong || part.length === 0) return
+    if (head || part.length === 0) return
     size += part.length
     if (size > maxLineBytes) {
-      tooLong = true
+      head = firstBytes([...parts, part], HEAD_BYTES)
       parts = []
     } else {
       parts.push(part)
     }
   }
   const take = (): BodyLine => {
-    let bytes = tooLong ? undefined : parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size)
-    if (bytes?.at(-1) === CR) bytes = bytes.subarray(0, -1)
+    const line: BodyLine = { number: ++number, bytes: undefined }
+    if (head) line.head = head
+    else {
+      line.bytes = parts.length === 1 ? (parts[0] as Buffer) : Buffer.concat(parts, size)
+      if (line.bytes.at(-1) === CR) line.bytes = line.bytes.subarray(0, -1)
+    }
     parts = []
     size = 0
-    tooLong = false
-    return { number: ++number, bytes }
+    head = undefined
+    return line
   }
   for await (const chunk of chunks) {
     let start = 0
@@ -67,7 +76,20 @@ export async function* splitLines(
     }
     append(chunk.subarray(start))
   }
-  if (size > 0 || tooLong) yield take()
+  if (size > 0 || head) yield take()
+}
+
+/** A copy of the first `count` bytes of parts (so that the parts themselves are not retained). */
+function firstBytes(parts: Buffer[], count: number): Buffer {
+  const kept: Buffer[] = []
+  let size = 0
+  for (const part of parts) {
+    if (size >= count) break
+    const piece = part.subarray(0, count - size)
+    kept.push(piece)
+    size += piece.length
+  }
+  return Buffer.concat(kept, size)
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })

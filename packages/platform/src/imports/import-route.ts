@@ -19,7 +19,7 @@ export const importRoute: RouteSpec<PlatformContext> = {
   tag: 'recordings',
   summary: 'Import a JSON Lines file of recordings',
   description:
-    'The body is streamed and read line by line (up to EARSHOT_ADMIN_BODY_LIMIT; a line up to 4 MiB). Every line is validated before anything is written: the first 10 bad lines are refused with their line numbers (4001) and nothing is imported. A line whose audioId is stored with the same content is skipped; one that only adds a transcript attaches it.',
+    'The body is streamed and read line by line (up to EARSHOT_ADMIN_BODY_LIMIT; a line up to 4 MiB). Every line is validated before anything is written: a bad line refuses the file (4001) and nothing is imported; msg lists the first 10 bad lines, one per line of msg, each with its line number (and its column, for a line that is not JSON). A file that is a JSON array is refused as such: it must be one recording object per line. A line whose audioId is stored with the same content is skipped; one that only adds a transcript attaches it.',
   params: EnterpriseParams,
   body: { lines: RecordingInputSchema, types: JSON_LINES_TYPES },
   answer: {

@@ -8,6 +8,9 @@ import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
  * anything is written, committed in chunks, and completed by running the same file again.
  */
 
+/** The first line of a refusal listing bad lines; each bad line follows on a line of its own. */
+const REFUSED = 'nothing was imported; fix these lines and import the file again:\n'
+
 interface Refusal {
   code: number
   msg: string
@@ -160,9 +163,15 @@ for (const backend of testBackends) {
       const { enterpriseId } = await createPartner(platform, 'Bad Lines')
       const { recordDuration: _omit, ...noDuration } = JSON.parse(line('bad-2'))
       const msg = await refused(enterpriseId, [line('bad-1'), JSON.stringify(noDuration)].join('\n'))
-      assert.match(msg, /^nothing was imported; line 2: denoiseUrl/)
+      assert.match(
+        msg,
+        /^nothing was imported; fix these lines and import the file again:\nline 2: denoiseUrl/,
+      )
       assert.doesNotMatch(msg, /line 1/)
-      assert.match(await refused(enterpriseId, `${line('bad-3')}\n{oops\n`), /line 2: is not valid JSON/)
+      assert.equal(
+        await refused(enterpriseId, `${line('bad-3')}\n{oops\n`),
+        `${REFUSED}line 2: is not valid JSON at column 2: expected property name or '}'`,
+      )
       assert.match(await refused(enterpriseId, '\n\n'), /holds no recordings/)
       assert.equal(await countRecordings(enterpriseId), 0)
     })
@@ -173,6 +182,65 @@ for (const backend of testBackends) {
       const msg = await refused(enterpriseId, lines.join('\n'))
       const reported = [...msg.matchAll(/line (\d+):/g)].map((match) => Number(match[1]))
       assert.deepEqual(reported, [2, 4, 6, 8, 10, 12, 14, 16, 18, 20])
+      // One bad line a line of the message, then a word that there may be more.
+      const msgLines = msg.split('\n')
+      assert.equal(msgLines.length, 12)
+      assert.equal(msgLines[1], "line 2: is not valid JSON at column 2: expected property name or '}'")
+      assert.equal(msgLines[11], '(only the first 10 bad lines are listed; there may be more)')
+      assert.equal(await countRecordings(enterpriseId), 0)
+    })
+
+    test('a line that is not JSON is refused with its line and column', async () => {
+      const { enterpriseId } = await createPartner(platform, 'Columns')
+      const good = line('col-1')
+      const msg = await refused(
+        enterpriseId,
+        [
+          good,
+          good.replace('"audioId"', 'audioId'),
+          `${good.slice(0, -1)},}`,
+          // Columns count characters: 🎧 is one (two UTF-16 units).
+          good.replace('"dev-import"', '"🎧-import" x'),
+          good.slice(0, 40),
+          `  ${good.replace('"title"', "'title'")}`,
+          `${good} {}`,
+          good.replace('3}', 'tru}'),
+        ].join('\n'),
+      )
+      assert.equal(
+        msg,
+        REFUSED +
+          [
+            "line 2: is not valid JSON at column 2: expected property name or '}'",
+            `line 3: is not valid JSON at column ${good.length + 1}: expected double-quoted property name`,
+            `line 4: is not valid JSON at column ${good.indexOf('"dev-import"') + 12}: expected ',' or '}' after property value`,
+            'line 5: is not valid JSON at column 41: the JSON ends early',
+            `line 6: is not valid JSON at column ${good.indexOf('"title"') + 3}: expected double-quoted property name`,
+            `line 7: is not valid JSON at column ${good.length + 2}: unexpected non-whitespace character after JSON`,
+            `line 8: is not valid JSON at column ${good.indexOf('3}') + 4}: unexpected token '}'`,
+          ].join('\n'),
+      )
+      assert.equal(await countRecordings(enterpriseId), 0)
+    })
+
+    test('a JSON array given as the file is refused as such, whole or over several lines', async () => {
+      const { enterpriseId } = await createPartner(platform, 'Array Sender')
+      const recordings = [JSON.parse(line('arr-1')), JSON.parse(line('arr-2'))]
+      const expected =
+        'nothing was imported: the file must be JSON Lines, one recording object per line, not a JSON array ' +
+        "(no [ ] around the recordings, no commas between lines); jq -c '.[]' FILE.json > FILE.jsonl converts an array"
+      for (const body of [
+        JSON.stringify(recordings),
+        `\n  ${JSON.stringify(recordings, null, 2)}\n`,
+        `\ufeff${JSON.stringify(recordings)}`,
+        // Longer than a line may be (4 MiB): told by its first bytes.
+        JSON.stringify(Array.from({ length: 20_000 }, (_, i) => JSON.parse(line(`arr-big-${i}`)))),
+      ]) {
+        assert.equal(await refused(enterpriseId, body), expected)
+      }
+      // An array on a later line is that line's problem.
+      const later = await refused(enterpriseId, [line('arr-3'), JSON.stringify(recordings)].join('\n'))
+      assert.equal(later, `${REFUSED}line 2: is a JSON array: each line must be one recording object`)
       assert.equal(await countRecordings(enterpriseId), 0)
     })
 
@@ -186,7 +254,7 @@ for (const backend of testBackends) {
         Buffer.from(`${after}\n${line('utf-3')}\n`),
       ])
       const msg = await refused(enterpriseId, body)
-      assert.match(msg, /^nothing was imported; line 2: is not valid UTF-8$/)
+      assert.equal(msg, `${REFUSED}line 2: is not valid UTF-8`)
       assert.equal(await countRecordings(enterpriseId), 0)
 
       // The same file with the bad bytes replaced imports, multi-byte characters intact.
@@ -215,7 +283,7 @@ for (const backend of testBackends) {
       const filler = (from: number) => Array.from({ length: 600 }, (_, i) => line(`far-${from + i}`))
       const repeated = [line('far-start'), ...filler(0), line('far-start')]
       const msg = await refused(enterpriseId, repeated.join('\n'))
-      assert.match(msg, /^nothing was imported; line 602: audioId: repeats the audioId of line 1$/)
+      assert.equal(msg, `${REFUSED}line 602: audioId: repeats the audioId of line 1`)
 
       const twin = line(undefined, { title: 'twin' })
       const twins = [twin, ...filler(1000), twin, twin]
@@ -289,9 +357,9 @@ for (const backend of testBackends) {
       )
       assert.equal(
         msg,
-        'nothing was imported; ' +
-          'line 2: audioId "con-1" already exists with a different title; ' +
-          'line 3: audioId "con-2" already exists with a different transcript (the line has none); ' +
+        REFUSED +
+          'line 2: audioId "con-1" already exists with a different title\n' +
+          'line 3: audioId "con-2" already exists with a different transcript (the line has none)\n' +
           'line 4: audioId "con-3" already exists with a different recordedAt, recordDuration',
       )
       assert.equal(await countRecordings(enterpriseId), 4)

@@ -16,6 +16,7 @@ import { type BodyLine, bodyTooLarge, decodeUtf8Line, limitedBody, splitLines } 
 import { ImportAudioIds, type NumberedInput } from './import-audio-ids.js'
 import { ImportSpool, type SpooledRecording } from './import-spool.js'
 import { judgeAgainstStored } from './import-store.js'
+import { jsonSyntaxProblem } from './json-position.js'
 
 const MAX_REPORTED_PROBLEMS = 10
 /** Recordings per transaction of the commit pass (and per lookup of the validation pass)... */
@@ -174,13 +175,17 @@ async function validateLines(
   let total = 0
 
   async function* parsed(): AsyncGenerator<ParsedLine> {
-    for await (const { number, bytes } of lines) {
+    let seenContent = false
+    for await (const line of lines) {
       if (problems.length >= MAX_REPORTED_PROBLEMS) return
+      // The first line with content tells a JSON array given whole: refused as a file, not line by line.
+      if (!seenContent && startsLikeAnArray(line)) throw new InvalidParameterError('', NOT_JSON_LINES)
+      seenContent ||= !isBlank(line)
       try {
-        const input = parseLine(bytes)
-        if (input) yield { line: number, input, size: bytes?.length ?? 0 }
+        const input = parseLine(line.bytes)
+        if (input) yield { line: line.number, input, size: line.bytes?.length ?? 0 }
       } catch (error) {
-        refused(number, error)
+        refused(line.number, error)
       }
     }
   }
@@ -205,13 +210,41 @@ async function validateLines(
   }
 
   await spool.fill(checked())
-  if (problems.length > 0) {
-    const first = problems.sort((a, b) => a.line - b.line).slice(0, MAX_REPORTED_PROBLEMS)
-    const listed = first.map(({ line, message }) => `line ${line}: ${message}`).join('; ')
-    throw new InvalidParameterError('', `nothing was imported; ${listed}`)
-  }
+  if (problems.length > 0) throw new InvalidParameterError('', refusalOfLines(problems))
   if (total === 0) throw new InvalidParameterError('', 'the file holds no recordings')
   return total
+}
+
+/**
+ * The refusal of a file with bad lines: one line of the message per bad line, in order, the first
+ * MAX_REPORTED_PROBLEMS only (the CLI prints the message as it is: one line each there too).
+ */
+export function refusalOfLines(problems: { line: number; message: string }[]): string {
+  const first = problems.sort((a, b) => a.line - b.line).slice(0, MAX_REPORTED_PROBLEMS)
+  return [
+    'nothing was imported; fix these lines and import the file again:',
+    ...first.map(({ line, message }) => `line ${line}: ${message}`),
+    ...(first.length === MAX_REPORTED_PROBLEMS
+      ? [`(only the first ${MAX_REPORTED_PROBLEMS} bad lines are listed; there may be more)`]
+      : []),
+  ].join('\n')
+}
+
+export const NOT_JSON_LINES =
+  'nothing was imported: the file must be JSON Lines, one recording object per line, not a JSON array ' +
+  "(no [ ] around the recordings, no commas between lines); jq -c '.[]' FILE.json > FILE.jsonl converts an array"
+
+/**
+ * Whether a line (the first with content) opens a JSON array, after a byte order mark if any; a line
+ * over the limit is told by its head.
+ */
+function startsLikeAnArray({ bytes, head }: BodyLine): boolean {
+  const start = bytes ?? head
+  return start !== undefined && /^(\u00ef\u00bb\u00bf)?\s*\[/.test(start.toString('latin1'))
+}
+
+function isBlank({ bytes }: BodyLine): boolean {
+  return bytes !== undefined && /^\s*$/.test(bytes.toString('latin1'))
 }
 
 /** A line's recording as given (its audioId, if any, not yet checked against the file); undefined for a blank line. */
@@ -222,8 +255,12 @@ function parseLine(bytes: Buffer | undefined): RecordingInput | undefined {
   let value: unknown
   try {
     value = JSON.parse(text)
-  } catch {
-    throw new InvalidParameterError('', 'is not valid JSON')
+  } catch (error) {
+    const { column, reason } = jsonSyntaxProblem(text, error)
+    throw new InvalidParameterError('', `is not valid JSON at column ${column}: ${reason}`)
+  }
+  if (Array.isArray(value)) {
+    throw new InvalidParameterError('', 'is a JSON array: each line must be one recording object')
   }
   return RecordingInput.parse(value)
 }

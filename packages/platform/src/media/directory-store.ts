@@ -7,6 +7,9 @@ import { pipeline } from 'node:stream/promises'
 import { HashingMeter } from './hashing-meter.js'
 import type { ByteRange, MediaStore, StoredFile } from './media-store.js'
 
+/** Reads of 256 KiB: a quarter of the system calls and buffers of the default 64 KiB for a large file. */
+const READ_CHUNK_BYTES = 256 * 1024
+
 /** Unfinished uploads, beside the files so that the rename that publishes one stays on one file system. */
 const PARTIAL = '.partial'
 
@@ -47,12 +50,16 @@ export class DirectoryStore implements MediaStore {
   }
 
   async read(key: string, range?: ByteRange): Promise<Readable | undefined> {
-    const file = await open(this.#pathOf(key), 'r').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined
-      throw error
+    // A path, not a FileHandle: the stream then reads with callbacks, as node:http servers do, rather than
+    // a promise per chunk (measured: fewer objects, far fewer full garbage collections while serving).
+    const stream = createReadStream(this.#pathOf(key), { highWaterMark: READ_CHUNK_BYTES, ...(range ?? {}) })
+    const found = await new Promise<boolean>((resolve, reject) => {
+      stream.once('ready', () => resolve(true))
+      stream.once('error', (error: NodeJS.ErrnoException) =>
+        error.code === 'ENOENT' ? resolve(false) : reject(error),
+      )
     })
-    if (!file) return undefined
-    return createReadStream('', { fd: file, ...(range ?? {}) })
+    return found ? stream : undefined
   }
 
   async remove(key: string): Promise<void> {

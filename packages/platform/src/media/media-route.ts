@@ -6,6 +6,7 @@ import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { type ByteRange, rangeOf } from './byte-range.js'
+import type { MediaGrant } from './media-links.js'
 
 interface StoredAudioRow {
   store_key: string
@@ -34,10 +35,11 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
     '416': { description: 'The range is past the end of the file' },
   },
   refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
-  handle: ({ context }) =>
-    async function fetchAudio(request, reply) {
+  handle: ({ context }) => {
+    const lookUp = storedAudioLookUp(context)
+    return async function fetchAudio(request, reply) {
       const { link } = request.params as { link: string }
-      const { grant, row } = await grantedAudio(context, link)
+      const { grant, row } = await grantedAudio(context, lookUp, link)
       const size = Number(row.bytes)
       const etag = `"${row.sha256}"`
       reply.headers({
@@ -56,10 +58,56 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
         return reply.code(416).header('content-range', `bytes */${size}`).send()
       }
       return sendBytes(context, request, reply, { key: row.store_key, size, range })
-    },
+    }
+  },
 }
 
-async function grantedAudio(context: PlatformContext, link: string) {
+/** How long a recording's stored audio, as looked up, answers its links: a replacement, deletion or disable shows within this. */
+const LOOK_UP_FRESH_MS = 1000
+const LOOK_UP_CACHED = 10_000
+
+type LookUp = (grant: MediaGrant) => Promise<StoredAudioRow | undefined>
+
+/**
+ * The stored audio of a recording, read at most once a second per recording: a partner reading a long file
+ * by ranges sends a request per range, and each would otherwise cost a database round trip. Forgotten when
+ * any instance commits a replacement or a deletion (its NOTIFY); a link to another file than the one
+ * remembered is looked up again at once.
+ */
+function storedAudioLookUp(context: PlatformContext): LookUp {
+  const cached = new Map<
+    string,
+    { at: number; sha256: string | undefined; row: Promise<StoredAudioRow | undefined> }
+  >()
+  let changes = context.media.changes
+  return async ({ enterpriseId, audioId, sha256 }) => {
+    if (changes !== context.media.changes) {
+      changes = context.media.changes
+      cached.clear()
+    }
+    const key = `${enterpriseId}\u0000${audioId}`
+    const now = context.clock()
+    const hit = cached.get(key)
+    if (hit && now - hit.at < LOOK_UP_FRESH_MS && hit.sha256 === sha256) return hit.row
+    if (cached.size >= LOOK_UP_CACHED) cached.clear()
+    const row = context.db
+      .query<StoredAudioRow>(
+        `SELECT a.store_key, a.sha256, a.bytes, a.content_type, e.disabled_at IS NOT NULL AS disabled
+           FROM recording_audio a JOIN enterprises e USING (enterprise_id)
+          WHERE a.audio_id = $1 AND a.enterprise_id = $2`,
+        [audioId, enterpriseId],
+      )
+      .then(([found]) => found)
+    row.catch(() => cached.delete(key))
+    cached.set(key, { at: now, sha256, row })
+    const found = await row
+    // Remembered under the file it names, so that a link to that file finds it.
+    cached.set(key, { at: now, sha256: found?.sha256, row })
+    return found
+  }
+}
+
+async function grantedAudio(context: PlatformContext, lookUp: LookUp, link: string) {
   const checked = await context.media.links.check(link)
   if (!checked.ok && checked.reason === 'expired') {
     const at = new Date(checked.grant.expiresAt * 1000).toISOString()
@@ -75,12 +123,7 @@ async function grantedAudio(context: PlatformContext, link: string) {
     )
   }
   const { grant } = checked
-  const [row] = await context.db.query<StoredAudioRow>(
-    `SELECT a.store_key, a.sha256, a.bytes, a.content_type, e.disabled_at IS NOT NULL AS disabled
-       FROM recording_audio a JOIN enterprises e USING (enterprise_id)
-      WHERE a.audio_id = $1 AND a.enterprise_id = $2`,
-    [grant.audioId, grant.enterpriseId],
-  )
+  const row = await lookUp(grant)
   if (row?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
   if (!row || row.sha256 !== grant.sha256) throw gone()
   return { grant, row }

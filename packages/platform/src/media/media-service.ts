@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { PlatformConfig } from '../config/config.js'
 import type { AudioLink } from '../recordings/recording-data.js'
-import type { Queryable } from '../storage/database.js'
+import type { Database, Queryable } from '../storage/database.js'
 import { DirectoryStore } from './directory-store.js'
 import { MediaLinks } from './media-links.js'
 import type { MediaStore } from './media-store.js'
+import { GARBAGE_CHANNEL } from './media-upkeep.js'
 
 export type MediaSettings = Pick<
   PlatformConfig,
@@ -23,12 +24,14 @@ export type MediaSettings = Pick<
 export class Media {
   /** Where partners reach the partner listener; set once it listens, unless configured. */
   publicUrl: string
+  /** Counts the replacements and deletions of stored audio any instance committed since this one started. */
+  changes = 0
 
   constructor(
     readonly store: MediaStore,
     readonly links: MediaLinks,
     readonly settings: MediaSettings,
-    private readonly cleanUp: () => Promise<void>,
+    private cleanUp: () => Promise<void>,
   ) {
     this.publicUrl = settings.publicUrl ?? ''
   }
@@ -39,6 +42,16 @@ export class Media {
     const ttl = this.settings.mediaUrlTtlSeconds
     return (audioId, sha256) =>
       `${this.publicUrl}/media/v1/${this.links.sign({ enterpriseId, audioId, sha256 }, ttl)}`
+  }
+
+  /** Counts committed replacements and deletions (their NOTIFY) until close(). */
+  async watchChanges(db: Database): Promise<void> {
+    const unlisten = await db.listen(GARBAGE_CHANNEL, () => this.changes++)
+    const cleanUp = this.cleanUp
+    this.cleanUp = async () => {
+      await unlisten()
+      await cleanUp()
+    }
   }
 
   close(): Promise<void> {

@@ -2,7 +2,8 @@ import type { Logger } from '@earshot/support/logger'
 import type { Database } from '../storage/database.js'
 import type { MediaStore } from './media-store.js'
 
-const GARBAGE_CHANNEL = 'earshot_media_garbage'
+/** Notified when a replacement or deletion listing files to remove commits (sql/000016.sql). */
+export const GARBAGE_CHANNEL = 'earshot_media_garbage'
 const BATCH = 500
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000
 /**

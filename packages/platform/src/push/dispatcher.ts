@@ -1,12 +1,19 @@
 import { type EnvelopeKey, loadKey, type PushEvent, PushEventType, seal } from '@earshot/protocol'
 import type { Logger } from '@earshot/support/logger'
-import { type Claim, retryDelay, startRunner, type WorkResult } from '@earshot/support/queue'
+import {
+  type Attempted,
+  type Claim,
+  type Next,
+  retryDelay,
+  startRunner,
+  type WorkResult,
+} from '@earshot/support/queue'
 import type { PlatformConfig } from '../config/config.js'
 import { type AudioLink, recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
-import type { EndpointOutcome } from './endpoint-health.js'
+import { type EndpointOutcome, urlLabel } from './endpoint-health.js'
 import { EndpointHealthRecorder } from './endpoint-health-recorder.js'
 import type { PushAttemptResult, PushMetrics } from './push-metrics.js'
 import { type AttemptResult, createPushSender, type PushSender } from './push-sender.js'
@@ -92,10 +99,21 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Dispa
     next(claim, attempt) {
       if (attempt.kind === 'done') {
         if (attempt.result.ok) return { state: 'acked', delaySeconds: settings.pushConfirmWindowSeconds }
-        if (attempt.result.outcome === 'gone') return { state: 'pending', delaySeconds: 0 }
+        if (attempt.result.outcome === 'gone') {
+          logFailedAttempt(logger, claim, attempt, 'held: the push URL is disabled')
+          return { state: 'pending', delaySeconds: 0 }
+        }
       }
       const delay = retryDelay(settings.pushRetryScheduleSeconds, claim.job.failures, random)
-      return delay === undefined ? { state: 'failed' } : { state: 'pending', delaySeconds: delay }
+      const next: Next<DeliveryState> =
+        delay === undefined ? { state: 'failed' } : { state: 'pending', delaySeconds: delay }
+      logFailedAttempt(
+        logger,
+        claim,
+        attempt,
+        delay === undefined ? 'failed: its retry schedule is spent' : `retry in ${delay.toFixed(1)} s`,
+      )
+      return next
     },
     observe(_claim, attempt, record) {
       const result: PushAttemptResult =
@@ -183,6 +201,44 @@ class PushStep {
     }
     return key
   }
+}
+
+/**
+ * A failed attempt, as a warning an operator can act on: the delivery, its event, the push URL without its
+ * query string (which may carry the partner's token), the HTTP status and code answered (or the error), and
+ * what comes next. Never the body pushed, nor the partner's answer beyond its status and code.
+ */
+function logFailedAttempt(
+  logger: DispatcherLogger,
+  { id, job: delivery }: Claim<number, ClaimedDelivery>,
+  attempt: Exclude<Attempted<Pushed>, { kind: 'aborted' }>,
+  next: string,
+): void {
+  const pushed = attempt.kind === 'done' ? attempt.result : undefined
+  const error =
+    attempt.kind === 'done'
+      ? attempt.result.error
+      : `the push could not be made: ${attempt.error instanceof Error ? attempt.error.message : String(attempt.error)}`
+  logger.warn(
+    {
+      deliveryId: id,
+      eventId: delivery.eventId,
+      eventType: delivery.eventType,
+      enterpriseId: delivery.enterpriseId,
+      ...(delivery.pushUrl && { url: urlLabel(delivery.pushUrl) }),
+      httpStatus: pushed?.columns?.http_status ?? undefined,
+      responseCode: pushed?.columns?.response_code ?? undefined,
+      error: delivery.pushUrl && error ? withoutQuery(error, delivery.pushUrl) : error,
+      next,
+    },
+    'push attempt failed',
+  )
+}
+
+/** An error's text without the push URL's query string, should it quote it (credentials are refused there). */
+function withoutQuery(text: string, pushUrl: string): string {
+  const search = URL.canParse(pushUrl) ? new URL(pushUrl).search : ''
+  return search ? text.replaceAll(search, '') : text
 }
 
 function notSendable(error: string): Pushed {

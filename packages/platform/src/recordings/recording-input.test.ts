@@ -375,7 +375,7 @@ for (const backend of testBackends) {
       assert.match(
         msg,
         new RegExp(
-          `^nothing was imported; line 2: transcript: takes ${MAX_TRANSCRIPT_BYTES + 1} bytes .*at most ${MAX_TRANSCRIPT_BYTES}`,
+          `^nothing was imported; fix these lines and import the file again:\nline 2: transcript: takes ${MAX_TRANSCRIPT_BYTES + 1} bytes .*at most ${MAX_TRANSCRIPT_BYTES}`,
         ),
       )
       assert.doesNotMatch(msg, /line 1/)

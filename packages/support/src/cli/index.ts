@@ -1,1 +1,2 @@
 export { CommandFailure, fail, jsonLine, positiveInteger, printJson, printLines, table } from './output.js'
+export { reportUsageErrors } from './usage-errors.js'

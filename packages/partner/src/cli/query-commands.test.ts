@@ -1,0 +1,147 @@
+import assert from 'node:assert/strict'
+import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import type { JsonObject } from '@earshot/protocol'
+import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminClientOf } from '@earshot/test-kit/fault-kit'
+import { runCli } from '@earshot/test-kit/run-cli'
+
+const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
+
+const transcript = (durationMs: number) => ({
+  transcriptId: durationMs,
+  transcriptText: 'hello there',
+  sentences: [{ text: 'hello there', beginTime: 0, endTime: 900 }],
+  durationMs,
+  wordsCount: 2,
+})
+
+/** The three shapes of a recording's data, with durations from under a second to over an hour. */
+const recordings: JsonObject[] = [
+  {
+    audioId: 'audio-only',
+    deviceUid: 'DEV-1',
+    title: 'Audio only',
+    recordedAt: '2026-02-01T10:00:00Z',
+    denoiseUrl: 'https://media.example/a.mp3',
+    recordDuration: 30_000,
+  },
+  {
+    audioId: 'transcript-only',
+    deviceUid: 'DEV-1',
+    title: 'Transcript only',
+    recordedAt: '2026-02-01T11:00:00Z',
+    transcript: transcript(1_500),
+  },
+  {
+    audioId: 'both-parts',
+    deviceUid: 'DEV-2',
+    title: 'Both parts',
+    recordedAt: '2026-02-01T12:00:00Z',
+    denoiseUrl: 'https://media.example/b.mp3',
+    recordDuration: 3_725_400,
+    transcript: transcript(3_725_400),
+  },
+  {
+    audioId: 'short',
+    deviceUid: 'DEV-2',
+    title: 'Short',
+    recordedAt: '2026-02-01T13:00:00Z',
+    denoiseUrl: 'https://media.example/c.mp3',
+    recordDuration: 40,
+  },
+]
+
+describe('earshot-partner query and export: what they print', { timeout: 120_000 }, () => {
+  let platform: TestPlatform
+  let partner: TestPartner
+  let dir: string
+  let env: Record<string, string>
+  const cli = (...args: string[]) => runCli(bin, args, env)
+
+  before(async () => {
+    platform = await startTestPlatform('pglite')
+    partner = await createPartner(platform, 'Table Co')
+    for (const recording of recordings) await ingest(platform, partner.enterpriseId, recording)
+    dir = await mkdtemp(join(tmpdir(), 'earshot-partner-query-'))
+    env = {
+      EARSHOT_BASE_URL: platform.partnerUrl,
+      EARSHOT_ENTERPRISE_ID: String(partner.enterpriseId),
+      EARSHOT_KEY_VERSION: String(partner.keyVersion),
+      EARSHOT_SECRET: partner.secret,
+    }
+  })
+
+  after(async () => {
+    await platform?.stop()
+    if (dir) await rm(dir, { recursive: true, force: true })
+  })
+
+  test('query: every duration in seconds with one decimal, the unit in the header, right-aligned', async () => {
+    const result = await cli('query')
+    assert.equal(result.code, 0, result.stderr)
+    const [header, ...rest] = result.stdout.trimEnd().split('\n')
+    assert.ok(header)
+    assert.match(header, /^AUDIO ID\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/)
+    assert.equal(rest.at(-1), 'page 1 of 1, total 4')
+    const rows = rest.slice(0, -1)
+    // The column ends where its header does: the numbers' decimal points line up beneath it.
+    const end = header.indexOf('DURATION (s)') + 'DURATION (s)'.length
+    const durations = Object.fromEntries(
+      rows.map((row) => {
+        const cell = /(\S+)$/.exec(row.slice(0, end))?.[1] ?? ''
+        assert.equal(row[end], ' ', `the duration of ${row} ends under its header`)
+        return [row.split(/\s+/)[0], cell]
+      }),
+    )
+    assert.deepEqual(durations, {
+      short: '0.0',
+      'both-parts': '3725.4',
+      'transcript-only': '1.5',
+      'audio-only': '30.0',
+    })
+    for (const cell of Object.values(durations)) assert.match(cell, /^\d+\.\d$/, 'a number, one unit')
+  })
+
+  test('query: no recordedAt column, since the answer carries none', async () => {
+    const list = JSON.parse((await cli('query', '--json')).stdout)
+    for (const { data } of list.items) assert.ok(!('recordedAt' in data), JSON.stringify(data))
+    assert.doesNotMatch((await cli('query')).stdout, /RECORDED/)
+  })
+
+  test("export: each line is the query's data; the platform's import refuses the file (no recordedAt)", async () => {
+    const out = join(dir, 'export.jsonl')
+    const result = await cli('export', '--out', out)
+    assert.equal(result.code, 0, result.stderr)
+    const lines = (await readFile(out, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((line) => JSON.parse(line))
+    const list = JSON.parse((await cli('query', '--json')).stdout)
+    assert.deepEqual(
+      lines,
+      list.items.map(({ audioId, data }: { audioId: string; data: JsonObject }) => ({ audioId, ...data })),
+    )
+
+    // As documented (README, export --help): a partner-side format, refused by the platform's import.
+    const other = await createPartner(platform, 'Import Co')
+    const admin = adminClientOf(platform)
+    await assert.rejects(
+      async () => {
+        for await (const _ of admin.importRecordings(other.enterpriseId, await readFile(out))) {
+        }
+      },
+      (error: Error & { code?: number }) => {
+        assert.equal(error.code, 4001)
+        assert.match(error.message, /line 1: .*recordedAt/)
+        return true
+      },
+    )
+    const help = await cli('export', '--help')
+    assert.match(help.stdout, /not the platform's import format/)
+  })
+})
