@@ -114,9 +114,9 @@ export async function startPlatform({
       close: () => {
         closing ??= (async () => {
           lifecycle.shuttingDown = true
-          await chores.stop()
           const graceMs = config.shutdownGraceSeconds * 1000
-          await Promise.all([closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
+          // All at once: the dispatcher starts no attempt once the shutdown has begun.
+          await Promise.all([chores.stop(), closeWithin(servers, graceMs), dispatcher?.stop(graceMs)])
           await stopListening?.().catch(() => {})
           await media.close()
           await db.close()

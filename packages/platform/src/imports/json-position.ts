@@ -37,119 +37,146 @@ const DIGIT = /^[0-9]$/
  * only for text JSON.parse refused.
  */
 export function firstInvalidOffset(text: string): number {
-  const end = text.length
-  let at = 0
-  const containers: ('{' | '[')[] = []
-  const skipWhitespace = () => {
-    while (at < end && WHITESPACE.has(text[at] as string)) at++
+  return new JsonScanner(text).firstInvalid()
+}
+
+/** Scans JSON text from `at`; each step returns false with `at` on the offending character. */
+class JsonScanner {
+  at = 0
+  readonly #end: number
+
+  constructor(private readonly text: string) {
+    this.#end = text.length
   }
-  const digits = (): boolean => {
-    const start = at
-    while (at < end && DIGIT.test(text[at] as string)) at++
-    return at > start
-  }
-  /** Scans a string starting at its quote; false with `at` on the offending character. */
-  const string = (): boolean => {
-    at++
-    while (at < end) {
-      const char = text[at] as string
-      if (char === '"') {
-        at++
-        return true
+
+  firstInvalid(): number {
+    const containers: ('{' | '[')[] = []
+    let expectingValue = true
+    for (;;) {
+      this.skipWhitespace()
+      if (expectingValue) {
+        const opened = this.value(containers)
+        if (opened === undefined) return this.stop()
+        expectingValue = opened
+        continue
       }
-      if (char.charCodeAt(0) < 0x20) return false
-      if (char === '\\') {
-        at++
-        if (at >= end) return false
-        if (text[at] === 'u') {
-          for (let i = 0; i < 4; i++) {
-            at++
-            if (at >= end || !HEX.test(text[at] as string)) return false
-          }
-        } else if (!ESCAPES.has(text[at] as string)) {
-          return false
-        }
+      const open = containers.at(-1)
+      // The value is complete: what follows it is the error (or nothing, for text that is JSON).
+      if (open === undefined) return this.at
+      const char = this.text[this.at]
+      if (char === ',') {
+        this.at++
+        if (open === '{' && !this.key()) return this.stop()
+        expectingValue = true
+      } else if (char === (open === '{' ? '}' : ']')) {
+        this.at++
+        containers.pop()
+      } else {
+        return this.stop()
       }
-      at++
     }
-    return false
   }
-  const number = (): boolean => {
-    if (text[at] === '-') at++
-    if (text[at] === '0') at++
-    else if (!digits()) return false
-    if (text[at] === '.') {
-      at++
-      if (!digits()) return false
+
+  /** A value, or the opening of a container: whether a value is still expected; undefined: not JSON. */
+  value(containers: ('{' | '[')[]): boolean | undefined {
+    const char = this.text[this.at]
+    if (char !== '{' && char !== '[') return this.scalar() ? false : undefined
+    this.at++
+    this.skipWhitespace()
+    if (this.text[this.at] === (char === '{' ? '}' : ']')) {
+      this.at++
+      return false
     }
-    if (text[at] === 'e' || text[at] === 'E') {
-      at++
-      if (text[at] === '+' || text[at] === '-') at++
-      if (!digits()) return false
-    }
-    return true
-  }
-  const literal = (word: string): boolean => {
-    for (const char of word) {
-      if (text[at] !== char) return false
-      at++
-    }
-    return true
-  }
-  /** A string, number or literal; false with `at` on the offending character. */
-  const scalar = (): boolean => {
-    const char = text[at]
-    if (char === '"') return string()
-    if (char === 't') return literal('true')
-    if (char === 'f') return literal('false')
-    if (char === 'n') return literal('null')
-    if (char === '-' || (char !== undefined && DIGIT.test(char))) return number()
-    return false
-  }
-  /** An object's key and its colon. */
-  const key = (): boolean => {
-    skipWhitespace()
-    if (text[at] !== '"' || !string()) return false
-    skipWhitespace()
-    if (text[at] !== ':') return false
-    at++
+    containers.push(char)
+    if (char === '{' && !this.key()) return undefined
     return true
   }
 
-  let expectingValue = true
-  for (;;) {
-    skipWhitespace()
-    const char = text[at]
-    if (expectingValue) {
-      if (char === '{' || char === '[') {
-        at++
-        skipWhitespace()
-        if (text[at] === (char === '{' ? '}' : ']')) {
-          at++
-          expectingValue = false
-        } else {
-          containers.push(char)
-          if (char === '{' && !key()) return Math.min(at, end)
-        }
-      } else if (scalar()) {
-        expectingValue = false
-      } else {
-        return Math.min(at, end)
+  stop(): number {
+    return Math.min(this.at, this.#end)
+  }
+
+  skipWhitespace(): void {
+    while (this.at < this.#end && WHITESPACE.has(this.text[this.at] as string)) this.at++
+  }
+
+  digits(): boolean {
+    const start = this.at
+    while (this.at < this.#end && DIGIT.test(this.text[this.at] as string)) this.at++
+    return this.at > start
+  }
+
+  /** A string starting at its quote. */
+  string(): boolean {
+    this.at++
+    while (this.at < this.#end) {
+      const char = this.text[this.at] as string
+      if (char === '"') {
+        this.at++
+        return true
       }
-      continue
+      if (char.charCodeAt(0) < 0x20) return false
+      if (char === '\\' && !this.escape()) return false
+      this.at++
     }
-    const open = containers.at(-1)
-    // The value is complete: what follows it is the error (or nothing, for text that is JSON).
-    if (open === undefined) return at
-    if (char === ',') {
-      at++
-      if (open === '{' && !key()) return Math.min(at, end)
-      expectingValue = true
-    } else if (char === (open === '{' ? '}' : ']')) {
-      at++
-      containers.pop()
-    } else {
-      return Math.min(at, end)
+    return false
+  }
+
+  /** The escape after a backslash (`at` on the backslash); `at` left on its last character. */
+  escape(): boolean {
+    this.at++
+    if (this.at >= this.#end) return false
+    if (this.text[this.at] !== 'u') return ESCAPES.has(this.text[this.at] as string)
+    for (let i = 0; i < 4; i++) {
+      this.at++
+      if (this.at >= this.#end || !HEX.test(this.text[this.at] as string)) return false
     }
+    return true
+  }
+
+  number(): boolean {
+    const { text } = this
+    if (text[this.at] === '-') this.at++
+    if (text[this.at] === '0') this.at++
+    else if (!this.digits()) return false
+    if (text[this.at] === '.') {
+      this.at++
+      if (!this.digits()) return false
+    }
+    if (text[this.at] === 'e' || text[this.at] === 'E') {
+      this.at++
+      if (text[this.at] === '+' || text[this.at] === '-') this.at++
+      if (!this.digits()) return false
+    }
+    return true
+  }
+
+  literal(word: string): boolean {
+    for (const char of word) {
+      if (this.text[this.at] !== char) return false
+      this.at++
+    }
+    return true
+  }
+
+  /** A string, number or literal. */
+  scalar(): boolean {
+    const char = this.text[this.at]
+    if (char === '"') return this.string()
+    if (char === 't') return this.literal('true')
+    if (char === 'f') return this.literal('false')
+    if (char === 'n') return this.literal('null')
+    if (char === '-' || (char !== undefined && DIGIT.test(char))) return this.number()
+    return false
+  }
+
+  /** An object's key and its colon. */
+  key(): boolean {
+    this.skipWhitespace()
+    if (this.text[this.at] !== '"' || !this.string()) return false
+    this.skipWhitespace()
+    if (this.text[this.at] !== ':') return false
+    this.at++
+    return true
   }
 }
