@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { CHROMIUM, CHROMIUM_ARGS, DESKTOP, missingChromium, PHONE } from '@earshot/test-kit/chromium'
 import { eventually } from '@earshot/test-kit/eventually'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
@@ -22,26 +22,11 @@ import { type Browser, type BrowserContext, chromium, type Locator, type Page } 
  * EARSHOT_CONSOLE_SCREENSHOTS=1 writes the screenshots shown in the README to docs/console/.
  */
 
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-]
-const DESKTOP = { width: 1280, height: 800 }
-const PHONE = { width: 390, height: 844 }
 const SCREENSHOT_DIR =
   process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
     ? fileURLToPath(new URL('../../../../docs/console/', import.meta.url))
     : undefined
 const WAIT_MS = 20_000
-
-const missingChromium = !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
 interface InPageElement {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
-import { existsSync } from 'node:fs'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
+import { CHROMIUM, CHROMIUM_ARGS, missingChromium } from '@earshot/test-kit/chromium'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { type Browser, chromium, type Page } from 'playwright-core'
 
@@ -11,9 +11,6 @@ import { type Browser, chromium, type Page } from 'playwright-core'
  * zone: run here in Kathmandu (UTC+05:45) and a US locale, where local time would show other digits.
  */
 
-const CHROMIUM = '/usr/bin/chromium'
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-sync']
-const missingChromium = !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
 const UTC_STAMP = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/
 
 /** An instant as the console should write it. */

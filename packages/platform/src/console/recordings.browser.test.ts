@@ -1,14 +1,15 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { CHROMIUM, CHROMIUM_ARGS, DESKTOP, missingChromium, PHONE } from '@earshot/test-kit/chromium'
 import { eventually } from '@earshot/test-kit/eventually'
 import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
 import { AdminClient } from '../admin-client/admin-client.js'
+import { monoWav } from '../demo/demo-audio.js'
 import { DEMO_RECORDINGS, seedDemoIfEmpty } from '../demo/demo-seed.js'
 
 /*
@@ -23,28 +24,11 @@ import { DEMO_RECORDINGS, seedDemoIfEmpty } from '../demo/demo-seed.js'
  * EARSHOT_CONSOLE_SCREENSHOTS=1 writes docs/console/recordings.png, shown in the README.
  */
 
-const CHROMIUM = '/usr/bin/chromium'
-/** console.browser.test.ts's, and media may play without a gesture (the test starts the player). */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--autoplay-policy=no-user-gesture-required',
-]
-const DESKTOP = { width: 1280, height: 800 }
-const PHONE = { width: 390, height: 844 }
 const SCREENSHOT_DIR =
   process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
     ? fileURLToPath(new URL('../../../../docs/console/', import.meta.url))
     : undefined
 const WAIT_MS = 20_000
-
-const missingChromium = !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
 interface InPageAudio {
@@ -66,24 +50,7 @@ interface InPage {
 
 /** A WAV file: 8 kHz, 8-bit mono, `seconds` of a 660 Hz tone. */
 function toneWav(seconds: number): Buffer {
-  const rate = 8000
-  const samples = rate * seconds
-  const wav = Buffer.alloc(44 + samples)
-  wav.write('RIFF', 0, 'ascii')
-  wav.writeUInt32LE(36 + samples, 4)
-  wav.write('WAVEfmt ', 8, 'ascii')
-  wav.writeUInt32LE(16, 16) // fmt chunk size
-  wav.writeUInt16LE(1, 20) // PCM
-  wav.writeUInt16LE(1, 22) // mono
-  wav.writeUInt32LE(rate, 24)
-  wav.writeUInt32LE(rate, 28) // bytes per second
-  wav.writeUInt16LE(1, 32) // block align
-  wav.writeUInt16LE(8, 34) // bits per sample
-  wav.write('data', 36, 'ascii')
-  wav.writeUInt32LE(samples, 40)
-  for (let n = 0; n < samples; n++)
-    wav[44 + n] = Math.round(128 + 90 * Math.sin((2 * Math.PI * 660 * n) / rate))
-  return wav
+  return monoWav(8000, 8000 * seconds, (t) => 0.9 * Math.sin(2 * Math.PI * 660 * t))
 }
 
 for (const backend of testBackends) {
@@ -172,7 +139,10 @@ for (const backend of testBackends) {
       const demo = await seedDemoIfEmpty(platform.context, Date.now())
       assert.ok(demo, 'the demo was seeded')
       enterpriseId = demo.enterpriseId
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required'],
+      })
       const context = await browser.newContext({ viewport: DESKTOP, timezoneId: 'UTC', locale: 'en-GB' })
       page = await context.newPage()
       page.setDefaultTimeout(WAIT_MS)

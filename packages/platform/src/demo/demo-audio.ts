@@ -14,26 +14,30 @@ export function demoChime(i: number): Buffer {
   const samples = SAMPLE_RATE * SECONDS
   const first = PITCHES[i % PITCHES.length] as number
   const second = PITCHES[(i * 3 + 2) % PITCHES.length] as number
-  const wav = Buffer.alloc(44 + samples)
-  writeHeader(wav, samples)
-  for (let n = 0; n < samples; n++) {
-    const t = n / SAMPLE_RATE
+  return monoWav(SAMPLE_RATE, samples, (t) => {
     const pitch = t < SECONDS / 2 ? first : second
     const envelope = Math.min(1, t * 20) * Math.exp(-2 * (t % (SECONDS / 2)))
-    wav[44 + n] = Math.round(128 + 100 * envelope * Math.sin(2 * Math.PI * pitch * t))
-  }
+    return envelope * Math.sin(2 * Math.PI * pitch * t)
+  })
+}
+
+/** An 8-bit mono PCM WAV file of `samples` samples, each `wave(t)` in -1..1 at t seconds (scaled to ±100). */
+export function monoWav(sampleRate: number, samples: number, wave: (t: number) => number): Buffer {
+  const wav = Buffer.alloc(44 + samples)
+  writeHeader(wav, sampleRate, samples)
+  for (let n = 0; n < samples; n++) wav[44 + n] = Math.round(128 + 100 * wave(n / sampleRate))
   return wav
 }
 
-function writeHeader(wav: Buffer, samples: number): void {
+function writeHeader(wav: Buffer, sampleRate: number, samples: number): void {
   wav.write('RIFF', 0, 'ascii')
   wav.writeUInt32LE(36 + samples, 4)
   wav.write('WAVEfmt ', 8, 'ascii')
   wav.writeUInt32LE(16, 16) // fmt chunk size
   wav.writeUInt16LE(1, 20) // PCM
   wav.writeUInt16LE(1, 22) // mono
-  wav.writeUInt32LE(SAMPLE_RATE, 24)
-  wav.writeUInt32LE(SAMPLE_RATE, 28) // bytes per second
+  wav.writeUInt32LE(sampleRate, 24)
+  wav.writeUInt32LE(sampleRate, 28) // bytes per second
   wav.writeUInt16LE(1, 32) // block align
   wav.writeUInt16LE(8, 34) // bits per sample
   wav.write('data', 36, 'ascii')
