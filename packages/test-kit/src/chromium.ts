@@ -1,4 +1,7 @@
 import { existsSync } from 'node:fs'
+import { mkdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { eventually } from './eventually.js'
 
 /** Debian's Chromium, which playwright-core drives (it downloads no browser). */
 export const CHROMIUM = '/usr/bin/chromium'
@@ -18,3 +21,26 @@ export const PHONE = { width: 390, height: 844 }
 /** Why the browser tests are skipped here, or false when they can run. */
 export const missingChromium =
   !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+
+/** Writes a screenshot of the page to `dir` as NAME.png (nothing when dir is undefined). */
+export async function screenshotTo(
+  page: { screenshot(options: { path: string; fullPage: boolean }): Promise<unknown> },
+  dir: string | undefined,
+  name: string,
+): Promise<void> {
+  if (!dir) return
+  await mkdir(dir, { recursive: true })
+  await page.screenshot({ path: join(dir, `${name}.png`), fullPage: false })
+}
+
+/** Takes from `consoleErrors` the line Chromium logs for a refusal a test provoked; fails if it never comes. */
+export async function takeRefusalLogged(
+  consoleErrors: string[],
+  status: number,
+  path: string,
+  waitMs: number,
+): Promise<void> {
+  const matches = (line: string) => line.includes(`status of ${status}`) && line.includes(path)
+  await eventually(async () => consoleErrors.some(matches), waitMs, `the browser's log of HTTP ${status}`)
+  consoleErrors.splice(consoleErrors.findIndex(matches), 1)
+}

@@ -1,12 +1,19 @@
 import assert from 'node:assert/strict'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { CHROMIUM, CHROMIUM_ARGS, DESKTOP, missingChromium, PHONE } from '@earshot/test-kit/chromium'
-import { eventually } from '@earshot/test-kit/eventually'
+import {
+  CHROMIUM,
+  CHROMIUM_ARGS,
+  DESKTOP,
+  missingChromium,
+  PHONE,
+  screenshotTo,
+  takeRefusalLogged,
+} from '@earshot/test-kit/chromium'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
 
@@ -74,22 +81,9 @@ for (const backend of testBackends) {
     const consoleErrors: string[] = []
     const screenshots = backend === testBackends[0] ? SCREENSHOT_DIR : undefined
 
-    async function screenshot(name: string): Promise<void> {
-      if (!screenshots) return
-      await mkdir(screenshots, { recursive: true })
-      await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: false })
-    }
-
-    /** Takes the console error Chromium logs for a refusal the test provoked; fails if it never comes. */
-    async function expectRefusalLogged(status: number, path: string): Promise<void> {
-      const matches = (line: string) => line.includes(`status of ${status}`) && line.includes(path)
-      await eventually(
-        async () => consoleErrors.some(matches),
-        WAIT_MS,
-        `the browser's log of HTTP ${status}`,
-      )
-      consoleErrors.splice(consoleErrors.findIndex(matches), 1)
-    }
+    const screenshot = (name: string) => screenshotTo(page, screenshots, name)
+    const expectRefusalLogged = (status: number, path: string) =>
+      takeRefusalLogged(consoleErrors, status, path, WAIT_MS)
 
     const heading = (name: string) => page.getByRole('heading', { level: 1, name, exact: true })
     const deliveryState = (deliveryId: number) =>
