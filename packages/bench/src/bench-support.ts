@@ -17,9 +17,9 @@ export function integerSetting(name: string, fallback: number, min = 1): number 
   return Number(raw)
 }
 
-/** The backends named in BENCH_BACKENDS, comma separated (default `pglite,postgres`). */
-export function backendsSetting(): Backend[] {
-  return (process.env.BENCH_BACKENDS || 'pglite,postgres')
+/** The backends named in BENCH_BACKENDS, comma separated (default `fallback`, else `pglite,postgres`). */
+export function backendsSetting(fallback = 'pglite,postgres'): Backend[] {
+  return (process.env.BENCH_BACKENDS || fallback)
     .split(',')
     .map((name) => name.trim())
     .map((name) => {
@@ -37,6 +37,15 @@ export const format = (n: number, digits = 0) =>
 export const ms = (n: number) => format(n, n < 10 ? 2 : 1)
 /** A progress line, on stderr (stdout carries the section). */
 export const log = (line: string) => process.stderr.write(`${line}\n`)
+/** The middle value (the mean of the two middle ones for an even count); NaN for none. */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const half = Math.floor(sorted.length / 2)
+  if (sorted.length === 0) return Number.NaN
+  return sorted.length % 2 === 1
+    ? (sorted[half] as number)
+    : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2
+}
 /** Whether a target holds, in bold. */
 export const yes = (holds: boolean) => (holds ? '**yes**' : '**NO**')
 

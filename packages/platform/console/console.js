@@ -2,7 +2,7 @@
  * Earshot's operator console: one static page, these ES modules and one stylesheet, served by the
  * platform's admin listener at /console (packages/platform/src/console/console-assets.ts). This module is
  * the shell: sign-in, the navigation bar and the hash routes; each page is a module of its own (overview.js,
- * enterprises.js, recordings.js, deliveries.js, import.js) built from dom.js and admin-api.js.
+ * enterprises.js, endpoints.js, recordings.js, deliveries.js, import.js) built from dom.js and admin-api.js.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
@@ -19,6 +19,7 @@
 import { adminClient, forgetToken, Refusal, storeToken, token, whenUnauthorized } from './admin-api.js'
 import { deliveries } from './deliveries.js'
 import { alertBox, field, h, heading, showError } from './dom.js'
+import { endpoints } from './endpoints.js'
 import { enterprises } from './enterprises.js'
 import { importPage } from './import.js'
 import { stopRefreshing } from './navigation.js'
@@ -38,7 +39,7 @@ function route() {
   return { name, params: new URLSearchParams(query) }
 }
 
-const pages = { overview, enterprises, recordings, deliveries, import: importPage }
+const pages = { overview, enterprises, endpoints, recordings, deliveries, import: importPage }
 
 async function render() {
   stopRefreshing()

@@ -23,10 +23,23 @@ import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 const PAGE_SIZE = 25
 /** While a listed delivery may still move on its own, the deliveries page refreshes this often. */
 const LIVE_REFRESH_MS = 1000
-const STATES = ['pending', 'held', 'in_flight', 'acked', 'confirmed', 'failed', 'unconfirmed', 'cancelled']
+const STATES = [
+  'pending',
+  'queued',
+  'held',
+  'in_flight',
+  'acked',
+  'confirmed',
+  'failed',
+  'unconfirmed',
+  'cancelled',
+]
 const REPLAYABLE = ['failed', 'unconfirmed']
-/** Acked ones wait for the partner's receipt: the console shows them confirmed as it comes. */
-const MOVING = ['pending', 'in_flight', 'acked']
+/**
+ * The states a delivery leaves on its own: acked ones wait for the partner's receipt (the console shows them
+ * confirmed as it comes), queued ones for the earlier events of their recording.
+ */
+export const MOVING = ['pending', 'queued', 'in_flight', 'acked']
 
 export async function deliveries(view, params, current) {
   document.title = 'Deliveries · Earshot console'
@@ -333,7 +346,8 @@ async function filterForm(filter, current) {
   )
 }
 
-function timeline(delivery) {
+/** A delivery's facts and its attempts, newest last (the endpoints page shows them too). */
+export function timeline(delivery) {
   const facts = [
     ['Event ID', h('span', { class: 'mono' }, delivery.eventId)],
     ['Event type', delivery.eventType],

@@ -1,4 +1,4 @@
-/** The enterprises page: create, list, rotate keys, set push URLs, disable. */
+/** The enterprises page: create, list, rotate keys, set push URLs, disable; each one's endpoints a link away. */
 import { api, enterpriseOptions } from './admin-api.js'
 import {
   alertBox,
@@ -183,7 +183,7 @@ function enterpriseTable(page, list) {
         ),
         cell(columns[4], e.disabled ? badge('disabled') : badge('active')),
         cell(columns[5], stamp(e.createdAt)),
-        cell(columns[6], e.disabled ? h('span', { class: 'muted' }, '—') : enterpriseActions(page, e)),
+        cell(columns[6], e.disabled ? endpointsLink(e) : enterpriseActions(page, e)),
       )
     }),
   )
@@ -193,17 +193,35 @@ function enterpriseActions(page, e) {
   return h(
     'div',
     { class: 'row-actions' },
+    endpointsLink(e),
     pushUrlForm(page, e),
     rotateButton(page, e),
     disableButton(page, e),
   )
 }
 
-/** The push URL of an enterprise: set, changed or cleared in place. */
+/** The endpoints page of an enterprise: its push endpoints, their event types, rates and deliveries. */
+function endpointsLink(e) {
+  return h(
+    'a',
+    {
+      href: `#/endpoints?${new URLSearchParams({ enterpriseId: e.enterpriseId })}`,
+      class: 'button',
+      'aria-label': `Endpoints of enterprise ${e.enterpriseId}`,
+    },
+    'Endpoints',
+  )
+}
+
+/**
+ * The push URL of an enterprise: set, changed or cleared in place. It is the one-endpoint shorthand: the
+ * enterprise's endpoints become this one, for every event type (the others are removed).
+ */
 function pushUrlForm(page, e) {
   const inputId = `push-url-${e.enterpriseId}`
   const input = h('input', {
     id: inputId,
+    'aria-describedby': `${inputId}-hint`,
     type: 'text',
     inputmode: 'url',
     value: e.pushUrl ?? '',
@@ -240,6 +258,11 @@ function pushUrlForm(page, e) {
       },
       label(inputId, `Push URL of enterprise ${e.enterpriseId}`),
       input,
+      h(
+        'small',
+        { id: `${inputId}-hint`, class: 'muted' },
+        'Its only endpoint then, for every event type: other endpoints are removed, their unconfirmed deliveries cancelled.',
+      ),
       h(
         'div',
         { class: 'actions' },

@@ -112,7 +112,7 @@ function endpointTable(endpoints, reload, status) {
       const alert = alertBox()
       const enable = async () => {
         try {
-          const enabled = await api('enableEndpoint', { body: { url: endpoint.url } })
+          const enabled = await api('enablePushUrl', { body: { url: endpoint.url } })
           status.textContent =
             `Enabled ${enabled.url}: ${count(enabled.resumed, 'held delivery', 'held deliveries')} resumed, ` +
             `${count(enabled.replayed, 'delivery', 'deliveries')} that failed meanwhile pushed again.`

@@ -1,5 +1,5 @@
 /**
- * Child process of `push.bench.ts`: a partner's push endpoint on loopback (node:http). Each push to
+ * Child process of `push.bench.ts` and `push-endpoints.bench.ts`: a partner's push endpoint on loopback (node:http). Each push to
  * `/push/<label>` is opened with the enterprise's key and answered `{"code":2000}` at once; as soon as
  * the answer is out, the receipt callback goes to the platform (POST /openapi/v1/callback, sealed with
  * a fresh nonce, with an access token fetched when the enterprise was registered) over keep-alive
@@ -39,6 +39,8 @@ export interface ReceiverProgress {
   events: number
   /** Distinct audioIds whose callback the platform answered with 2000. */
   confirmed: number
+  /** Callbacks the platform answered with 2000 (one per push acknowledged: a recording may have several). */
+  callbacks: number
   /** Pushes that could not be opened (answered 400). */
   badPushes: number
   callbackRetries: number
@@ -52,7 +54,10 @@ const RETRY_DELAY_MS = 100
 const MAX_SAMPLES = 5
 
 const partnerUrl = process.env.BENCH_PUSH_PARTNER_URL
-if (!partnerUrl) throw new Error('BENCH_PUSH_PARTNER_URL is not set: this module is started by push.bench.js')
+if (!partnerUrl)
+  throw new Error(
+    'BENCH_PUSH_PARTNER_URL is not set: this module is started by push.bench.js or push-endpoints.bench.js',
+  )
 const connections = Number(process.env.BENCH_PUSH_CALLBACK_CONNECTIONS || 16)
 const slowAnswerMs = Number(process.env.BENCH_PUSH_SLOW_ANSWER_MS || 3000)
 const agent = new Agent({ connections, keepAliveTimeout: 60_000 })
@@ -119,6 +124,7 @@ async function callBack(enterprise: Enterprise, audioId: string): Promise<void> 
         enterprise.token,
       )
       if (reply.code === 2000) {
+        enterprise.progress.callbacks++
         enterprise.confirmedIds.add(audioId)
         enterprise.progress.confirmed = enterprise.confirmedIds.size
         return
@@ -199,6 +205,7 @@ async function handleRegister(request: IncomingMessage, response: ServerResponse
       pushes: 0,
       events: 0,
       confirmed: 0,
+      callbacks: 0,
       badPushes: 0,
       callbackRetries: 0,
       callbackFailures: 0,

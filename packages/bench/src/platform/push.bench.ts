@@ -23,12 +23,8 @@
  * Latencies and attempt counts are computed in SQL from deliveries and delivery_attempts once the
  * platform has stopped (push-stats.ts). The results go to docs/benchmarks.md between the push markers.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { loadConfig, openDatabase } from '@earshot/platform'
-import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
   backendsSetting,
@@ -38,18 +34,40 @@ import {
   log,
   machineLine,
   measureBackends,
+  median,
   ms,
-  postgresCpuSeconds,
   publishSection,
   sectionText,
-  withCleanup,
   yes,
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
-import type { PushReceiverReady, ReceiverProgress, ReceiverRegistration } from './push-bench-receiver.js'
+import {
+  adminPost,
+  awaitConfirmations,
+  benchEnterprise,
+  type Credentials,
+  type ImportTiming,
+  importRecordings,
+  jsonLines,
+  progressOf,
+  STALL_MS,
+} from './push-bench-api.js'
+import type { PushReceiverReady, ReceiverProgress } from './push-bench-receiver.js'
+import {
+  checkpoint,
+  cpuPercent,
+  drainFigures,
+  pushStats,
+  type Storage,
+  startPushPlatform,
+  startPushReceiver,
+  usageOf,
+  withPushStorage,
+  withRunning,
+} from './push-bench-run.js'
 import type { PushPlatformReady } from './push-platform.js'
 import type { RawLoopReady, RawLoopRun, RawLoopSpec } from './push-raw-loop.js'
-import type { DeliveryStats, PushStatsReady, PushStatsSpec } from './push-stats.js'
+import type { DeliveryStats } from './push-stats.js'
 
 const TARGET_CONFIRMED_PER_SECOND = 1000
 const TARGET_FIRST_ATTEMPT_P99_MS = 100
@@ -64,9 +82,6 @@ const TARGET_METRICS_MS = 50
 /** The paced run sends one import per this many milliseconds. */
 const PACE_INTERVAL_MS = 50
 const MAX_IMPORTS_IN_FLIGHT = 8
-/** A run with no new push or confirmation for this long is given up. */
-const STALL_MS = 30_000
-const ADMIN_TOKEN = 'bench-admin-token-0123456789'
 
 const recordings = integerSetting('BENCH_PUSH_RECORDINGS', ISSUE_RECORDINGS)
 /** Deliveries held for a gone partner's disabled push URL beside the held drain. */
@@ -82,150 +97,6 @@ const rawInFlight = [
 const paceBatch = Math.max(1, Math.round((rate * PACE_INTERVAL_MS) / 1000))
 const paceIntervalMs = (1000 * paceBatch) / rate
 cleanUpOnInterrupt()
-
-interface Storage {
-  dataDir?: string
-  databaseUrl?: string
-}
-
-interface Credentials {
-  enterpriseId: number
-  keyVersion: number
-  secret: string
-}
-
-async function adminPost<T>(platform: PushPlatformReady, path: string, body: unknown): Promise<T> {
-  const response = await fetch(`${platform.adminUrl}/admin/v1${path}`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${platform.adminToken}` },
-    body: JSON.stringify(body),
-  })
-  const reply = await response.json()
-  if (!response.ok) throw new Error(`POST ${path}: HTTP ${response.status} ${JSON.stringify(reply)}`)
-  return reply as T
-}
-
-/** An enterprise pushing to /push/<label> on the receiver's `pushOrigin`, registered with the receiver. */
-async function benchEnterprise(
-  platform: PushPlatformReady,
-  receiverUrl: string,
-  label: string,
-  pushOrigin = receiverUrl,
-): Promise<Credentials> {
-  const created = await adminPost<Credentials>(platform, '/enterprises', {
-    name: `Push bench ${label}`,
-    pushUrl: `${pushOrigin}/push/${label}`,
-  })
-  const registration: ReceiverRegistration = { label, ...created }
-  const response = await fetch(`${receiverUrl}/bench/register`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(registration),
-  })
-  if (!response.ok) throw new Error(`receiver refused ${label}: ${await response.text()}`)
-  return created
-}
-
-const RECORDED_FROM = Date.UTC(2025, 5, 1)
-
-/** Audio-only recordings (one delivery each: recording.audio_ready), as JSON Lines. */
-function jsonLines(label: string, from: number, count: number): string {
-  const lines: string[] = []
-  for (let i = from; i < from + count; i++) {
-    lines.push(
-      JSON.stringify({
-        deviceUid: `bench-device-${i % 100}`,
-        title: `Push bench ${label} ${i}`,
-        recordedAt: new Date(RECORDED_FROM + i * 1000).toISOString(),
-        denoiseUrl: `https://cdn.example.com/bench/${label}/${i}.wav`,
-        recordDuration: 60_000,
-      }),
-    )
-  }
-  return `${lines.join('\n')}\n`
-}
-
-interface ImportTiming {
-  /** Epoch milliseconds: request sent, and the `{imported}` line (written after the commit) read. */
-  started: number
-  acked: number
-  count: number
-}
-
-async function importRecordings(
-  platform: PushPlatformReady,
-  enterpriseId: number,
-  body: string,
-): Promise<ImportTiming> {
-  const started = Date.now()
-  const response = await fetch(
-    `${platform.adminUrl}/admin/v1/enterprises/${enterpriseId}/recordings/import`,
-    {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson', authorization: `Bearer ${platform.adminToken}` },
-      body,
-    },
-  )
-  const text = await response.text()
-  const acked = Date.now()
-  const last = text.trimEnd().split('\n').at(-1) ?? ''
-  let imported: number | undefined
-  try {
-    imported = (JSON.parse(last) as { imported?: number }).imported
-  } catch {}
-  if (imported === undefined) throw new Error(`import failed: HTTP ${response.status} ${last.slice(0, 300)}`)
-  return { started, acked, count: imported }
-}
-
-async function progressOf(receiverUrl: string, label: string): Promise<ReceiverProgress> {
-  const response = await fetch(`${receiverUrl}/bench/progress?label=${encodeURIComponent(label)}`)
-  return (await response.json()) as ReceiverProgress
-}
-
-/** Polls the receiver until `expected` recordings are confirmed, or nothing moves for STALL_MS. */
-async function awaitConfirmations(
-  receiverUrl: string,
-  label: string,
-  expected: () => number,
-  finished: () => boolean,
-): Promise<{ progress: ReceiverProgress; stalled: boolean }> {
-  let seen = ''
-  let lastChange = performance.now()
-  let lastLog = performance.now()
-  let loggedConfirmed = 0
-  for (;;) {
-    const progress = await progressOf(receiverUrl, label)
-    if (finished() && progress.confirmed >= expected()) return { progress, stalled: false }
-    const now = performance.now()
-    const state = `${progress.pushes}/${progress.confirmed}/${progress.callbackRetries}`
-    if (state !== seen || !finished()) {
-      seen = state
-      lastChange = now
-    } else if (now - lastChange > STALL_MS) {
-      return { progress, stalled: true }
-    }
-    if (now - lastLog >= 5000) {
-      const perSecond = (1000 * (progress.confirmed - loggedConfirmed)) / (now - lastLog)
-      lastLog = now
-      loggedConfirmed = progress.confirmed
-      log(
-        `  ${label}: ${format(progress.pushes)} pushes, ${format(progress.confirmed)} confirmed (${format(perSecond)}/s over the last 5 s)`,
-      )
-    }
-    await sleep(100)
-  }
-}
-
-/** CPU use of the children, then of this machine's PostgreSQL processes, between two readings, % of one core. */
-async function usageOf(children: RunningChild<unknown>[]): Promise<{ at: number; cpu: number[] }> {
-  const usages = await Promise.all(children.map((child) => child.usage()))
-  const postgres = postgresCpuSeconds() ?? Number.NaN
-  return { at: performance.now(), cpu: [...usages.map((usage) => usage.cpuMicros), postgres * 1e6] }
-}
-function cpuPercent(before: { at: number; cpu: number[] }, after: { at: number; cpu: number[] }): number[] {
-  const seconds = (after.at - before.at) / 1000
-  return after.cpu.map((micros, i) => (100 * (micros - (before.cpu[i] ?? 0))) / 1e6 / seconds)
-}
 
 interface PhaseResult {
   label: string
@@ -395,11 +266,11 @@ async function holdBacklog(
   })
   await importRecordings(platform.ready, gone.enterpriseId, jsonLines('gone', 0, 1))
   for (;;) {
-    const response = await fetch(`${platform.ready.adminUrl}/admin/v1/endpoints`, {
+    const response = await fetch(`${platform.ready.adminUrl}/admin/v1/push-urls`, {
       headers: { authorization: `Bearer ${platform.ready.adminToken}` },
     })
-    const { endpoints } = (await response.json()) as { endpoints: { url: string; state: string }[] }
-    if (endpoints.some((endpoint) => endpoint.url === pushUrl && endpoint.state === 'disabled')) break
+    const { pushUrls } = (await response.json()) as { pushUrls: { url: string; state: string }[] }
+    if (pushUrls.some((each) => each.url === pushUrl && each.state === 'disabled')) break
     await sleep(50)
   }
   log(`  held: the gone partner's URL is disabled; importing ${format(heldBacklog)} recordings for it`)
@@ -462,146 +333,82 @@ interface BackendReport {
   paced: PacedResult & { stats: DeliveryStats }
 }
 
-/**
- * Writes out what the earlier phases left in PostgreSQL's buffers, so that no phase pays for another's
- * checkpoint (with synchronous commits, one overlapping a phase slowed it by half).
- */
-async function checkpoint(storage: Storage): Promise<void> {
-  if (!storage.databaseUrl) return
-  const db = await openDatabase({ databaseUrl: storage.databaseUrl, poolSize: 1 })
-  try {
-    await db.query('CHECKPOINT')
-  } finally {
-    await db.close()
+/** The raw SKIP LOCKED loop on `storage`, in a child of its own. */
+async function rawLoop(backend: Backend, storage: Storage): Promise<RawLoopRun[]> {
+  log(`${backend}: raw SKIP LOCKED loop, ${format(recordings)} rows, ${rawInFlight.join(' and ')} in flight`)
+  await checkpoint(storage)
+  const rawSpec: RawLoopSpec = {
+    ...storage,
+    poolSize: platformConfig.databasePoolSize,
+    rows: recordings,
+    inFlight: rawInFlight,
   }
+  const rawChild = await startChild<RawLoopReady>(new URL('./push-raw-loop.js', import.meta.url).href, {
+    BENCH_RAW_LOOP_SPEC: JSON.stringify(rawSpec),
+  })
+  await rawChild.stop()
+  for (const run of rawChild.ready.runs) {
+    log(`  ${run.inFlight} in flight: ${format(run.rowsPerSecond)} rows/s (${format(run.seconds, 2)} s)`)
+  }
+  return rawChild.ready.runs
 }
 
-async function measureBackend(backend: Backend): Promise<BackendReport> {
-  let scratch: ScratchDatabase | undefined
-  let tempDir: string | undefined
-  if (backend === 'postgres') scratch = await scratchPostgresDatabase()
-  else tempDir = mkdtempSync(join(tmpdir(), 'earshot-push-bench-'))
-  const storage: Storage = scratch
-    ? { databaseUrl: scratch.url }
-    : { dataDir: join(tempDir as string, 'data') }
-  return withCleanup(
-    async () => {
-      await scratch?.drop()
-      if (tempDir) rmSync(tempDir, { recursive: true, force: true })
-    },
-    async () => {
-      log(
-        `${backend}: raw SKIP LOCKED loop, ${format(recordings)} rows, ${rawInFlight.join(' and ')} in flight`,
-      )
-      await checkpoint(storage)
-      const rawSpec: RawLoopSpec = {
-        ...storage,
-        poolSize: platformConfig.databasePoolSize,
-        rows: recordings,
-        inFlight: rawInFlight,
-      }
-      const rawChild = await startChild<RawLoopReady>(new URL('./push-raw-loop.js', import.meta.url).href, {
-        BENCH_RAW_LOOP_SPEC: JSON.stringify(rawSpec),
-      })
-      await rawChild.stop()
-      const raw = rawChild.ready.runs
-      for (const run of raw) {
-        log(`  ${run.inFlight} in flight: ${format(run.rowsPerSecond)} rows/s (${format(run.seconds, 2)} s)`)
-      }
-
-      log(`${backend}: starting the platform and the receiver`)
-      const platform = await startChild<PushPlatformReady>(
-        new URL('./push-platform.js', import.meta.url).href,
-        {
-          EARSHOT_HOST: '127.0.0.1',
-          EARSHOT_PORT: '0',
-          EARSHOT_ADMIN_HOST: '127.0.0.1',
-          EARSHOT_ADMIN_PORT: '0',
-          EARSHOT_ADMIN_TOKEN: ADMIN_TOKEN,
-          EARSHOT_PUSH_ALLOW_PRIVATE: '1',
-          EARSHOT_PUSH_DISPATCH: '1',
-          EARSHOT_RATE_LIMIT: '0',
-          EARSHOT_LOG_LEVEL: 'warn',
-          EARSHOT_DEMO: '0',
-          ...(storage.databaseUrl
-            ? { DATABASE_URL: storage.databaseUrl }
-            : { DATABASE_URL: '', EARSHOT_DATA_DIR: storage.dataDir as string }),
-        },
-      )
-      const phases = await withCleanup(
-        () => platform.stop(),
-        async () => {
-          const receiver = await startChild<PushReceiverReady>(
-            new URL('./push-bench-receiver.js', import.meta.url).href,
-            {
-              BENCH_PUSH_PARTNER_URL: platform.ready.partnerUrl,
-              BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
-              BENCH_PUSH_SLOW_ANSWER_MS: String(SLOW_ANSWER_MS),
-            },
-          )
-          return withCleanup(
-            () => receiver.stop(),
-            async () => {
-              await checkpoint(storage)
-              log(`${backend}: backlog drain`)
-              const drain = await scrapedDrain(platform, receiver, storage, 'drain', false)
-              log(`${backend}: ${format(heldBacklog)} deliveries held for a gone partner`)
-              const held = await holdBacklog(platform, receiver)
-              const drains = [drain]
-              for (const label of ['drain-held-1', 'drain-held-2']) {
-                log(`${backend}: backlog drain beside the held backlog`)
-                drains.push(await scrapedDrain(platform, receiver, storage, label, true))
-              }
-              if (await cancelHeld(storage)) {
-                log(`${backend}: backlog drain once the held backlog is cancelled`)
-                drains.push(await scrapedDrain(platform, receiver, storage, 'drain-after', false))
-              }
-              await checkpoint(storage)
-              log(`${backend}: paced load`)
-              const paced = await pacedPhase(platform, receiver)
-              return { drain, held, drains, paced }
-            },
-          )
-        },
-      )
-
-      log(`${backend}: computing latencies from deliveries and delivery_attempts`)
-      const statsSpec: PushStatsSpec = {
-        ...storage,
-        enterprises: [...phases.drains, phases.paced].map((phase) => ({
-          label: phase.label,
-          enterpriseId: phase.credentials.enterpriseId,
-        })),
-      }
-      const statsChild = await startChild<PushStatsReady>(new URL('./push-stats.js', import.meta.url).href, {
-        BENCH_PUSH_STATS_SPEC: JSON.stringify(statsSpec),
-      })
-      await statsChild.stop()
-      const { stats } = statsChild.ready
-      return {
-        backend,
-        databaseVersion: platform.ready.databaseVersion,
-        serverSettings: platform.ready.serverSettings,
-        settings: platform.ready.settings,
-        raw,
-        drain: { ...phases.drain, stats: stats.drain as DeliveryStats },
-        held: phases.held,
-        drains: phases.drains.map((phase) => ({ ...phase, stats: stats[phase.label] as DeliveryStats })),
-        paced: { ...phases.paced, stats: stats.paced as DeliveryStats },
-      }
-    },
-  )
+/** The platform's phases, in order: drain, held backlog, drains beside it (and after it), paced load. */
+async function platformPhases(
+  backend: Backend,
+  storage: Storage,
+  platform: RunningChild<PushPlatformReady>,
+  receiver: RunningChild<PushReceiverReady>,
+) {
+  await checkpoint(storage)
+  log(`${backend}: backlog drain`)
+  const drain = await scrapedDrain(platform, receiver, storage, 'drain', false)
+  log(`${backend}: ${format(heldBacklog)} deliveries held for a gone partner`)
+  const held = await holdBacklog(platform, receiver)
+  const drains = [drain]
+  for (const label of ['drain-held-1', 'drain-held-2']) {
+    log(`${backend}: backlog drain beside the held backlog`)
+    drains.push(await scrapedDrain(platform, receiver, storage, label, true))
+  }
+  if (await cancelHeld(storage)) {
+    log(`${backend}: backlog drain once the held backlog is cancelled`)
+    drains.push(await scrapedDrain(platform, receiver, storage, 'drain-after', false))
+  }
+  await checkpoint(storage)
+  log(`${backend}: paced load`)
+  const paced = await pacedPhase(platform, receiver)
+  return { drain, held, drains, paced }
 }
 
-/** The drain's window opens at the import's commit (seen as the `{imported}` line, or the first attempt if earlier). */
-function drainFigures(drain: BackendReport['drain']) {
-  const { stats } = drain
-  const committed = Math.min(drain.imports[0]?.acked ?? Number.NaN, stats.firstAttempt)
-  const seconds = (stats.lastConfirmed - committed) / 1000
-  const importSeconds = drain.imports[0]
-    ? (drain.imports[0].acked - drain.imports[0].started) / 1000
-    : Number.NaN
-  return { seconds, confirmedPerSecond: stats.confirmed / seconds, importSeconds }
+function measureBackend(backend: Backend): Promise<BackendReport> {
+  return withPushStorage(backend, async (storage) => {
+    const raw = await rawLoop(backend, storage)
+    log(`${backend}: starting the platform and the receiver`)
+    const platform = await startPushPlatform(storage)
+    const phases = await withRunning(platform, async () => {
+      const receiver = await startPushReceiver(platform.ready, callbackConnections, SLOW_ANSWER_MS)
+      return withRunning(receiver, () => platformPhases(backend, storage, platform, receiver))
+    })
+    log(`${backend}: computing latencies from deliveries and delivery_attempts`)
+    const stats = await pushStats(
+      storage,
+      [...phases.drains, phases.paced].map((phase) => ({
+        label: phase.label,
+        enterpriseId: phase.credentials.enterpriseId,
+      })),
+    )
+    return {
+      backend,
+      databaseVersion: platform.ready.databaseVersion,
+      serverSettings: platform.ready.serverSettings,
+      settings: platform.ready.settings,
+      raw,
+      drain: { ...phases.drain, stats: stats.drain as DeliveryStats },
+      held: phases.held,
+      drains: phases.drains.map((phase) => ({ ...phase, stats: stats[phase.label] as DeliveryStats })),
+      paced: { ...phases.paced, stats: stats.paced as DeliveryStats },
+    }
+  })
 }
 
 function pacedFigures(paced: BackendReport['paced']) {
@@ -722,11 +529,9 @@ function renderBackend(report: BackendReport): string {
 
   // The drains with nothing held (before the backlog, and on PostgreSQL after it is cancelled) against those
   // beside it: medians of each.
-  const middle = (values: number[]) =>
-    [...values].sort((a, b) => a - b)[Math.floor((values.length - 1) / 2)] ?? Number.NaN
   type Drain = BackendReport['drains'][number]
   const of = (held: boolean, pick: (phase: Drain) => number) =>
-    middle(report.drains.filter((phase) => phase.held === held).map(pick))
+    median(report.drains.filter((phase) => phase.held === held).map(pick))
   const drainRate = (phase: Drain) => drainFigures(phase).confirmedPerSecond
   const firstP99 = (phase: Drain) => phase.stats.firstP99
   const [unheldRate, heldRate] = [of(false, drainRate), of(true, drainRate)]
@@ -754,7 +559,7 @@ function renderBackend(report: BackendReport): string {
     target(
       `GET /metrics with that backlog held under ${TARGET_METRICS_MS} ms`,
       (atRest.at(-1) ?? Number.NaN) < TARGET_METRICS_MS,
-      `${atRest.length} scrapes at rest: median ${ms(middle(atRest))} ms, max ${ms(atRest.at(-1) ?? Number.NaN)} ms; every 500 ms during the drains, p99 ${ms(p99(scrapes(true)))} ms beside the held backlog and ${ms(p99(scrapes(false)))} ms without`,
+      `${atRest.length} scrapes at rest: median ${ms(median(atRest))} ms, max ${ms(atRest.at(-1) ?? Number.NaN)} ms; every 500 ms during the drains, p99 ${ms(p99(scrapes(true)))} ms beside the held backlog and ${ms(p99(scrapes(false)))} ms without`,
       heldOffScale,
     ),
   )

@@ -1,7 +1,10 @@
+import type { Static } from 'typebox'
 import type { EnterpriseCredentials, EnterpriseSummary, RotatedKey } from '../enterprises/enterprise-store.js'
 import type { ImportProgressLine } from '../imports/json-lines-import.js'
 import type { DeliveryView } from '../push/delivery-views.js'
-import type { EndpointView } from '../push/endpoint-health.js'
+import type { EndpointChangesSchema, NewEndpointSchema } from '../push/endpoint-input.js'
+import type { EndpointView } from '../push/endpoint-store.js'
+import type { PushUrlView } from '../push/push-url-health.js'
 import { type AdminOperationId, adminOperations } from './admin-operations.js'
 
 /**
@@ -16,7 +19,8 @@ export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:8081'
 
 export type { DeliveryState } from '../push/delivery-store.js'
 export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '../push/delivery-views.js'
-export type { EndpointState, EndpointView as Endpoint } from '../push/endpoint-health.js'
+export type { EndpointView as Endpoint } from '../push/endpoint-store.js'
+export type { PushUrlState, PushUrlView as PushUrl } from '../push/push-url-health.js'
 export type { EnterpriseCredentials, RotatedKey }
 export type Enterprise = EnterpriseSummary
 /** What an audio upload stored. */
@@ -25,6 +29,15 @@ export interface UploadedAudio {
   bytes: number
   sha256: string
   contentType: string
+}
+/** A new endpoint: its URL, and what differs from the defaults (every event type, enabled, no rate). */
+export type NewEndpoint = Static<typeof NewEndpointSchema>
+/** The settings of an endpoint to change; maxPerSecond null lifts its rate. */
+export type EndpointChanges = Static<typeof EndpointChangesSchema>
+/** An endpoint with its recent deliveries (newest first) and their attempts. */
+export interface EndpointDetail {
+  endpoint: EndpointView
+  recentDeliveries: DeliveryView[]
 }
 /** One line of the import response stream. */
 export type ImportLine = ImportProgressLine
@@ -199,16 +212,46 @@ export class AdminClient {
     return this.call('replayUnreceipted', { params: { enterpriseId }, body: { since } })
   }
 
-  /** Every push URL in use or with a health record, with its health. */
+  /** Every enterprise's push endpoints, by enterprise, with their URL's health. */
   async listEndpoints(): Promise<EndpointView[]> {
     return (await this.call<{ endpoints: EndpointView[] }>('listEndpoints')).endpoints
   }
 
+  /** An enterprise's push endpoints, in the order they were added. */
+  async listEnterpriseEndpoints(enterpriseId: number): Promise<EndpointView[]> {
+    const params = { enterpriseId }
+    return (await this.call<{ endpoints: EndpointView[] }>('listEnterpriseEndpoints', { params })).endpoints
+  }
+
+  /** Adds a push endpoint to an enterprise (it may have 10 at most). */
+  addEndpoint(enterpriseId: number, endpoint: NewEndpoint): Promise<EndpointView> {
+    return this.call('addEndpoint', { params: { enterpriseId }, body: endpoint })
+  }
+
+  showEndpoint(enterpriseId: number, endpointId: number): Promise<EndpointDetail> {
+    return this.call('showEndpoint', { params: { enterpriseId, endpointId } })
+  }
+
+  /** Changes an endpoint's settings; those not given stay as they are. */
+  updateEndpoint(enterpriseId: number, endpointId: number, changes: EndpointChanges): Promise<EndpointView> {
+    return this.call('updateEndpoint', { params: { enterpriseId, endpointId }, body: changes })
+  }
+
+  /** Removes an endpoint; its deliveries not yet confirmed are cancelled. */
+  removeEndpoint(enterpriseId: number, endpointId: number): Promise<{ removed: number; cancelled: number }> {
+    return this.call('removeEndpoint', { params: { enterpriseId, endpointId } })
+  }
+
+  /** Every push URL in use or with a health record, with its health. */
+  async listPushUrls(): Promise<PushUrlView[]> {
+    return (await this.call<{ pushUrls: PushUrlView[] }>('listPushUrls')).pushUrls
+  }
+
   /** Makes a push URL healthy again; the deliveries it held resume, and those that failed meanwhile. */
-  enableEndpoint(
+  enablePushUrl(
     url: string,
-  ): Promise<{ url: string; enabled: true; resumed: number; replayed: number; endpoint: EndpointView }> {
-    return this.call('enableEndpoint', { body: { url } })
+  ): Promise<{ url: string; enabled: true; resumed: number; replayed: number; endpoint: PushUrlView }> {
+    return this.call('enablePushUrl', { body: { url } })
   }
 
   /** An enterprise's recordings as its partner's query answers them (stored audio as fresh links). */

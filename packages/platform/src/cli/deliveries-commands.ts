@@ -91,6 +91,15 @@ async function printDeliveries(client: AdminClient, options: ListOptions): Promi
     )
   }
   if (found.length === 0) return printLines('No deliveries match.')
+  printLines(...deliveryTable(found))
+  const last = found.at(-1) as Delivery
+  if (found.length === (options.limit ?? DEFAULT_LIMIT)) {
+    printLines(`Showing the newest ${found.length}; for older ones add --before ${last.deliveryId}.`)
+  }
+}
+
+/** Deliveries as `deliveries list` shows them: a row each, with its attempts in a few words. */
+export function deliveryTable(found: Delivery[]): string[] {
   const rows = found.map((delivery) => [
     String(delivery.deliveryId),
     String(delivery.enterpriseId),
@@ -101,16 +110,10 @@ async function printDeliveries(client: AdminClient, options: ListOptions): Promi
     lastAttempt(delivery.attempts.at(-1)),
     delivery.nextAttemptAt ?? '-',
   ])
-  printLines(
-    ...table(
-      ['ID', 'ENTERPRISE', 'AUDIO ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'NEXT ATTEMPT'],
-      rows,
-    ),
+  return table(
+    ['ID', 'ENTERPRISE', 'AUDIO ID', 'EVENT', 'STATE', 'ATTEMPTS', 'LAST ATTEMPT', 'NEXT ATTEMPT'],
+    rows,
   )
-  const last = found.at(-1) as Delivery
-  if (found.length === (options.limit ?? DEFAULT_LIMIT)) {
-    printLines(`Showing the newest ${found.length}; for older ones add --before ${last.deliveryId}.`)
-  }
 }
 
 function showCommand(): Command {
@@ -283,7 +286,8 @@ function limitArgument(raw: string): number {
   return Number(raw)
 }
 
-function shortEventType(eventType: string): string {
+/** An event type without its `recording.` prefix: audio_ready, transcript_ready, updated, deleted. */
+export function shortEventType(eventType: string): string {
   return eventType.replace(/^recording\./, '')
 }
 

@@ -90,7 +90,7 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     '`0`: this instance pushes nothing, leaving it to `earshot worker` processes on the same database.',
   EARSHOT_PUSH_CONCURRENCY: 'Push attempts in flight at once on this instance, over every push URL.',
   EARSHOT_PUSH_CONCURRENCY_PER_URL:
-    "Push attempts in flight at once to one enterprise's push URL on this instance, so that a slow partner cannot take every slot. Keep `EARSHOT_PUSH_CONCURRENCY` several times larger.",
+    "Push attempts in flight at once to one endpoint on this instance, so that a slow partner cannot take every slot (an endpoint's `maxPerSecond` limits it further, across instances). Keep `EARSHOT_PUSH_CONCURRENCY` several times larger.",
   EARSHOT_PUSH_DISABLE_AFTER:
     'Seconds a push URL may fail with no success before it is disabled and its deliveries held (an answer 410 Gone disables it at once); `earshot endpoints enable URL` resumes it.',
   EARSHOT_DELIVERY_RETENTION:

@@ -16,6 +16,7 @@ const FILES = {
   'console.js': JAVASCRIPT,
   'overview.js': JAVASCRIPT,
   'enterprises.js': JAVASCRIPT,
+  'endpoints.js': JAVASCRIPT,
   'recordings.js': JAVASCRIPT,
   'recording-detail.js': JAVASCRIPT,
   'deliveries.js': JAVASCRIPT,

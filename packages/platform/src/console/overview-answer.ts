@@ -1,7 +1,7 @@
 import Type, { type Static, type TSchema } from 'typebox'
 import type { Holds, Same } from '../http/answer-fields.js'
 import type { COUNTED_STATES } from '../push/delivery-store.js'
-import { EndpointSchema } from '../push/push-answers.js'
+import { PushUrlSchema } from '../push/push-answers.js'
 import type { Overview } from './overview.js'
 
 /** The console's figures (console/overview.ts). */
@@ -35,7 +35,7 @@ export const OverviewSchema = Type.Object({
       p99: Type.Union([Type.Number({ minimum: 0 }), Type.Null()]),
     }),
   }),
-  endpoints: Type.Array(EndpointSchema),
+  endpoints: Type.Array(PushUrlSchema),
 })
 
 /** Compiles only while the schema describes exactly the figures the overview answers with. */

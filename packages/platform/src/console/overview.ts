@@ -1,5 +1,5 @@
 import { type CountedState, countDueDeliveries, countOpenDeliveries } from '../push/delivery-store.js'
-import { type EndpointView, listEndpoints } from '../push/endpoint-health.js'
+import { listPushUrls, type PushUrlView } from '../push/push-url-health.js'
 import type { Queryable } from '../storage/database.js'
 
 /** The span the overview's push figures cover. */
@@ -23,7 +23,7 @@ export interface Overview {
     successRate: number | null
     latencyMs: { p50: number | null; p99: number | null }
   }
-  endpoints: EndpointView[]
+  endpoints: PushUrlView[]
 }
 
 /**
@@ -36,7 +36,7 @@ export async function readOverview(db: Queryable): Promise<Overview> {
   const [byState, queueDepth, endpoints, [push], [confirmed]] = await Promise.all([
     countOpenDeliveries(db),
     countDueDeliveries(db),
-    listEndpoints(db),
+    listPushUrls(db),
     db.query<{ attempts: number; acked: number; p50: number | null; p99: number | null }>(
       `SELECT count(*) AS attempts, count(*) FILTER (WHERE outcome = 'acked') AS acked,
               percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,

@@ -9,8 +9,9 @@ import { NewEnterpriseSchema, PushUrlChangeSchema } from '../enterprises/enterpr
 import type { RouteSpec } from '../http/route-spec.js'
 import { ImportLineSchema } from '../imports/import-answers.js'
 import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../push/delivery-queries.js'
-import { EndpointEnableSchema } from '../push/endpoint-routes.js'
-import { DeliverySchema, EndpointSchema } from '../push/push-answers.js'
+import { EndpointSchema } from '../push/endpoint-answers.js'
+import { DeliverySchema, PushUrlSchema } from '../push/push-answers.js'
+import { PushUrlEnableSchema } from '../push/push-url-routes.js'
 import {
   RecordingInputSchema,
   RecordingUpdateSchema,
@@ -49,8 +50,13 @@ const NAMED: [string, TSchema, string?][] = [
     UnreceiptedReplaySchema,
     'Pushes again every delivery created since `since` that was never receipted (acked, failed, unconfirmed); pending and in-flight ones are pushed anyway.',
   ],
-  ['Endpoint', EndpointSchema, "A push URL's health."],
-  ['EndpointEnable', EndpointEnableSchema],
+  ['PushUrl', PushUrlSchema, "A push URL's health."],
+  [
+    'Endpoint',
+    EndpointSchema,
+    "A push endpoint of an enterprise: its URL, event types, rate and its URL's health.",
+  ],
+  ['EndpointEnable', PushUrlEnableSchema],
 ]
 
 /** The operators' API as an OpenAPI 3.1 document, made from the admin listener's routes. */
@@ -72,14 +78,14 @@ export function adminApiDocument(routes: readonly RouteSpec<never>[]): Json {
       title: 'Earshot admin API',
       version: '1',
       description:
-        "The operators' API: enterprises and their keys, recordings, push deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
+        "The operators' API: enterprises and their keys, recordings, push endpoints, deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
     },
     tags: [
       { name: 'enterprises', description: 'Enterprises, their keys and push URLs' },
       { name: 'recordings', description: 'Ingesting, updating and deleting recordings' },
       { name: 'media', description: 'The keys signing the links to stored audio' },
       { name: 'deliveries', description: 'Push deliveries and their replay' },
-      { name: 'endpoints', description: 'The health of push URLs' },
+      { name: 'endpoints', description: "Enterprises' push endpoints, and the health of push URLs" },
       { name: 'operations', description: 'Health and metrics' },
       {
         name: 'console',

@@ -257,14 +257,14 @@ describe('OpenAPI documents and reference pages', { timeout: 60_000 }, () => {
       dryRun: true,
     })
     await call('POST', `/enterprises/${id}/deliveries/replay-unreceipted`, { since: '2026-01-01T00:00:00Z' })
-    await call('GET', '/endpoints')
+    await call('GET', '/push-urls')
     await call('GET', '/overview')
     await call('GET', `/delivery-log?enterpriseId=${id}&limit=1`)
     await call(
       'GET',
       `/enterprises/${id}/deliveries/replayable?from=2026-01-01T00:00:00Z&to=2099-01-01T00:00:00Z`,
     )
-    await call('POST', '/endpoints/enable', { url: 'https://nobody.example/push' })
+    await call('POST', '/push-urls/enable', { url: 'https://nobody.example/push' })
     await call('PUT', `/enterprises/${id}/push-url`, { pushUrl: null })
     await call('POST', `/enterprises/${id}/rotate-key`)
     await call('POST', `/enterprises/${id}/disable`)

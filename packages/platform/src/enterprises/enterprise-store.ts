@@ -19,6 +19,7 @@ export interface EnterpriseKeySummary {
 export interface EnterpriseSummary {
   enterpriseId: number
   name: string
+  /** Its first endpoint's URL (the one `set-push-url` sets), if it has one. */
   pushUrl: string | null
   disabled: boolean
   createdAt: string
@@ -41,10 +42,18 @@ export async function createEnterprise(
   const secret = generateSecret(randomBytes)
   return db.transaction(async (tx) => {
     const [row] = await tx.query<{ enterpriseId: number }>(
-      'INSERT INTO enterprises (name, push_url) VALUES ($1, $2) RETURNING enterprise_id AS "enterpriseId"',
-      [name, pushUrl],
+      'INSERT INTO enterprises (name) VALUES ($1) RETURNING enterprise_id AS "enterpriseId"',
+      [name],
     )
     const enterpriseId = (row as { enterpriseId: number }).enterpriseId
+    // A push URL given at creation is its one endpoint, for every event type.
+    if (pushUrl !== null) {
+      await tx.query(
+        `INSERT INTO endpoints (enterprise_id, url, event_types)
+         VALUES ($1, $2, ARRAY['recording.audio_ready', 'recording.transcript_ready', 'recording.updated', 'recording.deleted'])`,
+        [enterpriseId, pushUrl],
+      )
+    }
     await tx.query('INSERT INTO enterprise_keys (enterprise_id, key_version, secret) VALUES ($1, 1, $2)', [
       enterpriseId,
       secret,
@@ -55,7 +64,9 @@ export async function createEnterprise(
 
 export async function listEnterprises(db: Queryable): Promise<EnterpriseSummary[]> {
   const rows = await db.query<EnterpriseSummary & { keys: EnterpriseKeySummary[] | string }>(
-    `SELECT e.enterprise_id AS "enterpriseId", e.name, e.push_url AS "pushUrl",
+    `SELECT e.enterprise_id AS "enterpriseId", e.name,
+            (SELECT url FROM endpoints WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL
+              ORDER BY endpoint_id LIMIT 1) AS "pushUrl",
             e.disabled_at IS NOT NULL AS disabled, ${isoTime('e.created_at')} AS "createdAt",
             (SELECT json_agg(json_build_object('keyVersion', k.key_version, 'createdAt', ${isoTime('k.created_at')},
                                                'retiresAt', ${isoTime('k.retires_at')}) ORDER BY k.key_version)
@@ -79,18 +90,6 @@ export async function disableEnterprise(db: Queryable, enterpriseId: number): Pr
     'UPDATE enterprises SET disabled_at = coalesce(disabled_at, now()) WHERE enterprise_id = $1 RETURNING 1',
     [enterpriseId],
   )
-  return rows.length === 1
-}
-
-export async function setPushUrl(
-  db: Queryable,
-  enterpriseId: number,
-  pushUrl: string | null,
-): Promise<boolean> {
-  const rows = await db.query('UPDATE enterprises SET push_url = $2 WHERE enterprise_id = $1 RETURNING 1', [
-    enterpriseId,
-    pushUrl,
-  ])
   return rows.length === 1
 }
 

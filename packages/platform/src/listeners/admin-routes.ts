@@ -7,6 +7,7 @@ import { audioUploadRoute } from '../media/audio-upload-route.js'
 import { linkKeyRoute } from '../media/link-key-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
+import { pushUrlRoutes } from '../push/push-url-routes.js'
 import { recordingListRoute } from '../recordings/recording-list-route.js'
 import { recordingAdminRoutes } from '../recordings/recording-routes.js'
 import { healthRoute, metricsRoute } from './health-routes.js'
@@ -23,5 +24,6 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   importRoute,
   ...deliveryRoutes,
   ...endpointRoutes,
+  ...pushUrlRoutes,
   ...consoleRoutes,
 ]

@@ -141,7 +141,7 @@ for (const backend of testBackends) {
       await platform?.stop()
     })
 
-    test('an ingested recording makes pending deliveries, listed newest first with their fields', async () => {
+    test('an ingested recording makes its deliveries, in order, listed newest first with their fields', async () => {
       const enterpriseId = await createEnterprise()
       const audioId = await ingest(platform, enterpriseId, recording(++recordingCounter, true))
       const deliveries = await list(`enterpriseId=${enterpriseId}`)
@@ -155,6 +155,7 @@ for (const backend of testBackends) {
         'confirmedAt',
         'createdAt',
         'deliveryId',
+        'endpointId',
         'enterpriseId',
         'eventId',
         'eventType',
@@ -165,18 +166,27 @@ for (const backend of testBackends) {
         'recording.audio_ready',
         'recording.transcript_ready',
       ])
+      // The transcript's push waits for the audio's: a recording's events reach an endpoint in order.
+      assert.deepEqual(
+        deliveries.map((each) => [each.eventType, each.state]),
+        [
+          ['recording.transcript_ready', 'queued'],
+          ['recording.audio_ready', 'pending'],
+        ],
+      )
       for (const each of deliveries) {
         assert.equal(each.enterpriseId, enterpriseId)
         assert.equal(each.audioId, audioId)
-        assert.equal(each.state, 'pending')
         assert.deepEqual(each.attempts, [])
         assert.match(each.eventId, /^[0-9a-f-]{36}$/)
         assert.match(each.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-        assert.match(each.nextAttemptAt ?? '', /Z$/)
         assert.equal(each.ackedAt, null)
         assert.equal(each.confirmedAt, null)
       }
       assert.notEqual(newest.eventId, oldest.eventId)
+      // Only the pending one has a time: the queued one waits for it, not for a time.
+      assert.match(oldest.nextAttemptAt ?? '', /Z$/)
+      assert.equal(newest.nextAttemptAt, null)
     })
 
     test('an enterprise without a push URL has no deliveries', async () => {

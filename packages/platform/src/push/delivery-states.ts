@@ -15,9 +15,12 @@ export const MAX_REPUSHES = 3
 export const deliveryMachine = defineQueueMachine({
   ready: 'pending',
   claimed: 'in_flight',
-  // A disabled push URL's deliveries, out of the due path until it is enabled (endpoint-health.ts).
+  // A disabled push URL's deliveries, out of the due path until it is enabled (push-url-health.ts).
   held: 'held',
   waiting: ['acked'],
+  // Behind an earlier event of its recording to the same endpoint that is not done yet (sql/000017.sql
+  // makes it pending when that one is).
+  parked: ['queued'],
   final: ['confirmed', 'failed', 'unconfirmed', 'cancelled'],
   transitions: [
     { from: 'pending', to: 'in_flight', on: 'claim' }, // by a dispatcher; the claim number grows by one
@@ -42,6 +45,7 @@ export const deliveryMachine = defineQueueMachine({
     { from: 'pending', to: 'held', on: 'hold' },
     { from: 'held', to: 'pending', on: 'resume' },
     { from: 'failed', to: 'pending', on: 'enable' },
+    { from: 'queued', to: 'pending', on: 'turn' }, // the earlier events of its recording are done
     { from: 'failed', to: 'pending', on: 'replay' }, // by an operator
     { from: 'unconfirmed', to: 'pending', on: 'replay' },
     // An operator's replay of what the partner never receipted, acknowledged or not (`deliveries replay
@@ -51,12 +55,14 @@ export const deliveryMachine = defineQueueMachine({
       to: 'pending' as const,
       on: 'unreceipted_replay',
     })),
-    // Recording deleted:
-    ...(['pending', 'held', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map((from) => ({
-      from,
-      to: 'cancelled' as const,
-      on: 'deletion',
-    })),
+    // Recording deleted, or its endpoint removed:
+    ...(['pending', 'held', 'queued', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map(
+      (from) => ({
+        from,
+        to: 'cancelled' as const,
+        on: 'deletion',
+      }),
+    ),
   ],
 })
 
@@ -69,5 +75,5 @@ export const REPLAYABLE_STATES: readonly DeliveryState[] = deliveryMachine.sourc
 /** The states a receipt callback confirms an acknowledged delivery from. */
 export const RECEIPT_STATES: readonly DeliveryState[] = deliveryMachine.sources('receipt', 'confirmed')
 
-/** The states a recording's deletion cancels a delivery from: any but confirmed. */
+/** The states a recording's deletion (or its endpoint's removal) cancels a delivery from: any but confirmed. */
 export const CANCELLABLE_STATES: readonly DeliveryState[] = deliveryMachine.sources('deletion')

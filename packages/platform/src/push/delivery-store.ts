@@ -24,14 +24,27 @@ export { DELIVERY_STATES, type DeliveryState, REPLAYABLE_STATES } from './delive
 /** Notified when deliveries become due now, so dispatchers (in any process) attempt them at once. */
 const PUSH_CHANNEL = 'earshot_push'
 
-/** The enterprises whose push URL is disabled (endpoint-health.ts), as the queue's group keys. */
-const PAUSED_GROUPS = `SELECT e.enterprise_id::text FROM push_endpoints p
-                        JOIN enterprises e ON e.push_url = p.url WHERE p.disabled_at IS NOT NULL`
+/**
+ * The endpoints whose deliveries wait, as the queue's group keys: those an operator disabled, and those
+ * whose push URL is disabled (push-url-health.ts).
+ */
+const PAUSED_GROUPS = `SELECT endpoint_id::text FROM endpoints WHERE NOT enabled AND removed_at IS NULL
+                       UNION ALL
+                       SELECT ep.endpoint_id::text FROM push_url_health p
+                         JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL
+                        WHERE p.disabled_at IS NOT NULL`
+
+/** The states in which a delivery holds back the later events of its recording to its endpoint. */
+const IN_ORDER_AHEAD = "'pending', 'held', 'in_flight', 'queued'"
 
 /**
- * Schedules a delivery for each event of an enterprise that has a push URL. Call it inside the
- * transaction that stores the recording part, so no part is stored without its push scheduled. A
- * disabled push URL's deliveries are created held.
+ * Schedules a delivery of each event to every enabled endpoint of the enterprise subscribed to its type.
+ * Call it inside the transaction that stores the recording part, so no part is stored without its pushes
+ * scheduled. A paused endpoint's deliveries are created held. A recording's events reach each endpoint in
+ * the order they were created: one with an earlier event of its recording still pending, held or in flight
+ * to the endpoint waits, queued (sql/000017.sql lets it go), and one following an attempt cancelled in
+ * flight is not due before that attempt's lease ends. The earlier deliveries are locked, so that one
+ * finishing meanwhile either is seen finished here or sees this one queued.
  */
 export async function scheduleDeliveries(
   tx: Queryable,
@@ -40,14 +53,29 @@ export async function scheduleDeliveries(
 ): Promise<number> {
   if (events.length === 0) return 0
   const [row] = await tx.query<{ scheduled: number; pending: number }>(
-    `WITH target AS (
-       SELECT e.enterprise_id, e.enterprise_id::text IN (${PAUSED_GROUPS}) AS paused
-         FROM enterprises e WHERE e.enterprise_id = $1 AND e.push_url IS NOT NULL),
+    `WITH ev AS (SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(audio_id, event_type, n)),
+     targets AS (
+       SELECT ep.endpoint_id, ev.audio_id, ev.event_type, ev.n,
+              ep.endpoint_id::text IN (${PAUSED_GROUPS}) AS paused,
+              row_number() OVER (PARTITION BY ep.endpoint_id, ev.audio_id ORDER BY ev.n) AS nth
+         FROM endpoints ep JOIN ev ON ev.event_type = ANY (ep.event_types)
+        WHERE ep.enterprise_id = $1 AND ep.enabled AND ep.removed_at IS NULL),
+     earlier AS MATERIALIZED (
+       SELECT endpoint_id, audio_id, state IN (${IN_ORDER_AHEAD}) AS ahead, wire_until FROM deliveries
+        WHERE audio_id IN (SELECT audio_id FROM ev) AND endpoint_id IS NOT NULL
+          AND (state IN (${IN_ORDER_AHEAD}) OR wire_until > now())
+        ORDER BY delivery_id FOR NO KEY UPDATE),
+     placed AS (
+       SELECT t.*, t.nth > 1 OR coalesce(q.ahead, false) AS behind, q.wire_until
+         FROM targets t
+         LEFT JOIN LATERAL (SELECT bool_or(e.ahead) AS ahead, max(e.wire_until) AS wire_until FROM earlier e
+                             WHERE e.endpoint_id = t.endpoint_id AND e.audio_id = t.audio_id) q ON true),
      scheduled AS (
-       INSERT INTO deliveries (event_id, enterprise_id, audio_id, event_type, due_at, group_key, state)
-       SELECT gen_random_uuid()::text, t.enterprise_id, x.audio_id, x.event_type, now(), t.enterprise_id::text,
-              CASE WHEN t.paused THEN 'held' ELSE 'pending' END
-         FROM unnest($2::text[], $3::text[]) AS x(audio_id, event_type), target t
+       INSERT INTO deliveries (event_id, enterprise_id, endpoint_id, audio_id, event_type, due_at, group_key, state)
+       SELECT gen_random_uuid()::text, $1, p.endpoint_id, p.audio_id, p.event_type,
+              CASE WHEN p.behind THEN NULL ELSE greatest(now(), p.wire_until) END, p.endpoint_id::text,
+              CASE WHEN p.behind THEN 'queued' WHEN p.paused THEN 'held' ELSE 'pending' END
+         FROM placed p ORDER BY p.n, p.endpoint_id
        RETURNING state)
      SELECT count(*) AS scheduled, count(*) FILTER (WHERE state = 'pending') AS pending FROM scheduled`,
     [enterpriseId, events.map((event) => event.audioId), events.map((event) => event.eventType)],
@@ -65,6 +93,7 @@ export interface ClaimedDelivery {
   occurredAt: string
   /** Failed attempts in a row before this one: the position in the retry schedule. */
   failures: number
+  /** The endpoint's URL; null for a delivery made before endpoints, of an enterprise without a push URL. */
   pushUrl: string | null
   disabled: boolean
   key: { keyVersion: number; secret: string } | undefined
@@ -89,7 +118,7 @@ export type AttemptOutcome = 'acked' | 'failed' | 'aborted' | 'gone'
 
 /**
  * Deliveries as a durable queue (@earshot/support/queue): a claim joins what a push needs; a delivery
- * is grouped by its enterprise (one push URL), for the per-URL concurrency limit. Recording an ack
+ * is grouped by its endpoint, for the per-endpoint concurrency limit and rate. Recording an ack
  * confirms the delivery at once when a receipt for its recording came at or after the claim (the
  * callback stamps received_at on the row, so whichever of the two commits second sees the other), or
  * when it is a deletion's push (there is nothing to receipt: a callback for a recording the partner never
@@ -108,13 +137,15 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
   },
   machine: deliveryMachine,
   channel: PUSH_CHANNEL,
-  // A disabled push URL's deliveries are held until an operator enables it.
+  // A disabled endpoint's or push URL's deliveries are held until an operator enables it.
   pausedGroups: PAUSED_GROUPS,
+  rated: { table: 'endpoints', key: 'endpoint_id', perSecond: 'max_per_second', nextAt: 'next_attempt_at' },
   claimed: {
     select: `j.event_id, j.event_type, j.audio_id, j.enterprise_id, ${isoTime('j.occurred_at')} AS occurred_at,
-             j.failures, e.push_url, e.disabled_at IS NOT NULL AS disabled, k.key_version, k.secret,
+             j.failures, ep.url AS push_url, e.disabled_at IS NOT NULL AS disabled, k.key_version, k.secret,
              ${RECORDING_DATA_COLUMNS}`,
     joins: `JOIN enterprises e ON e.enterprise_id = j.enterprise_id
+            LEFT JOIN endpoints ep ON ep.endpoint_id = j.endpoint_id
             LEFT JOIN recordings r ON r.audio_id = j.audio_id
             LEFT JOIN LATERAL (SELECT key_version, secret FROM enterprise_keys
                                 WHERE enterprise_id = j.enterprise_id AND retires_at IS NULL
@@ -205,12 +236,11 @@ export async function replayDeliveries(
 const RESUME_BATCH = 1000
 
 /**
- * Puts back to `pending`, in due order and a batch per statement, the deliveries the enterprises given
- * held while their push URL was disabled; those whose push URL is still disabled stay held. Returns how
- * many.
+ * Puts back to `pending`, in due order and a batch per statement, the deliveries the endpoints given held
+ * while they or their push URL were disabled; those still paused stay held. Returns how many.
  */
-export async function resumeHeld(db: Queryable, enterpriseIds: readonly number[]): Promise<number> {
-  const groups = enterpriseIds.map(String)
+export async function resumeHeld(db: Queryable, endpointIds: readonly number[]): Promise<number> {
+  const groups = endpointIds.map(String)
   let resumed = 0
   for (let batch = RESUME_BATCH; batch === RESUME_BATCH; resumed += batch) {
     batch = await deliveryQueue.resume(db, groups, RESUME_BATCH)
@@ -219,13 +249,13 @@ export async function resumeHeld(db: Queryable, enterpriseIds: readonly number[]
 }
 
 /**
- * Puts back to `pending`, due now with a fresh retry schedule and a batch per statement, the deliveries of
- * the enterprises given that went failed at or after sinceMs (epoch ms), as enabling their push URL does;
+ * Puts back to `pending`, due now with a fresh retry schedule and a batch per statement, the deliveries to
+ * the endpoints given that went failed at or after sinceMs (epoch ms), as enabling their push URL does;
  * returns how many.
  */
 export async function replayFailedSince(
   db: Queryable,
-  enterpriseIds: readonly number[],
+  endpointIds: readonly number[],
   sinceMs: number,
 ): Promise<number> {
   let replayed = 0
@@ -233,14 +263,14 @@ export async function replayFailedSince(
     const [row] = await db.query<{ replayed: number }>(
       `WITH chosen AS (
          SELECT delivery_id FROM deliveries
-          WHERE state = 'failed' AND enterprise_id = ANY($1::int8[]) AND failed_at >= to_timestamp($2::float8 / 1000)
+          WHERE state = 'failed' AND endpoint_id = ANY($1::int8[]) AND failed_at >= to_timestamp($2::float8 / 1000)
           ORDER BY delivery_id LIMIT $3 FOR NO KEY UPDATE),
        replayed AS (
          UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
            FROM chosen WHERE d.delivery_id = chosen.delivery_id
          RETURNING 1)
        SELECT count(*) AS replayed FROM replayed`,
-      [enterpriseIds, sinceMs, RESUME_BATCH],
+      [endpointIds, sinceMs, RESUME_BATCH],
     )
     batch = row?.replayed ?? 0
   }
@@ -249,20 +279,31 @@ export async function replayFailedSince(
 }
 
 /**
- * Cancels every delivery of a recording not yet confirmed, as its deletion does; returns
- * how many. An attempt in flight then moves nothing: its claim is no longer current.
+ * Cancels every delivery of a recording not yet confirmed, as its deletion does; returns how many. An
+ * attempt in flight then moves nothing (its claim is no longer current), but it may still be on the wire
+ * until its lease ends: what follows it to its endpoint waits for that (scheduleDeliveries).
  */
 export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<number> {
+  return cancelWhere(tx, 'audio_id = $1', [audioId])
+}
+
+/** Cancels every delivery to an endpoint not yet confirmed, as its removal does; returns how many. */
+export async function cancelEndpointDeliveries(tx: Queryable, endpointId: number): Promise<number> {
+  return cancelWhere(tx, 'endpoint_id = $1', [endpointId])
+}
+
+async function cancelWhere(tx: Queryable, selection: string, params: unknown[]): Promise<number> {
   const [row] = await tx.query<{ cancelled: number }>(
     `WITH chosen AS (
-       SELECT delivery_id FROM deliveries WHERE audio_id = $1 AND state IN (${sqlList(CANCELLABLE_STATES)})
+       SELECT delivery_id FROM deliveries WHERE ${selection} AND state IN (${sqlList(CANCELLABLE_STATES)})
         ORDER BY delivery_id FOR NO KEY UPDATE),
      cancelled AS (
-       UPDATE deliveries d SET state = 'cancelled', due_at = NULL, claimed_by = NULL
+       UPDATE deliveries d SET state = 'cancelled', due_at = NULL, claimed_by = NULL,
+                               wire_until = CASE WHEN d.state = 'in_flight' THEN d.due_at END
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS cancelled FROM cancelled`,
-    [audioId],
+    params,
   )
   return row?.cancelled ?? 0
 }

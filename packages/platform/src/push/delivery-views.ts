@@ -20,6 +20,8 @@ export interface AttemptView {
 export interface DeliveryView {
   deliveryId: number
   enterpriseId: number
+  /** The endpoint it is pushed to; null for one made before endpoints, of an enterprise without a push URL. */
+  endpointId: number | null
   audioId: string
   eventId: string
   eventType: EventType
@@ -34,6 +36,7 @@ export interface DeliveryView {
 
 export interface DeliveryFilter {
   enterpriseId?: number | undefined
+  endpointId?: number | undefined
   state?: DeliveryState | undefined
   audioId?: string | undefined
   /** Only deliveries with a smaller id: the cursor for the next page, newest first. */
@@ -44,7 +47,8 @@ export interface DeliveryFilter {
   limit: number
 }
 
-const deliveryColumns = `d.delivery_id AS "deliveryId", d.enterprise_id AS "enterpriseId", d.audio_id AS "audioId",
+const deliveryColumns = `d.delivery_id AS "deliveryId", d.enterprise_id AS "enterpriseId",
+  d.endpoint_id::int AS "endpointId", d.audio_id AS "audioId",
   d.event_id AS "eventId", d.event_type AS "eventType", d.state,
   coalesce((SELECT json_agg(json_build_object(
               'attemptNo', a.n, 'startedAt', ${isoTime('a.started_at')}, 'durationMs', a.duration_ms,
@@ -63,6 +67,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       WHERE ($1::int8 IS NULL OR d.enterprise_id = $1) AND ($2::text IS NULL OR d.state = $2)
         AND ($3::text IS NULL OR d.audio_id = $3) AND ($4::int8 IS NULL OR d.delivery_id < $4)
         AND ($6::timestamptz IS NULL OR d.created_at >= $6) AND ($7::timestamptz IS NULL OR d.created_at < $7)
+        AND ($8::int8 IS NULL OR d.endpoint_id = $8)
       ORDER BY d.delivery_id DESC LIMIT $5`,
     [
       filter.enterpriseId ?? null,
@@ -72,6 +77,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       filter.limit,
       filter.from ?? null,
       filter.to ?? null,
+      filter.endpointId ?? null,
     ],
   )
   return rows.map(withParsedAttempts)

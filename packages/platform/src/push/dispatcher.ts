@@ -13,10 +13,10 @@ import { type AudioLink, recordingData } from '../recordings/recording-data.js'
 import type { Database } from '../storage/database.js'
 import type { DeliveryState } from './delivery-states.js'
 import { type AttemptOutcome, type ClaimedDelivery, deliveryQueue } from './delivery-store.js'
-import { type EndpointOutcome, urlLabel } from './endpoint-health.js'
-import { EndpointHealthRecorder } from './endpoint-health-recorder.js'
 import type { PushAttemptResult, PushMetrics } from './push-metrics.js'
 import { type AttemptResult, createPushSender, type PushSender } from './push-sender.js'
+import { type PushUrlOutcome, urlLabel } from './push-url-health.js'
+import { PushUrlHealthRecorder } from './push-url-health-recorder.js'
 
 export type PushSettings = Pick<
   PlatformConfig,
@@ -69,7 +69,7 @@ const GONE_ERROR = 'HTTP 410 Gone: the push URL is disabled until an operator en
  * Pushes due deliveries with a queue runner: claims with SKIP LOCKED, at most
  * `pushConcurrency` held and `pushConcurrencyPerUrl` sending per push URL, every attempt recorded, then
  * what comes next: the confirm window after an ack, the retry schedule (±10% jitter) after a failure.
- * Every attempt that reached a push URL (or failed to) counts in the URL's health (endpoint-health.ts);
+ * Every attempt that reached a push URL (or failed to) counts in the URL's health (push-url-health.ts);
  * a disabled URL's deliveries are not claimed. A 410 Gone disables the URL before its attempt is
  * recorded, and puts the delivery back to pending, due now, as it was: no step of its retry schedule
  * is spent, and it waits with the URL's other deliveries for an operator to enable it again.
@@ -82,7 +82,7 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Dispa
     connectionsPerOrigin: settings.pushConcurrencyPerUrl,
   })
   let wakeRunner = () => {}
-  const health = new EndpointHealthRecorder(db, settings.pushDisableAfterSeconds, logger, () => wakeRunner())
+  const health = new PushUrlHealthRecorder(db, settings.pushDisableAfterSeconds, logger, () => wakeRunner())
   const step = new PushStep(sender, health, randomBytes, options.clock ?? Date.now, options.audioLinks)
   const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
 
@@ -142,7 +142,7 @@ class PushStep {
 
   constructor(
     private readonly sender: PushSender,
-    private readonly health: EndpointHealthRecorder,
+    private readonly health: PushUrlHealthRecorder,
     private readonly randomBytes: (size: number) => Buffer,
     private readonly now: () => number,
     private readonly audioLinks: DispatcherOptions['audioLinks'],
@@ -175,7 +175,7 @@ class PushStep {
     }
     // An attempt cut off by a shutdown says nothing about the push URL.
     if (sent.result === 'aborted') return attempted
-    const outcome: EndpointOutcome = {
+    const outcome: PushUrlOutcome = {
       url: delivery.pushUrl,
       at: this.now(),
       ok: sent.acked,

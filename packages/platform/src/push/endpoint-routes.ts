@@ -1,104 +1,174 @@
-import {
-  InvalidParameterError,
-  messageParser,
-  ResponseCode,
-  RULE,
-  UNKNOWN_FIELD_RULE,
-} from '@earshot/protocol'
-import Type from 'typebox'
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import type { FastifyRequest } from 'fastify'
 import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import { PushUrlChange, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
-import { EnterpriseParams, noSuchEnterprise } from '../enterprises/enterprise-params.js'
-import { setPushUrl } from '../enterprises/enterprise-store.js'
+import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { idParam, jsonObject, WITH_BODY } from '../http/admin-params.js'
+import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
-import { resumeHeld } from './delivery-store.js'
-import { enableEndpoint, getEndpoint, listEndpoints } from './endpoint-health.js'
-import { EnabledEndpointSchema, EndpointListSchema, PushUrlSetSchema } from './push-answers.js'
-
-const URL_RULE = 'must be the push URL, an absolute http:// or https:// URL'
-const MAX_URL_LENGTH = 2048
-
-/** An enable: the push URL, compared as enterprises' push URLs are stored (normalized). */
-export const EndpointEnableSchema = Type.Object(
-  {
-    url: Type.String({
-      maxLength: MAX_URL_LENGTH,
-      description: 'the push URL, as an enterprise has it (it is normalized before it is compared)',
-      [RULE]: URL_RULE,
-    }),
-  },
-  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field of an enable; give only url' },
-)
-const endpointEnable = messageParser(EndpointEnableSchema, ({ url }) => {
-  const parsed = URL.canParse(url) ? new URL(url) : undefined
-  if (parsed?.protocol !== 'http:' && parsed?.protocol !== 'https:') {
-    throw new InvalidParameterError('url', URL_RULE)
-  }
-})
+import { listDeliveries } from './delivery-views.js'
+import {
+  EndpointDetailSchema,
+  EndpointListSchema,
+  EndpointSchema,
+  RemovedEndpointSchema,
+} from './endpoint-answers.js'
+import {
+  ALL_EVENT_TYPES,
+  EndpointChanges,
+  EndpointChangesSchema,
+  EndpointParams,
+  MAX_ENDPOINTS,
+  NewEndpoint,
+  NewEndpointSchema,
+} from './endpoint-input.js'
+import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, updateEndpoint } from './endpoint-store.js'
 
 /*
- * The operators' push URLs: set an enterprise's, list every push URL with its health and why, and enable a
- * disabled (or failing) one again, which resumes the deliveries it held.
+ * The operators' push endpoints: up to MAX_ENDPOINTS per enterprise, each a URL subscribed to event types,
+ * enabled or held, optionally held to a rate. `set-push-url` (push-url-routes.ts) is the one-endpoint
+ * shorthand.
  */
 
-const setPushUrlRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('setPushUrl'),
-  tag: 'enterprises',
-  summary: 'Set or clear the push URL',
-  params: EnterpriseParams,
-  body: { json: PushUrlChangeSchema },
-  answer: { description: 'Set', payload: { json: PushUrlSetSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
-    async function setPushUrlHandler(request) {
-      const enterpriseId = idParam(request, 'enterpriseId')
-      const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
-      const checked = await checkPushUrl(pushUrl, context.config.pushAllowPrivate)
-      if (!(await setPushUrl(context.db, enterpriseId, checked))) throw noSuchEnterprise(enterpriseId)
-      // Deliveries held for a disabled push URL go to the new one, unless it is disabled too.
-      await resumeHeld(context.db, [enterpriseId])
-      return { enterpriseId, pushUrl: checked }
-    },
-}
+const RECENT_DELIVERIES = 20
 
 const listEndpointsRoute: RouteSpec<PlatformContext> = {
   ...adminOperation('listEndpoints'),
   tag: 'endpoints',
-  summary: 'List push URLs with their health',
-  answer: { description: 'By URL', payload: { json: EndpointListSchema } },
+  summary: "Every enterprise's push endpoints, with their URL's health",
+  answer: { description: 'By enterprise', payload: { json: EndpointListSchema } },
   refusals: [],
   handle: (context) => async () => ({ endpoints: await listEndpoints(context.db) }),
 }
 
-const enableEndpointRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('enableEndpoint'),
+const listEnterpriseEndpointsRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('listEnterpriseEndpoints'),
   tag: 'endpoints',
-  summary: 'Enable a push URL again: the deliveries it held go out in due order',
-  body: { json: EndpointEnableSchema },
-  answer: { description: 'Enabled', payload: { json: EnabledEndpointSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  summary: "An enterprise's push endpoints, with their URL's health",
+  params: EnterpriseParams,
+  answer: { description: 'In the order they were added', payload: { json: EndpointListSchema } },
+  refusals: WITH_ID,
   handle: (context) =>
-    async function enable(request) {
-      const url = urlOf(request.body)
-      const enabled = await enableEndpoint(context.db, url)
-      const endpoint = enabled && (await getEndpoint(context.db, url))
-      if (!enabled || !endpoint) {
-        throw new ApiError(
-          ResponseCode.NOT_FOUND,
-          `no enterprise pushes to ${url} and it has no health record`,
-        )
-      }
-      return { url, enabled: true, ...enabled, endpoint }
+    async function listOfEnterprise(request) {
+      const enterpriseId = await existingEnterpriseId(context.db, request)
+      return { endpoints: await listEndpoints(context.db, enterpriseId) }
     },
 }
 
-export const endpointRoutes = [setPushUrlRoute, listEndpointsRoute, enableEndpointRoute]
+const addEndpointRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('addEndpoint'),
+  tag: 'endpoints',
+  summary: `Add a push endpoint (at most ${MAX_ENDPOINTS} per enterprise)`,
+  params: EnterpriseParams,
+  body: { json: NewEndpointSchema },
+  answer: { status: 201, description: 'Added', payload: { json: EndpointSchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function add(request, reply) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const body = NewEndpoint.parse(jsonObject(request.body))
+      const added = await addEndpoint(context.db, enterpriseId, {
+        url: await endpointUrl(context, body.url),
+        eventTypes: body.eventTypes ?? ALL_EVENT_TYPES,
+        description: body.description ?? '',
+        enabled: body.enabled ?? true,
+        maxPerSecond: body.maxPerSecond ?? null,
+      })
+      if (added === 'no-enterprise')
+        throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+      if (added === 'too-many') {
+        throw new InvalidParameterError(
+          'url',
+          `enterprise ${enterpriseId} has ${MAX_ENDPOINTS} endpoints, the most it may have: remove one, or change one's URL`,
+        )
+      }
+      return reply.code(201).send(added)
+    },
+}
 
-/** The URL of an enable, normalized as enterprises' push URLs are stored. */
-function urlOf(body: unknown): string {
-  return new URL(endpointEnable.parse(jsonObject(body, '{"url"}')).url).href
+const showEndpointRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('showEndpoint'),
+  tag: 'endpoints',
+  summary: 'A push endpoint, with its recent deliveries and their attempts',
+  params: EndpointParams,
+  answer: { description: 'The endpoint', payload: { json: EndpointDetailSchema } },
+  refusals: WITH_ID,
+  handle: (context) =>
+    async function show(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const endpoint = await getEndpoint(context.db, enterpriseId, endpointId)
+      if (!endpoint) throw noSuchEndpoint(enterpriseId, endpointId)
+      const recentDeliveries = await listDeliveries(context.db, { endpointId, limit: RECENT_DELIVERIES })
+      return { endpoint, recentDeliveries }
+    },
+}
+
+const updateEndpointRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('updateEndpoint'),
+  tag: 'endpoints',
+  summary:
+    'Change a push endpoint: its open deliveries stay its own (to a new URL they go there; enabled again, those it held resume)',
+  params: EndpointParams,
+  body: { json: EndpointChangesSchema },
+  answer: { description: 'As it is now', payload: { json: EndpointSchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function update(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const { url, ...changes } = EndpointChanges.parse(jsonObject(request.body))
+      const updated = await updateEndpoint(context.db, enterpriseId, endpointId, {
+        ...changes,
+        ...(url !== undefined && { url: await endpointUrl(context, url) }),
+      })
+      if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
+      return updated
+    },
+}
+
+const removeEndpointRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('removeEndpoint'),
+  tag: 'endpoints',
+  summary:
+    'Remove a push endpoint: nothing more is pushed to it, its deliveries not yet confirmed are cancelled',
+  params: EndpointParams,
+  answer: { description: 'Removed', payload: { json: RemovedEndpointSchema } },
+  refusals: WITH_ID,
+  handle: (context) =>
+    async function remove(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const removed = await removeEndpoint(context.db, enterpriseId, endpointId)
+      if (!removed) throw noSuchEndpoint(enterpriseId, endpointId)
+      return { removed: endpointId, ...removed }
+    },
+}
+
+export const endpointRoutes = [
+  listEndpointsRoute,
+  listEnterpriseEndpointsRoute,
+  addEndpointRoute,
+  showEndpointRoute,
+  updateEndpointRoute,
+  removeEndpointRoute,
+]
+
+function endpointParams(request: FastifyRequest): { enterpriseId: number; endpointId: number } {
+  return { enterpriseId: idParam(request, 'enterpriseId'), endpointId: idParam(request, 'endpointId') }
+}
+
+function noSuchEndpoint(enterpriseId: number, endpointId: number): ApiError {
+  return new ApiError(
+    ResponseCode.NOT_FOUND,
+    `enterprise ${enterpriseId} has no endpoint ${endpointId}: \`earshot endpoints list --enterprise ${enterpriseId}\` shows its endpoints`,
+  )
+}
+
+/** The URL as stored (normalized), once the address policy allows it; its refusals name the field `url`. */
+async function endpointUrl(context: PlatformContext, url: string): Promise<string> {
+  try {
+    return (await checkPushUrl(url, context.config.pushAllowPrivate)) as string
+  } catch (error) {
+    if (!(error instanceof InvalidParameterError)) throw error
+    throw new InvalidParameterError('url', error.message.replace(/^pushUrl: /, ''))
+  }
 }

@@ -3,7 +3,7 @@ import Type, { type Static } from 'typebox'
 import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
 import { DELIVERY_STATES } from './delivery-store.js'
 import type { DeliveryView } from './delivery-views.js'
-import { ENDPOINT_STATES, type EndpointView } from './endpoint-health.js'
+import { PUSH_URL_STATES, type PushUrlView } from './push-url-health.js'
 
 /* What the delivery and push URL routes answer; each schema is checked against its view's type when this compiles. */
 
@@ -26,6 +26,10 @@ export const AttemptSchema = Type.Object({
 export const DeliverySchema = Type.Object({
   deliveryId: Id('the delivery'),
   enterpriseId: Id('the enterprise pushed to'),
+  endpointId: Type.Union([Id('the endpoint pushed to'), Type.Null()], {
+    description:
+      'the endpoint pushed to; null for a delivery made before endpoints existed, of an enterprise without a push URL',
+  }),
   audioId: Type.String(),
   eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
   eventType: Type.Enum(Object.values(PushEventType)),
@@ -100,9 +104,9 @@ export const PushUrlSetSchema = Type.Object({
   pushUrl: Type.Union([Type.String(), Type.Null()], { description: 'as stored (normalized), or null' }),
 })
 
-export const EndpointSchema = Type.Object({
+export const PushUrlSchema = Type.Object({
   url: Type.String(),
-  state: Type.Enum(ENDPOINT_STATES),
+  state: Type.Enum(PUSH_URL_STATES),
   reason: Type.Union([Type.String(), Type.Null()], {
     description: 'why it is disabled, or what is failing; null when healthy',
   }),
@@ -114,11 +118,11 @@ export const EndpointSchema = Type.Object({
   enterprises: Type.Array(Type.Integer({ minimum: 1 }), { description: 'the enterprises pushing to it now' }),
 })
 
-export const EndpointListSchema = Type.Object({
-  endpoints: Type.Array(EndpointSchema, { description: 'by URL' }),
+export const PushUrlListSchema = Type.Object({
+  pushUrls: Type.Array(PushUrlSchema, { description: 'by URL' }),
 })
 
-export const EnabledEndpointSchema = Type.Object({
+export const EnabledPushUrlSchema = Type.Object({
   url: Type.String(),
   enabled: Type.Literal(true),
   resumed: Type.Integer({ minimum: 0, description: 'deliveries it held, pending again in due order' }),
@@ -127,11 +131,11 @@ export const EnabledEndpointSchema = Type.Object({
     description:
       'deliveries to it that went failed since it began failing, pending again with a fresh schedule',
   }),
-  endpoint: EndpointSchema,
+  endpoint: PushUrlSchema,
 })
 
 /** Compiles only while each schema describes exactly the type its route answers with. */
 export type SchemasDescribeTheirTypes = [
   Holds<Same<Static<typeof DeliverySchema>, DeliveryView>>,
-  Holds<Same<Static<typeof EndpointSchema>, EndpointView>>,
+  Holds<Same<Static<typeof PushUrlSchema>, PushUrlView>>,
 ]

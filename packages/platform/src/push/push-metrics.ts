@@ -1,8 +1,8 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import type { Queryable } from '../storage/database.js'
 import { COUNTED_STATES, countDueDeliveries, countOpenDeliveries } from './delivery-store.js'
-import { ENDPOINT_STATES, type EndpointView, listEndpoints, urlLabel } from './endpoint-health.js'
 import type { AttemptResult } from './push-sender.js'
+import { listPushUrls, PUSH_URL_STATES, type PushUrlView, urlLabel } from './push-url-health.js'
 
 /** What the dispatcher reports of its attempts. */
 export interface PushMetrics {
@@ -49,9 +49,9 @@ export function registerPushMetrics(registry: Registry, db: Queryable): PushMetr
     },
   })
   // Both push URL gauges read one listing per scrape (a scrape collects every metric at once).
-  let listing: Promise<EndpointView[]> | undefined
+  let listing: Promise<PushUrlView[]> | undefined
   const endpoints = () => {
-    listing ??= listEndpoints(db).finally(() => {
+    listing ??= listPushUrls(db).finally(() => {
       listing = undefined
     })
     return listing
@@ -63,7 +63,7 @@ export function registerPushMetrics(registry: Registry, db: Queryable): PushMetr
     registers: [registry],
     async collect() {
       const all = await endpoints()
-      for (const state of ENDPOINT_STATES) this.set({ state }, all.filter((e) => e.state === state).length)
+      for (const state of PUSH_URL_STATES) this.set({ state }, all.filter((e) => e.state === state).length)
     },
   })
   new Gauge({

@@ -412,10 +412,10 @@ describe('push URL safety when private addresses are not allowed', { timeout: 60
     const receiver = await startTestReceiver(partner.secret)
     try {
       // As if the name resolved to a public address when the URL was set (DNS rebinding).
-      await platform.context.db.query('UPDATE enterprises SET push_url = $2 WHERE enterprise_id = $1', [
-        partner.enterpriseId,
-        receiver.url.replace('127.0.0.1', 'localhost'),
-      ])
+      await platform.context.db.query(
+        'INSERT INTO endpoints (enterprise_id, url, event_types) VALUES ($1, $2, $3)',
+        [partner.enterpriseId, receiver.url.replace('127.0.0.1', 'localhost'), ['recording.audio_ready']],
+      )
       const audioId = await ingest(platform, partner.enterpriseId, recording())
       const attempt = await eventually(
         async () => (await listDeliveries(platform.context.db, { audioId, limit: 1 }))[0]?.attempts[0],

@@ -1,7 +1,7 @@
 import { PushEventType } from '@earshot/protocol'
 import { sqlList } from '@earshot/support/queue'
 import type { Queryable } from '../storage/database.js'
-import { RECEIPT_STATES } from './delivery-states.js'
+import { deliveryMachine, RECEIPT_STATES } from './delivery-states.js'
 
 /** A receipt callback: the partner says it has the recording audioId of its enterprise. */
 export interface Receipt {
@@ -12,8 +12,9 @@ export interface Receipt {
 /**
  * Records the partner's receipts of recordings, any number in one statement: confirms
  * the deliveries of each the partner has acknowledged (an ack recorded, in a state a receipt confirms
- * from), and stamps the receipt's time on the others still open, so that one whose push is in flight is
- * confirmed when its ack is recorded (deliveryQueue's settle). Deliveries never acknowledged are left to
+ * from), and stamps the receipt's time on those in flight, so that one is confirmed when its ack is
+ * recorded (deliveryQueue's settle). One not yet claimed is left untouched: its claim will come after
+ * the receipt, which therefore cannot confirm it. Deliveries never acknowledged are left to
  * be pushed as scheduled. Idempotent; for each receipt, false when its audioId is not a recording of
  * its enterprise — another enterprise's id looks the same as none.
  */
@@ -51,6 +52,7 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                              confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
                         FROM (SELECT delivery_id FROM deliveries
                                WHERE audio_id IN (SELECT audio_id FROM owned) AND state IN (${sqlList(RECEIPT_STATES)})
+                                 AND (acks > 0 OR state = '${deliveryMachine.claimed}')
                                ORDER BY delivery_id FOR NO KEY UPDATE) AS open
                        WHERE d.delivery_id = open.delivery_id)
      SELECT enterprise_id, audio_id FROM owned`,

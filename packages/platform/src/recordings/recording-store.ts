@@ -191,8 +191,8 @@ export async function setStoredAudio(
 
 /**
  * Changes the fields given of a recording; call it inside a transaction. An audio part given to a recording
- * that had none is announced. The feed records the change (sql/000014.sql).
- * False when the enterprise has no such recording.
+ * that had none is announced as audio_ready; any other change of a field partners see, as an update. The
+ * feed records the change (sql/000014.sql). False when the enterprise has no such recording.
  */
 export async function updateRecording(
   tx: Queryable,
@@ -202,13 +202,16 @@ export async function updateRecording(
   events: RecordingEvents,
 ): Promise<boolean> {
   const rows = await tx
-    .query<{ audio_added: boolean }>(
+    .query<{ audio_added: boolean; changed: boolean }>(
       `UPDATE recordings r SET device_uid = coalesce($3, r.device_uid), title = coalesce($4, r.title),
               recorded_at = coalesce($5::timestamptz, r.recorded_at), denoise_url = coalesce($6, r.denoise_url),
               record_duration = coalesce($7, r.record_duration)
-         FROM (SELECT denoise_url FROM recordings WHERE enterprise_id = $1 AND audio_id = $2 FOR UPDATE) before
+         FROM (SELECT device_uid, title, recorded_at, denoise_url, record_duration FROM recordings
+                WHERE enterprise_id = $1 AND audio_id = $2 FOR UPDATE) before
         WHERE r.enterprise_id = $1 AND r.audio_id = $2
-        RETURNING before.denoise_url IS NULL AND r.denoise_url IS NOT NULL AS audio_added`,
+        RETURNING before.denoise_url IS NULL AND r.denoise_url IS NOT NULL AS audio_added,
+                  (before.device_uid, before.title, before.recorded_at, before.denoise_url, before.record_duration)
+                    IS DISTINCT FROM (r.device_uid, r.title, r.recorded_at, r.denoise_url, r.record_duration) AS changed`,
       [
         enterpriseId,
         audioId,
@@ -228,9 +231,12 @@ export async function updateRecording(
     })
   const [row] = rows
   if (!row) return false
-  if (row.audio_added) {
-    await events.announce(tx, enterpriseId, [{ audioId, eventType: PushEventType.AUDIO_READY }])
-  }
+  const eventType = row.audio_added
+    ? PushEventType.AUDIO_READY
+    : row.changed
+      ? PushEventType.UPDATED
+      : undefined
+  if (eventType) await events.announce(tx, enterpriseId, [{ audioId, eventType }])
   return true
 }
 

@@ -90,7 +90,7 @@ for (const backend of testBackends) {
       )
       assert.deepEqual(
         quotedNames(await constraint('deliveries_due_check')),
-        [...deliveryMachine.final].sort(),
+        [...deliveryMachine.parked, ...deliveryMachine.final].sort(),
       )
       const [guard] = await fresh.query<{ source: string }>(
         `SELECT prosrc AS source FROM pg_proc WHERE proname = 'deliveries_transition_guard'`,

@@ -18,6 +18,9 @@ export function checkQueueSpec<S extends string, Id extends JobId, J>(spec: Queu
   }
   for (const { type } of extra)
     if (!TYPE.test(type)) throw new Error(`${JSON.stringify(type)} is not a SQL type`)
+  for (const name of Object.values(spec.rated ?? {})) {
+    if (!NAME.test(name)) throw new Error(`${JSON.stringify(name)} is not a lower-case SQL identifier`)
+  }
   for (const timer of spec.timers ?? []) {
     if (!spec.machine.waiting.includes(timer.state))
       throw new Error(`timer on ${timer.state}, not a waiting state`)
@@ -26,6 +29,11 @@ export function checkQueueSpec<S extends string, Id extends JobId, J>(spec: Queu
     throw new Error('pausedGroups needs a machine with a held state')
   }
 }
+
+type Rated = NonNullable<QueueSpec<string, JobId, unknown>['rated']>
+
+const throttledGroups = ({ table, key, perSecond, nextAt }: Rated) =>
+  `SELECT ${key}::text FROM ${table} WHERE ${perSecond} IS NOT NULL AND ${nextAt} > now()`
 
 /** The queue's statements, written once from its spec. */
 export interface QueueStatements {
@@ -51,6 +59,10 @@ function namesOf<S extends string, Id extends JobId, J>(spec: QueueSpec<S, Id, J
     held: machine.held === undefined ? undefined : `'${machine.held}'`,
     finals: sqlList(machine.final),
     unpaused: spec.pausedGroups ? `(group_key IS NULL OR group_key NOT IN (${spec.pausedGroups}))` : 'true',
+    /** Ready jobs of a rated group whose next attempt's time has not come are not due yet. */
+    unthrottled: spec.rated
+      ? `(group_key IS NULL OR group_key NOT IN (${throttledGroups(spec.rated)}))`
+      : 'true',
   }
 }
 type Names = ReturnType<typeof namesOf>
@@ -95,21 +107,35 @@ export function claimOf<Id extends JobId, J>(
  * their locks end with the statement. The claims come back in the order they were due in.
  */
 function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, byIds: boolean): string {
-  const { t, id, idType, ready, claimed, unpaused } = n
+  const { t, id, idType, ready, claimed, unpaused, unthrottled } = n
   const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
+  const { rated } = spec
+  const room = rated
+    ? `least($5 - coalesce(h.held, 0), CASE WHEN rt.${rated.perSecond} IS NULL THEN $5 ELSE greatest(1, floor(rt.${rated.perSecond} / 10.0)) END)`
+    : '$5 - coalesce(h.held, 0)'
   return `WITH candidates AS (
        SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
         WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
-          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused}
+          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused} AND ${unthrottled}
         ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
         LIMIT $2
           FOR NO KEY UPDATE SKIP LOCKED),
      due AS (
-       SELECT c.${id}, c.named, c.due_at FROM (SELECT ${id}, group_key, named, due_at,
+       SELECT c.${id}, c.named, c.due_at, c.group_key FROM (SELECT ${id}, group_key, named, due_at,
                                    row_number() OVER (PARTITION BY group_key ORDER BY named DESC, due_at, ${id}) AS n
                               FROM candidates) c
-         LEFT JOIN unnest($6::text[], $7::int[]) AS h(group_key, held) ON h.group_key = c.group_key
-        WHERE c.group_key IS NULL OR c.n <= $5 - coalesce(h.held, 0)),
+         LEFT JOIN unnest($6::text[], $7::int[]) AS h(group_key, held) ON h.group_key = c.group_key${
+           rated
+             ? `
+         LEFT JOIN ${rated.table} rt ON rt.${rated.key}::text = c.group_key`
+             : ''
+         }
+        WHERE c.group_key IS NULL OR c.n <= ${room}),${
+          rated
+            ? `
+     ${rateTakenSql(rated)},`
+            : ''
+        }
      claimed AS (
        UPDATE ${t} j SET state = ${claimed}, claim_no = j.claim_no + 1, claimed_by = $1, claimed_at = now(),
                          due_at = now() + make_interval(secs => $4)
@@ -118,6 +144,19 @@ function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, byIds: bool
      SELECT j.${id} AS queue_id, j.claim_no AS queue_claim_no, j.group_key AS queue_group, ${spec.claimed.select}
        FROM claimed j ${spec.claimed.joins ?? ''}
       ORDER BY j.queue_named DESC, j.queue_was_due, j.${id}`
+}
+
+/**
+ * Moves each rated group's next attempt time on by what the claim took of it. A claim that comes up to a
+ * tenth of a second after that time (the claimant woke late) keeps the schedule, so that the lateness is
+ * made up rather than lost; after a longer pause the schedule starts again a tenth of a second back.
+ */
+function rateTakenSql({ table, key, perSecond, nextAt }: Rated): string {
+  return `rate_taken AS (
+       UPDATE ${table} rt SET ${nextAt} = greatest(rt.${nextAt}, now() - interval '100 milliseconds')
+                                      + make_interval(secs => taken.n / rt.${perSecond}::float8)
+         FROM (SELECT group_key, count(*) AS n FROM due WHERE group_key IS NOT NULL GROUP BY group_key) taken
+        WHERE rt.${key}::text = taken.group_key AND rt.${perSecond} IS NOT NULL)`
 }
 
 /** The fence: the claimant and claim number of the current claim, in the claimed state. */
@@ -186,7 +225,7 @@ function settleSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
  * job falls due.
  */
 function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
-  const { t, id, ready, claimed, held, finals, unpaused } = n
+  const { t, id, ready, claimed, held, finals, unpaused, unthrottled } = n
   const timers = spec.timers ?? []
   const sweptState = `CASE j.state WHEN ${claimed} THEN ${ready}${timers
     .map((timer) => ` WHEN '${timer.state}' THEN (${timer.next})`)
@@ -214,8 +253,16 @@ function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
         WHERE j.${id} = x.${id}
        RETURNING 1)${holdSql}
      SELECT (SELECT count(*) FROM expired)${spec.pausedGroups ? ' + (SELECT count(*) FROM held)' : ''} AS moved,
-            (SELECT greatest(extract(epoch FROM min(due_at) - now()), 0)::float8 FROM ${t}
-              WHERE due_at IS NOT NULL${held ? ` AND state <> ${held}` : ''} AND (state <> ${ready} OR ${unpaused})) AS seconds`
+            (SELECT greatest(extract(epoch FROM least(min(due_at)${spec.rated ? `, (${throttledUntilSql(spec.rated, n)})` : ''}) - now()), 0)::float8
+               FROM ${t}
+              WHERE due_at IS NOT NULL${held ? ` AND state <> ${held}` : ''} AND (state <> ${ready} OR (${unpaused} AND ${unthrottled}))) AS seconds`
+}
+
+/** The soonest a throttled group with jobs due by then may be attempted again. */
+function throttledUntilSql({ table, key, perSecond, nextAt }: Rated, { t, ready }: Names): string {
+  return `SELECT min(rt.${nextAt}) FROM ${table} rt
+           WHERE rt.${perSecond} IS NOT NULL AND rt.${nextAt} > now()
+             AND EXISTS (SELECT 1 FROM ${t} WHERE group_key = rt.${key}::text AND state = ${ready} AND due_at <= rt.${nextAt})`
 }
 
 /** Puts held jobs of groups back to ready: chosen in due order, locked in id order (as every statement over several jobs locks them). */

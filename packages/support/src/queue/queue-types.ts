@@ -76,6 +76,14 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
    * table then needs the indexes groupIndexesSql describes, and its due index dueIndexSql's predicate.
    */
   pausedGroups?: string
+  /**
+   * Groups held to a rate: a table with a row per rated group, its key (`key`::text is the group_key),
+   * the attempts a second it allows (NULL: no rate) and when its next attempt may start. A claim takes
+   * at most a tenth of a second's worth of a rated group's jobs (at least one) whose time has come, and
+   * moves that time on by what it took; until then, claims pass the group by and the sweep counts it due
+   * then. Every claimant shares the table's row, so the rate holds across processes.
+   */
+  rated?: { table: string; key: string; perSecond: string; nextAt: string }
 }
 
 export interface ClaimOptions<Id extends JobId> {

@@ -23,6 +23,11 @@ export interface QueueMachineDefinition<S extends string> {
   held?: S
   /** States that wait for due_at, then are moved on by the queue's sweep (QueueSpec.timers). */
   waiting?: readonly S[]
+  /**
+   * States without a due_at that wait for an explicit statement to make them ready (e.g. for an earlier
+   * job of the same key to finish): out of the due path, as held jobs are.
+   */
+  parked?: readonly S[]
   /** States without a due_at: only an explicit statement (replay, callback) moves a job out of one. */
   final: readonly S[]
   transitions: readonly Transition<S>[]
@@ -31,7 +36,7 @@ export interface QueueMachineDefinition<S extends string> {
 export interface QueueMachine<S extends string>
   extends Required<Omit<QueueMachineDefinition<S>, 'held'>>,
     Pick<QueueMachineDefinition<S>, 'held'> {
-  /** Every state: ready, claimed, held, waiting, then final. */
+  /** Every state: ready, claimed, held, waiting, parked, then final. */
   readonly states: readonly S[]
   allows(from: S, to: S): boolean
   /** The states a transition named `on` leaves from (into `to`, when given). */
@@ -67,8 +72,9 @@ export function defineQueueMachine<const S extends string>(
   definition: QueueMachineDefinition<S>,
 ): QueueMachine<S> {
   const waiting = definition.waiting ?? []
+  const parked = definition.parked ?? []
   const held = definition.held === undefined ? [] : [definition.held]
-  const states = [definition.ready, definition.claimed, ...held, ...waiting, ...definition.final]
+  const states = [definition.ready, definition.claimed, ...held, ...waiting, ...parked, ...definition.final]
   for (const state of states) {
     if (!NAME.test(state)) throw new Error(`state ${JSON.stringify(state)} is not a lower-case identifier`)
   }
@@ -96,6 +102,7 @@ export function defineQueueMachine<const S extends string>(
   return {
     ...definition,
     waiting,
+    parked,
     states,
     allows: (from, to) => allowed.has(pair(from, to)),
     sources: (on, to) => [
@@ -133,9 +140,9 @@ export function stateCheckSql(machine: QueueMachine<string>): string {
   return `state IN (${sqlList(machine.states)})`
 }
 
-/** A job has a due_at exactly when it is not in a final state, for a CHECK constraint. */
+/** A job has a due_at exactly when it is neither parked nor in a final state, for a CHECK constraint. */
 export function dueCheckSql(machine: QueueMachine<string>): string {
-  return `(due_at IS NULL) = (state IN (${sqlList(machine.final)}))`
+  return `(due_at IS NULL) = (state IN (${sqlList([...machine.parked, ...machine.final])}))`
 }
 
 /**

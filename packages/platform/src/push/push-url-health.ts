@@ -11,11 +11,11 @@ import { replayFailedSince, resumeHeld } from './delivery-store.js'
  * enterprise pushing to it — kept pending, in due order, never dropped.
  */
 
-export const ENDPOINT_STATES = ['healthy', 'failing', 'disabled'] as const
-export type EndpointState = (typeof ENDPOINT_STATES)[number]
+export const PUSH_URL_STATES = ['healthy', 'failing', 'disabled'] as const
+export type PushUrlState = (typeof PUSH_URL_STATES)[number]
 
 /** How one attempt went for its push URL. */
-export interface EndpointOutcome {
+export interface PushUrlOutcome {
   url: string
   /** Epoch milliseconds: when the attempt ended. */
   at: number
@@ -37,7 +37,7 @@ interface Summary {
   goneAt: number | null
 }
 
-function summarize(outcomes: readonly EndpointOutcome[]): Summary[] {
+function summarize(outcomes: readonly PushUrlOutcome[]): Summary[] {
   const byUrl = new Map<string, Summary>()
   for (const outcome of [...outcomes].sort((a, b) => a.at - b.at)) {
     let summary = byUrl.get(outcome.url)
@@ -86,9 +86,9 @@ const recordSql = `WITH b AS (
             x.last_error, to_timestamp(x.gone_ms / 1000) AS gone_at
        FROM unnest($1::text[], $2::int[], $3::float8[], $4::float8[], $5::float8[], $6::text[], $7::float8[])
          AS x(url, failures, failing_ms, success_ms, failure_ms, last_error, gone_ms)),
-   prior AS (SELECT url, disabled_at FROM push_endpoints WHERE url IN (SELECT url FROM b)),
+   prior AS (SELECT url, disabled_at FROM push_url_health WHERE url IN (SELECT url FROM b)),
    recorded AS (
-     INSERT INTO push_endpoints AS p (url, consecutive_failures, failing_since, last_success_at, last_failure_at,
+     INSERT INTO push_url_health AS p (url, consecutive_failures, failing_since, last_success_at, last_failure_at,
                                       last_error, disabled_at, disabled_reason)
      SELECT b.url, b.failures, b.failing_since, b.last_success_at, b.last_failure_at, b.last_error,
             CASE WHEN b.gone_at IS NOT NULL THEN b.gone_at
@@ -119,9 +119,9 @@ const recordSql = `WITH b AS (
  * Records a batch of attempts' outcomes in the health of their URLs, one statement; returns the URLs it
  * disabled, with why. Times are the platform's clock (epoch ms), as the outcomes give them.
  */
-export async function recordEndpointOutcomes(
+export async function recordPushUrlOutcomes(
   db: Queryable,
-  outcomes: readonly EndpointOutcome[],
+  outcomes: readonly PushUrlOutcome[],
   disableAfterSeconds: number,
 ): Promise<{ url: string; reason: string }[]> {
   if (outcomes.length === 0) return []
@@ -139,9 +139,9 @@ export async function recordEndpointOutcomes(
   ])
 }
 
-export interface EndpointView {
+export interface PushUrlView {
   url: string
-  state: EndpointState
+  state: PushUrlState
   /** Why it is disabled, or what is failing; null when healthy. */
   reason: string | null
   failingSince: string | null
@@ -154,7 +154,7 @@ export interface EndpointView {
   enterprises: number[]
 }
 
-interface EndpointRow {
+interface PushUrlRow {
   url: string
   consecutiveFailures: number | null
   failingSince: string | null
@@ -168,47 +168,56 @@ interface EndpointRow {
 
 // Every URL with a health record or an enterprise pushing to it; one without a record is healthy.
 const endpointsSql = `WITH urls AS (
-     SELECT url FROM push_endpoints WHERE $1::text IS NULL OR url = $1
+     SELECT url FROM push_url_health WHERE $1::text IS NULL OR url = $1
      UNION
-     SELECT push_url FROM enterprises WHERE push_url IS NOT NULL AND ($1::text IS NULL OR push_url = $1))
+     SELECT url FROM endpoints WHERE removed_at IS NULL AND ($1::text IS NULL OR url = $1))
    SELECT u.url, p.consecutive_failures AS "consecutiveFailures", ${isoTime('p.failing_since')} AS "failingSince",
           ${isoTime('p.last_success_at')} AS "lastSuccessAt", ${isoTime('p.last_failure_at')} AS "lastFailureAt",
           p.last_error AS "lastError", ${isoTime('p.disabled_at')} AS "disabledAt", p.disabled_reason AS "disabledReason",
-          (SELECT json_agg(e.enterprise_id ORDER BY e.enterprise_id) FROM enterprises e WHERE e.push_url = u.url)
+          (SELECT json_agg(DISTINCT ep.enterprise_id ORDER BY ep.enterprise_id) FROM endpoints ep WHERE ep.url = u.url AND ep.removed_at IS NULL)
             AS enterprises
-     FROM urls u LEFT JOIN push_endpoints p ON p.url = u.url
+     FROM urls u LEFT JOIN push_url_health p ON p.url = u.url
     ORDER BY u.url`
 
-function viewOf(row: EndpointRow): EndpointView {
-  const failures = row.consecutiveFailures ?? 0
-  const state: EndpointState = row.disabledAt !== null ? 'disabled' : failures > 0 ? 'failing' : 'healthy'
-  const failing =
-    failures > 0
-      ? `${failures} failed ${failures === 1 ? 'attempt' : 'attempts in a row'} since ${row.failingSince}` +
-        (row.lastError === null ? '' : `; last: ${row.lastError}`)
-      : null
+/** A push URL's state, and why when it is not healthy, from its health record (none: healthy). */
+export function pushUrlStateOf(health: {
+  consecutiveFailures: number | null
+  failingSince: string | null
+  lastError: string | null
+  disabledAt: string | null
+  disabledReason: string | null
+}): { state: PushUrlState; reason: string | null } {
+  const failures = health.consecutiveFailures ?? 0
+  if (health.disabledAt !== null) return { state: 'disabled', reason: health.disabledReason }
+  if (failures === 0) return { state: 'healthy', reason: null }
+  const reason =
+    `${failures} failed ${failures === 1 ? 'attempt' : 'attempts in a row'} since ${health.failingSince}` +
+    (health.lastError === null ? '' : `; last: ${health.lastError}`)
+  return { state: 'failing', reason }
+}
+
+function viewOf(row: PushUrlRow): PushUrlView {
   // json_agg arrives parsed from PostgreSQL, as text from PGlite.
   const enterprises = typeof row.enterprises === 'string' ? JSON.parse(row.enterprises) : row.enterprises
   return {
     url: row.url,
-    state,
-    reason: state === 'disabled' ? row.disabledReason : failing,
+    ...pushUrlStateOf(row),
     failingSince: row.failingSince,
     lastSuccessAt: row.lastSuccessAt,
     lastFailureAt: row.lastFailureAt,
-    consecutiveFailures: failures,
+    consecutiveFailures: row.consecutiveFailures ?? 0,
     disabledAt: row.disabledAt,
     enterprises: enterprises ?? [],
   }
 }
 
 /** Every push URL in use or with a health record, by URL. */
-export async function listEndpoints(db: Queryable): Promise<EndpointView[]> {
-  return (await db.query<EndpointRow>(endpointsSql, [null])).map(viewOf)
+export async function listPushUrls(db: Queryable): Promise<PushUrlView[]> {
+  return (await db.query<PushUrlRow>(endpointsSql, [null])).map(viewOf)
 }
 
-export async function getEndpoint(db: Queryable, url: string): Promise<EndpointView | undefined> {
-  const [row] = await db.query<EndpointRow>(endpointsSql, [url])
+export async function getPushUrl(db: Queryable, url: string): Promise<PushUrlView | undefined> {
+  const [row] = await db.query<PushUrlRow>(endpointsSql, [url])
   return row && viewOf(row)
 }
 
@@ -225,28 +234,28 @@ export interface Enabled {
  * to it that it held, and those that went failed since it began failing (their retry schedule ran out
  * during the outage). Undefined when no enterprise pushes to it and it has no record.
  */
-export async function enableEndpoint(db: Queryable, url: string): Promise<Enabled | undefined> {
+export async function enablePushUrl(db: Queryable, url: string): Promise<Enabled | undefined> {
   const [row] = await db.query<{
     known: boolean
     failing_since_ms: number | null
-    enterprises: number[] | null
+    endpoints: (number | string)[] | null
   }>(
     `WITH enabled AS (
-       UPDATE push_endpoints p SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
+       UPDATE push_url_health p SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
                                    disabled_reason = NULL
-         FROM push_endpoints old WHERE p.url = $1 AND old.url = p.url
+         FROM push_url_health old WHERE p.url = $1 AND old.url = p.url
        RETURNING old.failing_since)
-     SELECT EXISTS (SELECT 1 FROM enabled) OR EXISTS (SELECT 1 FROM enterprises WHERE push_url = $1) AS known,
+     SELECT EXISTS (SELECT 1 FROM enabled) OR EXISTS (SELECT 1 FROM endpoints WHERE url = $1 AND removed_at IS NULL) AS known,
             (SELECT extract(epoch FROM failing_since)::float8 * 1000 FROM enabled) AS failing_since_ms,
-            (SELECT array_agg(enterprise_id) FROM enterprises WHERE push_url = $1) AS enterprises`,
+            (SELECT array_agg(endpoint_id) FROM endpoints WHERE url = $1 AND removed_at IS NULL) AS endpoints`,
     [url],
   )
   if (!row?.known) return undefined
-  const enterprises = row.enterprises ?? []
+  const endpoints = (row.endpoints ?? []).map(Number)
   return {
-    resumed: await resumeHeld(db, enterprises),
+    resumed: await resumeHeld(db, endpoints),
     replayed:
-      row.failing_since_ms === null ? 0 : await replayFailedSince(db, enterprises, row.failing_since_ms),
+      row.failing_since_ms === null ? 0 : await replayFailedSince(db, endpoints, row.failing_since_ms),
   }
 }
 

@@ -1,6 +1,6 @@
 import { batcher } from '@earshot/support/batcher'
 import type { Database } from '../storage/database.js'
-import { type EndpointOutcome, recordEndpointOutcomes, urlLabel } from './endpoint-health.js'
+import { type PushUrlOutcome, recordPushUrlOutcomes, urlLabel } from './push-url-health.js'
 
 interface HealthLogger {
   warn(details: object, message: string): void
@@ -11,9 +11,9 @@ interface HealthLogger {
  * meanwhile. Attempts do not wait for it, except a 410, whose URL must be disabled before its delivery is
  * pending again. A URL disabled calls onDisabled (the runner's sweep then holds its deliveries).
  */
-export class EndpointHealthRecorder {
+export class PushUrlHealthRecorder {
   #last: Promise<unknown> = Promise.resolve()
-  readonly #record: (outcome: EndpointOutcome) => Promise<undefined>
+  readonly #record: (outcome: PushUrlOutcome) => Promise<undefined>
 
   constructor(
     db: Database,
@@ -21,8 +21,8 @@ export class EndpointHealthRecorder {
     private readonly logger: HealthLogger,
     onDisabled: () => void,
   ) {
-    this.#record = batcher(async (outcomes: EndpointOutcome[]) => {
-      const disabled = await recordEndpointOutcomes(db, outcomes, disableAfterSeconds)
+    this.#record = batcher(async (outcomes: PushUrlOutcome[]) => {
+      const disabled = await recordPushUrlOutcomes(db, outcomes, disableAfterSeconds)
       for (const { url, reason } of disabled) {
         logger.warn(
           { url: urlLabel(url), reason },
@@ -35,7 +35,7 @@ export class EndpointHealthRecorder {
   }
 
   /** Resolves once recorded; rejects when it could not be (logged, and the next attempts record theirs). */
-  record(outcome: EndpointOutcome): Promise<void> {
+  record(outcome: PushUrlOutcome): Promise<void> {
     const recorded = this.#record(outcome)
     this.#last = recorded.catch((error: unknown) =>
       this.logger.warn({ err: error, url: urlLabel(outcome.url) }, 'could not record the push URL health'),

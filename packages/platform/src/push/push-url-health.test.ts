@@ -18,7 +18,7 @@ import {
 } from '@earshot/test-kit/test-receiver'
 import type { PlatformConfig } from '../config/config.js'
 import type { DeliveryView } from './delivery-views.js'
-import { type EndpointView, recordEndpointOutcomes } from './endpoint-health.js'
+import { type PushUrlView, recordPushUrlOutcomes } from './push-url-health.js'
 
 /** Push URL health: failing, disabled (after a while, or at once on 410), enabled again. */
 
@@ -86,12 +86,12 @@ for (const backend of testBackends) {
       return { enterpriseId: partner.enterpriseId, partner, receiver }
     }
 
-    async function endpoint(url: string): Promise<EndpointView | undefined> {
-      const { status, body } = await admin<{ endpoints: EndpointView[] }>(platform, 'GET', '/endpoints')
+    async function endpoint(url: string): Promise<PushUrlView | undefined> {
+      const { status, body } = await admin<{ pushUrls: PushUrlView[] }>(platform, 'GET', '/push-urls')
       assert.equal(status, 200, JSON.stringify(body))
-      return body.endpoints.find((each) => each.url === url)
+      return body.pushUrls.find((each) => each.url === url)
     }
-    const inState = async (url: string, state: EndpointView['state']) => {
+    const inState = async (url: string, state: PushUrlView['state']) => {
       const found = await endpoint(url)
       return found?.state === state && found
     }
@@ -203,8 +203,8 @@ for (const backend of testBackends) {
         enabled: boolean
         resumed: number
         replayed: number
-        endpoint: EndpointView
-      }>(platform, 'POST', '/endpoints/enable', { url: receiver.url })
+        endpoint: PushUrlView
+      }>(platform, 'POST', '/push-urls/enable', { url: receiver.url })
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
       assert.equal(enabled.body.url, receiver.url)
       assert.equal(enabled.body.enabled, true)
@@ -279,7 +279,7 @@ for (const backend of testBackends) {
       const attempts = (await deliveriesOf(enterpriseId))[0]?.attempts.length
 
       answer = OK
-      const enabled = await admin(platform, 'POST', '/endpoints/enable', { url: receiver.url })
+      const enabled = await admin(platform, 'POST', '/push-urls/enable', { url: receiver.url })
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
       const [confirmed] = await eventually(() => allConfirmed(enterpriseId, 1), 15_000, 'confirmed')
       assert.equal(confirmed?.attempts.length, (attempts ?? 0) + 1)
@@ -328,7 +328,7 @@ for (const backend of testBackends) {
       })
 
       assert.deepEqual(
-        await recordEndpointOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60),
+        await recordPushUrlOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60),
         [],
       )
       let seen = await view()
@@ -339,20 +339,20 @@ for (const backend of testBackends) {
       assert.equal(seen?.reason, '1 failed attempt since 2026-05-01T00:00:03.000Z; last: HTTP 500')
       assert.deepEqual(seen?.enterprises, [])
 
-      await recordEndpointOutcomes(db, [outcome(30, false, 'HTTP 502')], 60)
+      await recordPushUrlOutcomes(db, [outcome(30, false, 'HTTP 502')], 60)
       seen = await view()
       assert.equal(seen?.consecutiveFailures, 2)
       assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
       assert.equal(seen?.reason, '2 failed attempts in a row since 2026-05-01T00:00:03.000Z; last: HTTP 502')
 
-      assert.deepEqual(await recordEndpointOutcomes(db, [outcome(63, false, 'timeout')], 60), [
+      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(63, false, 'timeout')], 60), [
         {
           url,
           reason:
             'failing since 2026-05-01T00:00:03.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: timeout',
         },
       ])
-      assert.deepEqual(await recordEndpointOutcomes(db, [outcome(64, true)], 60), [], 'disabled once only')
+      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(64, true)], 60), [], 'disabled once only')
       seen = await view()
       assert.equal(seen?.state, 'disabled')
       assert.equal(seen?.disabledAt, '2026-05-01T00:01:03.000Z')
@@ -370,10 +370,10 @@ for (const backend of testBackends) {
       )
       assert.ok(!metrics.includes('token=hidden'))
 
-      const enabled = await admin<{ resumed: number; endpoint: EndpointView }>(
+      const enabled = await admin<{ resumed: number; endpoint: PushUrlView }>(
         platform,
         'POST',
-        '/endpoints/enable',
+        '/push-urls/enable',
         { url },
       )
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
@@ -383,7 +383,7 @@ for (const backend of testBackends) {
 
       // A URL's first batch may disable it already: failing for longer than the window, or gone.
       const fresh = (path: string, ...outcomes: { seconds: number; ok: boolean; gone?: boolean }[]) =>
-        recordEndpointOutcomes(
+        recordPushUrlOutcomes(
           db,
           outcomes.map((o) => ({
             ...outcome(o.seconds, o.ok),
@@ -409,7 +409,7 @@ for (const backend of testBackends) {
 
     test('the endpoint routes refuse a bad body (4000, 4001 naming the field) and an unknown URL (4040)', async () => {
       const call = async (body: unknown, contentType = 'application/json'): Promise<Reply> => {
-        const response = await fetch(`${platform.adminUrl}/admin/v1/endpoints/enable`, {
+        const response = await fetch(`${platform.adminUrl}/admin/v1/push-urls/enable`, {
           method: 'POST',
           headers: { authorization: `Bearer ${platform.adminToken}`, 'content-type': contentType },
           body: typeof body === 'string' ? body : JSON.stringify(body),
@@ -521,7 +521,7 @@ for (const backend of testBackends) {
       const enabled = await admin<{ resumed: number; replayed: number }>(
         platform,
         'POST',
-        '/endpoints/enable',
+        '/push-urls/enable',
         { url: receiver.url },
       )
       assert.equal(enabled.status, 200, JSON.stringify(enabled.body))

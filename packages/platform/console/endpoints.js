@@ -1,0 +1,550 @@
+/** The endpoints page: an enterprise's push endpoints, added, changed, held, removed, each one's recent deliveries. */
+import { api, enterpriseOptions, Refusal } from './admin-api.js'
+import { MOVING, timeline } from './deliveries.js'
+import {
+  alertBox,
+  badge,
+  cell,
+  confirmDialog,
+  count,
+  enterpriseSelect,
+  field,
+  h,
+  heading,
+  showError,
+  stamp,
+  statusBox,
+  table,
+} from './dom.js'
+import { navigate, refreshLater, stopRefreshing } from './navigation.js'
+
+/** The event types an endpoint may be subscribed to, as the API names and orders them. */
+const EVENT_TYPES = [
+  'recording.audio_ready',
+  'recording.transcript_ready',
+  'recording.deleted',
+  'recording.updated',
+]
+/** While a delivery in the open endpoint's detail may still move on its own, the page refreshes this often. */
+const LIVE_REFRESH_MS = 1000
+/** The refusal code of an invalid field: its message starts with the field's name. */
+const INVALID_PARAMETER = 4001
+
+export async function endpoints(view, params, current) {
+  document.title = 'Endpoints · Earshot console'
+  const enterpriseId = params.get('enterpriseId')?.trim() ?? ''
+  const page = {
+    enterpriseId: Number(enterpriseId),
+    current,
+    alert: alertBox(),
+    status: statusBox(),
+    listing: h('div', { class: 'listing' }),
+    editor: h('section', {
+      id: 'endpoint-editor',
+      class: 'card',
+      'aria-labelledby': 'endpoint-editor-heading',
+      hidden: true,
+    }),
+    detail: h('section', {
+      id: 'endpoint-detail',
+      class: 'card endpoint-detail',
+      'aria-labelledby': 'endpoint-heading',
+      hidden: true,
+    }),
+    /** The endpoint being edited; the one whose detail is open, its deliveries whose attempts are open. */
+    editing: null,
+    openId: null,
+    openDeliveries: new Set(),
+    /** The list and the detail as last drawn, so that a refresh redraws only what changed. */
+    shown: { list: '', detail: '' },
+  }
+  page.load = () => loadEndpoints(page)
+  // The heading first: the shell focuses it as soon as the page starts.
+  view.append(heading('Endpoints'))
+  const list = await enterprisesOrAlert(page)
+  view.append(chooser(list, enterpriseId))
+  if (!enterpriseId) {
+    view.append(page.alert, h('p', {}, 'Choose an enterprise to see its push endpoints.'))
+    return
+  }
+  const enterprise = list.find((e) => String(e.enterpriseId) === enterpriseId)
+  view.append(
+    h(
+      'p',
+      { class: 'muted' },
+      `Enterprise ${enterpriseId}${enterprise ? ` · ${enterprise.name}` : ''}: each endpoint gets the event types it is subscribed to, in each recording's order.`,
+    ),
+    endpointForm(page, null),
+    page.status,
+    page.alert,
+    page.listing,
+    page.editor,
+    page.detail,
+  )
+  await page.load()
+}
+
+async function enterprisesOrAlert(page) {
+  try {
+    return await enterpriseOptions()
+  } catch (error) {
+    if (page.current()) showError(page.alert, error)
+    return []
+  }
+}
+
+function chooser(list, enterpriseId) {
+  const enterprise = enterpriseSelect('endpoints-enterprise', list, enterpriseId)
+  return h(
+    'form',
+    {
+      class: 'card filters',
+      'aria-label': 'Choose an enterprise',
+      onsubmit: (event) => {
+        event.preventDefault()
+        navigate(`#/endpoints?${new URLSearchParams({ enterpriseId: enterprise.value })}`)
+      },
+    },
+    h('div', { class: 'fields' }, field('endpoints-enterprise', 'Enterprise', enterprise)),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Show')),
+  )
+}
+
+/**
+ * Lists the enterprise's endpoints and draws the open one's detail again, each only when it changed (the
+ * focus stays where it was); while a delivery of the open endpoint may still move, it refreshes itself.
+ */
+async function loadEndpoints(page) {
+  stopRefreshing()
+  const enterpriseId = page.enterpriseId
+  try {
+    const [{ endpoints: list }, shown] = await Promise.all([
+      api('listEnterpriseEndpoints', { params: { enterpriseId } }),
+      page.openId === null ? undefined : showEndpoint(page, page.openId),
+    ])
+    if (!page.current()) return
+    const focused = document.activeElement?.id
+    const fingerprint = JSON.stringify(list)
+    if (fingerprint !== page.shown.list) {
+      page.shown.list = fingerprint
+      page.listing.replaceChildren(endpointTable(page, list))
+    }
+    if (shown) drawDetail(page, shown)
+    else if (page.openId !== null) closeDetail(page)
+    if (focused && document.activeElement?.id !== focused) document.getElementById(focused)?.focus()
+    if (shown?.recentDeliveries.some((d) => MOVING.includes(d.state))) {
+      refreshLater(page.load, LIVE_REFRESH_MS)
+    }
+  } catch (error) {
+    if (page.current()) showError(page.alert, error)
+  }
+}
+
+/** The endpoint and its recent deliveries, or undefined once it is gone. */
+async function showEndpoint(page, endpointId) {
+  try {
+    return await api('showEndpoint', { params: { enterpriseId: page.enterpriseId, endpointId } })
+  } catch (error) {
+    if (error instanceof Refusal && error.status === 404) return undefined
+    throw error
+  }
+}
+
+/** Runs an action of a row, then lists again; its failure goes to the page's alert. */
+async function act(page, work) {
+  page.alert.replaceChildren()
+  page.status.replaceChildren()
+  try {
+    await work()
+    await page.load()
+  } catch (error) {
+    showError(page.alert, error)
+  }
+}
+
+const COLUMNS = ['ID', 'URL', 'Event types', 'Description', 'Enabled', 'Rate', 'Health', 'Waiting', '']
+
+function endpointTable(page, list) {
+  if (list.length === 0) return h('p', {}, 'No endpoint yet: this enterprise pushes nowhere.')
+  return table(
+    'Push endpoints, in the order they were added',
+    COLUMNS,
+    list.map((e) =>
+      h(
+        'tr',
+        { 'data-endpoint-id': e.endpointId, 'aria-current': e.endpointId === page.openId && 'true' },
+        cell(COLUMNS[0], String(e.endpointId)),
+        cell(COLUMNS[1], h('span', { class: 'url' }, e.url)),
+        cell(COLUMNS[2], eventTypeList(e)),
+        cell(COLUMNS[3], e.description || h('span', { class: 'muted' }, '—')),
+        cell(COLUMNS[4], enabledBadge(e)),
+        cell(COLUMNS[5], rate(e.maxPerSecond)),
+        cell(
+          COLUMNS[6],
+          badge(e.health.state),
+          e.health.reason && h('small', { class: 'block' }, e.health.reason),
+        ),
+        cell(COLUMNS[7], String(e.waiting)),
+        cell('Actions', endpointActions(page, e)),
+      ),
+    ),
+  )
+}
+
+/** The four event types, each shown checked or not, as the form's checkboxes are. */
+function eventTypeList(e) {
+  return h(
+    'ul',
+    { class: 'event-types', 'aria-label': `Event types of endpoint ${e.endpointId}` },
+    EVENT_TYPES.map((type) => {
+      const on = e.eventTypes.includes(type)
+      return h(
+        'li',
+        { class: on ? 'on' : 'off' },
+        h('span', { class: 'box', 'aria-hidden': 'true' }, on ? '☑' : '☐'),
+        h('span', { class: 'visually-hidden' }, on ? 'subscribed: ' : 'not subscribed: '),
+        h('span', { class: 'event-name' }, type.replace('recording.', '')),
+      )
+    }),
+  )
+}
+
+const enabledBadge = (e) =>
+  h('span', { class: `badge state-${e.enabled ? 'active' : 'held'}` }, e.enabled ? 'enabled' : 'disabled')
+
+const rate = (maxPerSecond) =>
+  maxPerSecond === null ? h('span', { class: 'muted' }, 'no limit') : `${maxPerSecond} / s`
+
+function endpointActions(page, e) {
+  const id = e.endpointId
+  const button = (suffix, text, label, onclick, className) =>
+    h(
+      'button',
+      { type: 'button', id: `endpoint-${id}-${suffix}`, class: className, 'aria-label': label, onclick },
+      text,
+    )
+  return h(
+    'div',
+    { class: 'row-actions' },
+    h(
+      'button',
+      {
+        type: 'button',
+        id: `endpoint-${id}-open`,
+        'aria-label': `Deliveries of endpoint ${id}`,
+        'aria-controls': 'endpoint-detail',
+        onclick: () => openDetail(page, id),
+      },
+      'Deliveries',
+    ),
+    button('edit', 'Edit', `Edit endpoint ${id}`, () => openEditor(page, e)),
+    e.enabled
+      ? button('toggle', 'Disable', `Disable endpoint ${id}`, () => setEnabled(page, e, false))
+      : button('toggle', 'Enable', `Enable endpoint ${id}`, () => setEnabled(page, e, true)),
+    button('remove', 'Remove', `Remove endpoint ${id}`, () => removeEndpoint(page, e), 'danger'),
+  )
+}
+
+function setEnabled(page, e, enabled) {
+  return act(page, async () => {
+    await api('updateEndpoint', {
+      params: { enterpriseId: page.enterpriseId, endpointId: e.endpointId },
+      body: { enabled },
+    })
+    page.status.textContent = enabled
+      ? `Endpoint ${e.endpointId} is enabled: the deliveries it held go out in due order.`
+      : `Endpoint ${e.endpointId} is disabled: its deliveries wait, and new events skip it, until it is enabled again.`
+  })
+}
+
+async function removeEndpoint(page, e) {
+  const confirmed = await confirmDialog({
+    title: `Remove endpoint ${e.endpointId}?`,
+    message:
+      `Nothing more is pushed to ${e.url} for it, and its deliveries not yet confirmed will be cancelled: ` +
+      'waiting, failed, or acknowledged without a receipt. The console cannot undo this.',
+    confirmLabel: 'Remove',
+    danger: true,
+  })
+  if (!confirmed) return
+  await act(page, async () => {
+    const { cancelled } = await api('removeEndpoint', {
+      params: { enterpriseId: page.enterpriseId, endpointId: e.endpointId },
+    })
+    if (page.editing === e.endpointId) closeEditor(page)
+    if (page.openId === e.endpointId) closeDetail(page)
+    page.status.textContent = `Endpoint ${e.endpointId} removed: ${count(cancelled, 'delivery', 'deliveries')} not yet confirmed cancelled.`
+  })
+}
+
+/** The controls of the endpoint form, with an alert region for each field's refusals. */
+function formControls(prefix, endpoint) {
+  const input = (name, attributes) =>
+    h('input', { id: `${prefix}-${name}`, name, spellcheck: 'false', ...attributes })
+  return {
+    url: input('url', {
+      type: 'text',
+      inputmode: 'url',
+      required: true,
+      maxlength: '2048',
+      placeholder: 'https://partner.example/earshot',
+      value: endpoint?.url ?? '',
+    }),
+    eventTypes: EVENT_TYPES.map((type) =>
+      h('input', {
+        id: `${prefix}-${type.replace('recording.', '')}`,
+        type: 'checkbox',
+        name: 'eventTypes',
+        value: type,
+        checked: endpoint ? endpoint.eventTypes.includes(type) : true,
+      }),
+    ),
+    description: input('description', { type: 'text', maxlength: '500', value: endpoint?.description ?? '' }),
+    maxPerSecond: input('rate', {
+      type: 'number',
+      min: '1',
+      max: '10000',
+      step: '1',
+      inputmode: 'numeric',
+      value: endpoint?.maxPerSecond ?? '',
+    }),
+  }
+}
+
+/**
+ * The form that adds an endpoint (endpoint null) or changes one: URL, event types (all four checked for a
+ * new one), description and rate. A refusal of a field is shown beside that field.
+ */
+function endpointForm(page, endpoint) {
+  const prefix = endpoint ? 'edit-endpoint' : 'new-endpoint'
+  const title = endpoint ? `Edit endpoint ${endpoint.endpointId}` : 'Add an endpoint'
+  const controls = formControls(prefix, endpoint)
+  const errors = {}
+  const checked = (id, text, control, hint) => {
+    errors[control.name] = { alert: alertBox(), control }
+    errors[control.name].alert.id = `${id}-error`
+    control.setAttribute('aria-describedby', [hint && `${id}-hint`, `${id}-error`].filter(Boolean).join(' '))
+    return h('div', {}, field(id, text, control, hint), errors[control.name].alert)
+  }
+  const formAlert = alertBox()
+  const submit = h('button', { type: 'submit', class: 'primary' }, endpoint ? 'Save' : 'Add')
+  const form = h(
+    'form',
+    {
+      class: endpoint ? 'endpoint-form' : 'card endpoint-form',
+      'aria-label': title,
+      onsubmit: async (event) => {
+        event.preventDefault()
+        submit.disabled = true
+        try {
+          await submitEndpoint(page, endpoint, controls, { errors, formAlert })
+        } finally {
+          submit.disabled = false
+          if (document.activeElement === document.body && submit.isConnected) submit.focus()
+        }
+      },
+    },
+    !endpoint && h('h2', {}, title),
+    h(
+      'div',
+      { class: 'fields' },
+      checked(`${prefix}-url`, 'URL', controls.url),
+      checked(`${prefix}-description`, 'Description (optional)', controls.description),
+      checked(
+        `${prefix}-rate`,
+        'Max per second (optional)',
+        controls.maxPerSecond,
+        'Deliveries a second at most; empty for no limit.',
+      ),
+    ),
+    eventTypeFieldset(prefix, controls.eventTypes, errors),
+    formAlert,
+    h(
+      'div',
+      { class: 'actions' },
+      submit,
+      endpoint && h('button', { type: 'button', class: 'quiet', onclick: () => closeEditor(page) }, 'Cancel'),
+    ),
+  )
+  return form
+}
+
+function eventTypeFieldset(prefix, boxes, errors) {
+  const alert = alertBox()
+  alert.id = `${prefix}-event-types-error`
+  const fieldset = h(
+    'fieldset',
+    { class: 'event-type-choice', 'aria-describedby': alert.id },
+    h('legend', {}, 'Event types'),
+    boxes.map((box) =>
+      h('label', { class: 'check', for: box.id }, box, h('span', { class: 'mono' }, box.value)),
+    ),
+    alert,
+  )
+  errors.eventTypes = { alert, control: fieldset, focus: boxes[0] }
+  return fieldset
+}
+
+/** What the form says, as the API takes it: for a change, only the fields that differ from the endpoint. */
+function formBody(controls, endpoint) {
+  const rateText = controls.maxPerSecond.value.trim()
+  const values = {
+    url: controls.url.value.trim(),
+    eventTypes: controls.eventTypes.filter((box) => box.checked).map((box) => box.value),
+    description: controls.description.value,
+    maxPerSecond: rateText === '' ? null : Number(rateText),
+  }
+  if (!endpoint) {
+    const { description, maxPerSecond, ...body } = values
+    return { ...body, ...(description && { description }), ...(maxPerSecond !== null && { maxPerSecond }) }
+  }
+  const same = (name) => JSON.stringify(values[name]) === JSON.stringify(endpoint[name])
+  // The checkboxes are in the API's order, as the endpoint's event types are.
+  return Object.fromEntries(Object.entries(values).filter(([name]) => !same(name)))
+}
+
+async function submitEndpoint(page, endpoint, controls, { errors, formAlert }) {
+  formAlert.replaceChildren()
+  for (const { alert, control } of Object.values(errors)) {
+    alert.replaceChildren()
+    control.removeAttribute('aria-invalid')
+  }
+  const body = formBody(controls, endpoint)
+  try {
+    if (endpoint) {
+      if (Object.keys(body).length > 0) {
+        const params = { enterpriseId: page.enterpriseId, endpointId: endpoint.endpointId }
+        await api('updateEndpoint', { params, body })
+      }
+      closeEditor(page)
+      page.status.textContent = `Endpoint ${endpoint.endpointId} ${Object.keys(body).length > 0 ? 'saved' : 'is unchanged'}.`
+    } else {
+      const added = await api('addEndpoint', { params: { enterpriseId: page.enterpriseId }, body })
+      controls.url.value = ''
+      controls.description.value = ''
+      controls.maxPerSecond.value = ''
+      for (const box of controls.eventTypes) box.checked = true
+      page.status.textContent = `Endpoint ${added.endpointId} added: it gets ${added.eventTypes.join(', ')} at ${added.url}.`
+    }
+    await page.load()
+  } catch (error) {
+    showFieldError(error, errors, formAlert)
+  }
+}
+
+/** A refusal of one field beside it (its message starts with the field's name), any other in the form's alert. */
+function showFieldError(error, errors, formAlert) {
+  const name =
+    error instanceof Refusal && error.code === INVALID_PARAMETER && /^([A-Za-z]+)\b/.exec(error.msg)?.[1]
+  const target = name && errors[name]
+  if (!target) return showError(formAlert, error)
+  showError(target.alert, error)
+  target.control.setAttribute('aria-invalid', 'true')
+  ;(target.focus ?? target.control).focus()
+}
+
+function openEditor(page, e) {
+  page.editing = e.endpointId
+  const title = h('h2', { id: 'endpoint-editor-heading', tabindex: '-1' }, `Edit endpoint ${e.endpointId}`)
+  page.editor.replaceChildren(title, endpointForm(page, e))
+  page.editor.hidden = false
+  page.editor.querySelector('input')?.focus()
+}
+
+function closeEditor(page) {
+  const id = page.editing
+  page.editing = null
+  page.editor.hidden = true
+  page.editor.replaceChildren()
+  document.getElementById(`endpoint-${id}-edit`)?.focus()
+}
+
+async function openDetail(page, endpointId) {
+  page.alert.replaceChildren()
+  page.openId = endpointId
+  page.openDeliveries.clear()
+  page.shown.detail = ''
+  page.shown.list = ''
+  await page.load()
+  if (page.openId === endpointId) document.getElementById('endpoint-heading')?.focus()
+}
+
+function closeDetail(page) {
+  const id = page.openId
+  page.openId = null
+  page.detail.hidden = true
+  page.detail.replaceChildren()
+  page.shown.list = ''
+  for (const row of page.listing.querySelectorAll('tr[data-endpoint-id]')) row.removeAttribute('aria-current')
+  document.getElementById(`endpoint-${id}-open`)?.focus()
+}
+
+/** The open endpoint: its settings and health, and its recent deliveries, each with its attempts. */
+function drawDetail(page, { endpoint, recentDeliveries }) {
+  const fingerprint = JSON.stringify({ endpoint, recentDeliveries })
+  if (fingerprint === page.shown.detail) return
+  page.shown.detail = fingerprint
+  const e = endpoint
+  const facts = [
+    ['URL', h('span', { class: 'url' }, e.url)],
+    ['Description', e.description || '—'],
+    ['Event types', e.eventTypes.join(', ')],
+    ['Enabled', enabledBadge(e)],
+    ['Rate', rate(e.maxPerSecond)],
+    ['Added', stamp(e.createdAt)],
+    ['Health', badge(e.health.state)],
+    ['Why', e.health.reason ?? '—'],
+    ['Last success', stamp(e.health.lastSuccessAt)],
+    ['Last failure', stamp(e.health.lastFailureAt)],
+    ['Waiting', String(e.waiting)],
+  ]
+  page.detail.replaceChildren(
+    h(
+      'div',
+      { class: 'title-row' },
+      h('h2', { id: 'endpoint-heading', tabindex: '-1' }, `Endpoint ${e.endpointId}`),
+      h('button', { type: 'button', id: 'endpoint-detail-refresh', onclick: () => page.load() }, 'Refresh'),
+      h('button', { type: 'button', class: 'quiet', onclick: () => closeDetail(page) }, 'Close'),
+    ),
+    h(
+      'dl',
+      { class: 'facts' },
+      facts.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
+    ),
+    h('h3', { id: 'recent-deliveries-heading' }, 'Recent deliveries'),
+    recentList(page, recentDeliveries),
+  )
+  page.detail.hidden = false
+}
+
+function recentList(page, deliveries) {
+  if (deliveries.length === 0) return h('p', { class: 'muted' }, 'No delivery to this endpoint yet.')
+  return h(
+    'ul',
+    { class: 'recent-deliveries', 'aria-labelledby': 'recent-deliveries-heading' },
+    deliveries.map((d) => {
+      const details = h(
+        'details',
+        {
+          id: `endpoint-delivery-${d.deliveryId}`,
+          open: page.openDeliveries.has(d.deliveryId),
+          ontoggle: () => {
+            if (details.open) page.openDeliveries.add(d.deliveryId)
+            else page.openDeliveries.delete(d.deliveryId)
+          },
+        },
+        h(
+          'summary',
+          { id: `endpoint-delivery-${d.deliveryId}-summary` },
+          `Delivery ${d.deliveryId} · ${d.eventType.replace('recording.', '')} · `,
+          h('span', { class: 'mono' }, d.audioId),
+          ' · ',
+          badge(d.state),
+          ` · ${count(d.attempts.length, 'attempt')}`,
+        ),
+        timeline(d),
+      )
+      return h('li', {}, details)
+    }),
+  )
+}

@@ -1,0 +1,78 @@
+import { messageParser, PushEventType, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import Type from 'typebox'
+
+/** Endpoints an enterprise may have at once. */
+export const MAX_ENDPOINTS = 10
+const MAX_URL_LENGTH = 2048
+const MAX_DESCRIPTION_LENGTH = 500
+/** An endpoint's rate at most, deliveries a second. */
+const MAX_PER_SECOND = 10_000
+
+export const ALL_EVENT_TYPES = Object.values(PushEventType)
+
+const Url = Type.String({
+  maxLength: MAX_URL_LENGTH,
+  description:
+    'where the platform pushes: an absolute http(s) URL without credentials that resolves to public addresses (loopback and private ones too with EARSHOT_PUSH_ALLOW_PRIVATE=1)',
+  [RULE]: `must be an absolute http:// or https:// URL of at most ${MAX_URL_LENGTH} characters`,
+})
+const EventTypes = Type.Array(Type.Enum(ALL_EVENT_TYPES), {
+  minItems: 1,
+  uniqueItems: true,
+  description: 'the event types pushed to it (default: all four)',
+  [RULE]: `must be a non-empty list of distinct event types among ${ALL_EVENT_TYPES.join(', ')}`,
+})
+const Description = Type.String({
+  maxLength: MAX_DESCRIPTION_LENGTH,
+  pattern: '^[^\\u0000]*$',
+  description: "for operators: what the endpoint is for (default '')",
+  [RULE]: `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters, without U+0000`,
+})
+const Enabled = Type.Boolean({
+  description:
+    'false holds its open deliveries and creates none for new events, until it is true again (default true)',
+  [RULE]: 'must be true or false',
+})
+const MaxPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_PER_SECOND }), Type.Null()], {
+  description: 'deliveries a second at most to it, across every instance; null for no limit (the default)',
+  [RULE]: `must be an integer from 1 to ${MAX_PER_SECOND}, or null for no limit`,
+})
+
+/** A new endpoint. */
+export const NewEndpointSchema = Type.Object(
+  {
+    url: Url,
+    eventTypes: Type.Optional(EventTypes),
+    description: Type.Optional(Description),
+    enabled: Type.Optional(Enabled),
+    maxPerSecond: Type.Optional(MaxPerSecond),
+  },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]:
+      'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond',
+  },
+)
+export const NewEndpoint = messageParser(NewEndpointSchema)
+
+/** The fields of an endpoint to change; those absent stay as they are. */
+export const EndpointChangesSchema = Type.Object(
+  {
+    url: Type.Optional(Url),
+    eventTypes: Type.Optional(EventTypes),
+    description: Type.Optional(Description),
+    enabled: Type.Optional(Enabled),
+    maxPerSecond: Type.Optional(MaxPerSecond),
+  },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]:
+      'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond',
+  },
+)
+export const EndpointChanges = messageParser(EndpointChangesSchema)
+
+export const EndpointParams = Type.Object({
+  enterpriseId: Type.Integer({ minimum: 1, description: 'the enterprise' }),
+  endpointId: Type.Integer({ minimum: 1, description: 'the endpoint' }),
+})
