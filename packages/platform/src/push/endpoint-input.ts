@@ -38,38 +38,24 @@ const MaxPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_PER_SEC
   [RULE]: `must be an integer from 1 to ${MAX_PER_SECOND}, or null for no limit`,
 })
 
+const settings = {
+  eventTypes: Type.Optional(EventTypes),
+  description: Type.Optional(Description),
+  enabled: Type.Optional(Enabled),
+  maxPerSecond: Type.Optional(MaxPerSecond),
+}
+const onlyTheseFields = {
+  additionalProperties: false,
+  [UNKNOWN_FIELD_RULE]:
+    'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond',
+}
+
 /** A new endpoint. */
-export const NewEndpointSchema = Type.Object(
-  {
-    url: Url,
-    eventTypes: Type.Optional(EventTypes),
-    description: Type.Optional(Description),
-    enabled: Type.Optional(Enabled),
-    maxPerSecond: Type.Optional(MaxPerSecond),
-  },
-  {
-    additionalProperties: false,
-    [UNKNOWN_FIELD_RULE]:
-      'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond',
-  },
-)
+export const NewEndpointSchema = Type.Object({ url: Url, ...settings }, onlyTheseFields)
 export const NewEndpoint = messageParser(NewEndpointSchema)
 
 /** The fields of an endpoint to change; those absent stay as they are. */
-export const EndpointChangesSchema = Type.Object(
-  {
-    url: Type.Optional(Url),
-    eventTypes: Type.Optional(EventTypes),
-    description: Type.Optional(Description),
-    enabled: Type.Optional(Enabled),
-    maxPerSecond: Type.Optional(MaxPerSecond),
-  },
-  {
-    additionalProperties: false,
-    [UNKNOWN_FIELD_RULE]:
-      'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond',
-  },
-)
+export const EndpointChangesSchema = Type.Object({ url: Type.Optional(Url), ...settings }, onlyTheseFields)
 export const EndpointChanges = messageParser(EndpointChangesSchema)
 
 export const EndpointParams = Type.Object({
