@@ -6,6 +6,7 @@ import {
   addJobs,
   attemptsOf,
   createJobTables,
+  type JobState,
   jobMachine,
   jobQueue,
   jobRow,
@@ -374,6 +375,39 @@ for (const backend of testBackends) {
       )
       assert.equal((await jobRow(db, later as number))?.state, 'pending')
       assert.equal(await pausing.resume(db, ['p'], 10), 0)
+    })
+
+    test("a rated group's jobs are claimed a tenth of a second's worth at a time, and due again when its time comes", async () => {
+      await db.query(
+        `CREATE TABLE IF NOT EXISTS rates (group_id int PRIMARY KEY, per_second int, next_at timestamptz NOT NULL DEFAULT now())`,
+      )
+      await db.query(
+        `INSERT INTO rates VALUES (1, 1, now()), (2, 20, now()) ON CONFLICT (group_id) DO UPDATE SET next_at = now()`,
+      )
+      const rated = defineQueue<JobState, number, TestJob>({
+        ...jobQueue.spec,
+        rated: { table: 'rates', key: 'group_id', perSecond: 'per_second', nextAt: 'next_at' },
+      })
+      const slow = await addJobs(db, ['s0', 's1', 's2'], { group: '1' })
+      const fast = await addJobs(db, ['f0', 'f1', 'f2', 'f3'], { group: '2' })
+      const [free] = await addJobs(db, ['free'])
+      const claimed = async () =>
+        (await rated.claim(db, { claimant: 'a', limit: 10, leaseSeconds: LEASE, perGroup: 10 })).map(
+          (c) => c.id,
+        )
+      // One a second: one; twenty a second: two (a tenth of a second's worth); no rate: all.
+      assert.deepEqual(await claimed(), [slow[0], fast[0], fast[1], free])
+      const [{ gap } = { gap: 0 }] = await db.query<{ gap: number }>(
+        `SELECT extract(epoch FROM max(next_at) FILTER (WHERE group_id = 1) - max(next_at) FILTER (WHERE group_id = 2))::float8 AS gap FROM rates`,
+      )
+      assert.ok(
+        Math.abs(gap - 0.9) < 0.001,
+        `the slow group's time comes a second after the claim, the fast one's a tenth (${gap})`,
+      )
+      // Until then claims pass the slow group by, and the sweep says when its time comes.
+      assert.ok(!(await claimed()).some((id) => slow.includes(id)))
+      const { nextDueSeconds } = await rated.sweep(db, 10)
+      assert.ok(nextDueSeconds !== undefined && nextDueSeconds <= 1, `${nextDueSeconds}`)
     })
 
     test('a queue with a paused group needs a held state', () => {
