@@ -154,7 +154,7 @@ export class AdminClient {
   setPushUrl(
     enterpriseId: number,
     pushUrl: string | null,
-  ): Promise<{ enterpriseId: number; pushUrl: string | null }> {
+  ): Promise<{ enterpriseId: number; pushUrl: string | null; cancelled: number }> {
     return this.call('setPushUrl', { params: { enterpriseId }, body: { pushUrl } })
   }
 

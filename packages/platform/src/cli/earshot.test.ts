@@ -136,11 +136,15 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
       const id = await createEnterprise('Pushed')
       const set = await earshot('enterprise', 'set-push-url', String(id), 'https://localhost/push', '--json')
       assert.equal(set.code, 0, set.stderr)
-      assert.deepEqual(JSON.parse(set.stdout), { enterpriseId: id, pushUrl: 'https://localhost/push' })
+      assert.deepEqual(JSON.parse(set.stdout), {
+        enterpriseId: id,
+        pushUrl: 'https://localhost/push',
+        cancelled: 0,
+      })
 
       const cleared = await earshot('enterprise', 'set-push-url', String(id), '--clear', '--json')
       assert.equal(cleared.code, 0, cleared.stderr)
-      assert.deepEqual(JSON.parse(cleared.stdout), { enterpriseId: id, pushUrl: null })
+      assert.deepEqual(JSON.parse(cleared.stdout), { enterpriseId: id, pushUrl: null, cancelled: 0 })
 
       const neither = await earshot('enterprise', 'set-push-url', String(id))
       assert.equal(neither.code, 1)

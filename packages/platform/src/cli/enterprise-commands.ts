@@ -116,7 +116,7 @@ function setPushUrlCommand(): Command {
     .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
     .argument('[url]', 'the push URL (http:// or https://)')
     .option('--clear', 'remove the push URL')
-    .option('--json', 'print {"enterpriseId", "pushUrl"} as JSON')
+    .option('--json', 'print {"enterpriseId", "pushUrl", "cancelled"} as JSON')
     .action(
       async (
         enterpriseId: number,
@@ -134,6 +134,11 @@ function setPushUrlCommand(): Command {
             result.pushUrl === null
               ? `Enterprise ${result.enterpriseId} has no push URL now; recordings are not pushed.`
               : `Enterprise ${result.enterpriseId} pushes recordings to ${result.pushUrl}.`,
+            ...(result.cancelled === 0
+              ? []
+              : [
+                  `${result.cancelled} ${result.cancelled === 1 ? 'delivery' : 'deliveries'} to its removed endpoints, not yet confirmed, cancelled.`,
+                ]),
           )
         })
       },

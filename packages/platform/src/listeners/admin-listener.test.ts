@@ -260,7 +260,7 @@ for (const backend of testBackends) {
       for (const url of ['http://127.0.0.1:9000/push', 'https://localhost/earshot?x=1']) {
         const set = await admin(platform, 'PUT', path, { pushUrl: url })
         assert.equal(set.status, 200)
-        assert.deepEqual(set.body, { enterpriseId: partner.enterpriseId, pushUrl: url })
+        assert.deepEqual(set.body, { enterpriseId: partner.enterpriseId, pushUrl: url, cancelled: 0 })
         assert.equal(await pushUrlOf(), url)
       }
       for (const bad of ['ftp://x', 'not a url', 'http://', '/relative', 42]) {
@@ -270,7 +270,7 @@ for (const backend of testBackends) {
       assert.equal(await pushUrlOf(), 'https://localhost/earshot?x=1')
       const cleared = await admin(platform, 'PUT', path, { pushUrl: null })
       assert.equal(cleared.status, 200)
-      assert.deepEqual(cleared.body, { enterpriseId: partner.enterpriseId, pushUrl: null })
+      assert.deepEqual(cleared.body, { enterpriseId: partner.enterpriseId, pushUrl: null, cancelled: 0 })
       assert.equal(await pushUrlOf(), null)
       expectRefusal(
         await admin(platform, 'PUT', '/enterprises/999999/push-url', { pushUrl: 'https://localhost/' }),

@@ -198,15 +198,15 @@ export async function removeEndpoint(
 /**
  * The one-endpoint shorthand (`set-push-url`): the enterprise's endpoints become one, to `url`, for every
  * event type, enabled, without a rate. Its first endpoint is kept (changed), so that its open deliveries go
- * to the new URL; the others are removed. A null URL removes them all. False when there is no such
- * enterprise.
+ * to the new URL; the others are removed. A null URL removes them all. Returns how many deliveries the
+ * removed endpoints had not yet confirmed (now cancelled); undefined when there is no such enterprise.
  */
 export async function replaceWithPushUrl(
   db: Database,
   enterpriseId: number,
   url: string | null,
-): Promise<boolean> {
-  const kept = await db.transaction(async (tx) => {
+): Promise<{ cancelled: number } | undefined> {
+  const replaced = await db.transaction(async (tx) => {
     const [enterprise] = await tx.query<{ endpoints: (number | string)[] | null }>(
       `SELECT (SELECT array_agg(endpoint_id ORDER BY endpoint_id) FROM endpoints
                 WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL) AS endpoints
@@ -215,24 +215,25 @@ export async function replaceWithPushUrl(
     )
     if (!enterprise) return undefined
     const [first, ...others] = (enterprise.endpoints ?? []).map(Number)
+    let cancelled = 0
     for (const endpointId of url === null ? [first, ...others] : others) {
-      if (endpointId !== undefined) await removeIn(tx, endpointId)
+      if (endpointId !== undefined) cancelled += await removeIn(tx, endpointId)
     }
-    if (url === null) return []
+    if (url === null) return { kept: [], cancelled }
     const settings = { url, eventTypes: ALL_EVENT_TYPES, description: '', enabled: true, maxPerSecond: null }
-    if (first === undefined) return [await insertEndpoint(tx, enterpriseId, settings)]
+    if (first === undefined) return { kept: [await insertEndpoint(tx, enterpriseId, settings)], cancelled }
     await tx.query(
       `UPDATE endpoints SET url = $2, event_types = $3, enabled = true, max_per_second = NULL WHERE endpoint_id = $1`,
       [first, url, settings.eventTypes],
     )
-    return [first]
+    return { kept: [first], cancelled }
   })
-  if (!kept) return false
-  await resumeHeld(db, kept)
-  return true
+  if (!replaced) return undefined
+  await resumeHeld(db, replaced.kept)
+  return { cancelled: replaced.cancelled }
 }
 
-async function removeIn(tx: Queryable, endpointId: number): Promise<void> {
+async function removeIn(tx: Queryable, endpointId: number): Promise<number> {
   await tx.query('UPDATE endpoints SET removed_at = now() WHERE endpoint_id = $1', [endpointId])
-  await cancelEndpointDeliveries(tx, endpointId)
+  return cancelEndpointDeliveries(tx, endpointId)
 }

@@ -102,6 +102,11 @@ export const ReplayableSchema = Type.Object({
 export const PushUrlSetSchema = Type.Object({
   enterpriseId: Id('the enterprise'),
   pushUrl: Type.Union([Type.String(), Type.Null()], { description: 'as stored (normalized), or null' }),
+  cancelled: Type.Integer({
+    minimum: 0,
+    description:
+      "deliveries of the enterprise's other endpoints (all of them, when cleared) not yet confirmed, now cancelled",
+  }),
 })
 
 export const PushUrlSchema = Type.Object({

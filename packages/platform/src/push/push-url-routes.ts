@@ -58,8 +58,9 @@ const setPushUrlRoute: RouteSpec<PlatformContext> = {
       const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
       const checked = await checkPushUrl(pushUrl, context.config.pushAllowPrivate)
       // Its open deliveries go to the new URL (resumed if they were held), unless that one is disabled too.
-      if (!(await replaceWithPushUrl(context.db, enterpriseId, checked))) throw noSuchEnterprise(enterpriseId)
-      return { enterpriseId, pushUrl: checked }
+      const replaced = await replaceWithPushUrl(context.db, enterpriseId, checked)
+      if (!replaced) throw noSuchEnterprise(enterpriseId)
+      return { enterpriseId, pushUrl: checked, ...replaced }
     },
 }
 
