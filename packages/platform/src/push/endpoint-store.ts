@@ -186,12 +186,11 @@ export async function removeEndpoint(
 ): Promise<{ cancelled: number } | undefined> {
   return db.transaction(async (tx) => {
     const rows = await tx.query(
-      `UPDATE endpoints SET removed_at = now()
-        WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL RETURNING 1`,
+      'SELECT 1 FROM endpoints WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL FOR UPDATE',
       [enterpriseId, endpointId],
     )
     if (rows.length === 0) return undefined
-    return { cancelled: await cancelEndpointDeliveries(tx, endpointId) }
+    return { cancelled: await removeIn(tx, endpointId) }
   })
 }
 
