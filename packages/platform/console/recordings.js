@@ -1,6 +1,6 @@
 /** The recordings page: an enterprise's recordings by audioId or device, each one's parts, its audio played and uploaded. */
 import { enterpriseOptions, withClient } from './admin-api.js'
-import { alertBox, cell, count, enterpriseSelect, field, h, heading, showError, table } from './dom.js'
+import { alertBox, cell, count, enterpriseSelect, field, h, heading, showError, stamp, table } from './dom.js'
 import { navigate } from './navigation.js'
 import { drawRecording, duration, fetchRecording, partBadges, uploadForm } from './recording-detail.js'
 
@@ -154,7 +154,7 @@ function renderPager(page, total) {
   )
 }
 
-const COLUMNS = ['Audio ID', 'Device', 'Title', 'Parts', 'Duration', '']
+const COLUMNS = ['Audio ID', 'Recorded', 'Device', 'Title', 'Parts', 'Duration', '']
 
 function recordingTable(page, items) {
   if (items.length === 0) return h('p', {}, 'No recording matches.')
@@ -168,8 +168,9 @@ function recordingTable(page, items) {
         'tr',
         { 'data-audio-id': audioId, 'aria-current': audioId === page.openId && 'true' },
         cell(COLUMNS[0], h('span', { class: 'mono' }, audioId)),
+        cell(COLUMNS[1], stamp(data.recordedAt)),
         cell(
-          COLUMNS[1],
+          COLUMNS[2],
           h(
             'a',
             {
@@ -180,9 +181,9 @@ function recordingTable(page, items) {
             data.deviceUid,
           ),
         ),
-        cell(COLUMNS[2], data.title),
-        cell(COLUMNS[3], partBadges(data)),
-        cell(COLUMNS[4], length === undefined ? '—' : duration(length)),
+        cell(COLUMNS[3], data.title),
+        cell(COLUMNS[4], partBadges(data)),
+        cell(COLUMNS[5], length === undefined ? '—' : duration(length)),
         cell(
           'Actions',
           h(

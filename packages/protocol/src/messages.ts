@@ -87,10 +87,13 @@ export type RecordingFilter = Static<typeof RecordingFilterSchema>
 /** A filter after defaults are applied. */
 export type ResolvedRecordingFilter = RecordingFilter & { page: number; size: number }
 
+const RecordedAt = Instant('when the device made the recording, in UTC: what startTime and endTime bound')
+
 /** Set A (transcript form), returned once the recording's transcript exists. */
 export const TranscriptRecordingDataSchema = Type.Object({
   deviceUid: Type.String(),
   title: Type.String(),
+  recordedAt: RecordedAt,
   transcriptId: Type.Integer(),
   transcriptText: Type.String(),
   transcriptSentences: Type.String({ description: 'a JSON array of {text, beginTime, endTime}, serialized' }),
@@ -105,6 +108,7 @@ export type TranscriptRecordingData = Static<typeof TranscriptRecordingDataSchem
 export const AudioRecordingDataSchema = Type.Object({
   deviceUid: Type.String(),
   title: Type.String(),
+  recordedAt: RecordedAt,
   denoiseUrl: Type.String(),
   recordDuration: Count('recording duration'),
 })
@@ -156,11 +160,11 @@ export const RecordingPushEventSchema = Type.Object({
   data: RecordingDataSchema,
 })
 
-/** The plaintext of a recording's deletion pushed; its data is `{}`. */
+/** The plaintext of a recording's deletion pushed; its data is `{}`, open to fields a later version adds. */
 export const DeletionPushEventSchema = Type.Object({
   ...pushEventHead,
   eventType: Type.Literal(PushEventType.DELETED),
-  data: Type.Object({}, closed),
+  data: Type.Object({}),
 })
 
 /** The plaintext of a push to the partner. */

@@ -66,6 +66,7 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
   const audioData = (id: string): RecordingData => ({
     deviceUid: 'DEV-1',
     title: id,
+    recordedAt: '2026-03-01T09:00:00.000Z',
     denoiseUrl: media.link(id),
     recordDuration: 9,
   })
@@ -151,6 +152,7 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
     api.recordings.set('transcript-only', () => ({
       deviceUid: 'DEV-1',
       title: 'no audio',
+      recordedAt: '2026-03-01T09:00:00.000Z',
       transcriptId: 1,
       transcriptText: 'hi',
       transcriptSentences: '[]',

@@ -86,7 +86,10 @@ describe('earshot-partner query and export: what they print', { timeout: 120_000
     assert.equal(result.code, 0, result.stderr)
     const [header, ...rest] = result.stdout.trimEnd().split('\n')
     assert.ok(header)
-    assert.match(header, /^AUDIO ID\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/)
+    assert.match(
+      header,
+      /^AUDIO ID\s+RECORDED AT \(UTC\)\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/,
+    )
     assert.equal(rest.at(-1), 'page 1 of 1, total 4')
     const rows = rest.slice(0, -1)
     // The column ends where its header does: the numbers' decimal points line up beneath it.
@@ -107,41 +110,55 @@ describe('earshot-partner query and export: what they print', { timeout: 120_000
     for (const cell of Object.values(durations)) assert.match(cell, /^\d+\.\d$/, 'a number, one unit')
   })
 
-  test('query: no recordedAt column, since the answer carries none', async () => {
-    const list = JSON.parse((await cli('query', '--json')).stdout)
-    for (const { data } of list.items) assert.ok(!('recordedAt' in data), JSON.stringify(data))
-    assert.doesNotMatch((await cli('query')).stdout, /RECORDED/)
+  test('query: recordedAt in its own column, in UTC', async () => {
+    const [header, ...rows] = (await cli('query')).stdout.trimEnd().split('\n')
+    assert.match(header ?? '', /^AUDIO ID\s+RECORDED AT \(UTC\)\s+DEVICE UID/)
+    const recordedAt = Object.fromEntries(rows.slice(0, -1).map((row) => row.split(/\s+/).slice(0, 2)))
+    assert.deepEqual(recordedAt, {
+      short: '2026-02-01T13:00:00.000Z',
+      'both-parts': '2026-02-01T12:00:00.000Z',
+      'transcript-only': '2026-02-01T11:00:00.000Z',
+      'audio-only': '2026-02-01T10:00:00.000Z',
+    })
   })
 
-  test("export: each line is the query's data; the platform's import refuses the file (no recordedAt)", async () => {
+  test('export writes the import format: imported into another platform, partners see the same data', async () => {
     const out = join(dir, 'export.jsonl')
     const result = await cli('export', '--out', out)
     assert.equal(result.code, 0, result.stderr)
-    const lines = (await readFile(out, 'utf8'))
+    const exported = (await readFile(out, 'utf8'))
       .trimEnd()
       .split('\n')
       .map((line) => JSON.parse(line))
-    const list = JSON.parse((await cli('query', '--json')).stdout)
     assert.deepEqual(
-      lines,
-      list.items.map(({ audioId, data }: { audioId: string; data: JsonObject }) => ({ audioId, ...data })),
+      exported.find((line) => line.audioId === 'both-parts'),
+      { ...recordings[2], recordedAt: '2026-02-01T12:00:00.000Z' },
     )
 
-    // As documented (README, export --help): a partner-side format, refused by the platform's import.
-    const other = await createPartner(platform, 'Import Co')
-    const admin = adminClientOf(platform)
-    await assert.rejects(
-      async () => {
-        for await (const _ of admin.importRecordings(other.enterpriseId, await readFile(out))) {
-        }
-      },
-      (error: Error & { code?: number }) => {
-        assert.equal(error.code, 4001)
-        assert.match(error.message, /line 1: .*recordedAt/)
-        return true
-      },
-    )
-    const help = await cli('export', '--help')
-    assert.match(help.stdout, /not the platform's import format/)
+    const other = await startTestPlatform('pglite')
+    try {
+      const otherPartner = await createPartner(other, 'Import Co')
+      let summary: unknown
+      for await (const line of adminClientOf(other).importRecordings(
+        otherPartner.enterpriseId,
+        await readFile(out),
+      ))
+        summary = line
+      assert.deepEqual(summary, { imported: 4, skipped: 0 })
+      const otherEnv = {
+        ...env,
+        EARSHOT_BASE_URL: other.partnerUrl,
+        EARSHOT_ENTERPRISE_ID: String(otherPartner.enterpriseId),
+        EARSHOT_KEY_VERSION: String(otherPartner.keyVersion),
+        EARSHOT_SECRET: otherPartner.secret,
+      }
+      const imported = JSON.parse((await runCli(bin, ['query', '--json'], otherEnv)).stdout)
+      const original = JSON.parse((await cli('query', '--json')).stdout)
+      assert.equal(imported.total, 4)
+      assert.deepEqual(imported.items, original.items)
+    } finally {
+      await other.stop()
+    }
+    assert.match((await cli('export', '--help')).stdout, /import format/)
   })
 })

@@ -40,10 +40,9 @@ const EXPORT_PAGE_SIZE = 100
 const MAX_TITLE_WIDTH = 40
 const DURATION_HEADER = 'DURATION (s)'
 const EXPORT_FORMAT_HELP = `
-The file is the partner API's data, not the platform's import format (\`earshot recordings import\`):
-the query answers no recordedAt, which an import line requires, its transcript form carries
-transcriptSentences as a string where an import has transcript.sentences, and the denoiseUrl of
-audio the platform stores is a signed link that expires (download the audio with \`download\`).`
+Each line is in the platform's import format (\`earshot recordings import\`), so an export can be imported
+into another enterprise or platform as it is. The denoiseUrl of audio the platform stores is a signed link
+that expires: to carry the audio itself over, download it (\`download\`) and upload it on the other side.`
 
 /** `earshot-partner token [--json]`. */
 export function tokenCommand(): Command {
@@ -82,25 +81,31 @@ export function queryCommand(): Command {
         )
         const rows = page.items.map(({ audioId, data }, i) => [
           audioId,
+          data.recordedAt,
           data.deviceUid,
           truncate(data.title, MAX_TITLE_WIDTH),
           seconds[i] as string,
           isTranscriptData(data) ? 'yes' : 'no',
         ])
-        printLines(...table(['AUDIO ID', 'DEVICE UID', 'TITLE', DURATION_HEADER, 'TRANSCRIPT'], rows), footer)
+        printLines(
+          ...table(
+            ['AUDIO ID', 'RECORDED AT (UTC)', 'DEVICE UID', 'TITLE', DURATION_HEADER, 'TRANSCRIPT'],
+            rows,
+          ),
+          footer,
+        )
       })
     })
 }
 
 /**
- * `earshot-partner export [filters] [--out FILE.jsonl]`: every matching recording, one JSON line each, as the
- * query answers it. A partner-side format, not the platform's import: the partner API answers no recordedAt
- * (which an import line requires), and a stored audio's denoiseUrl is a link that expires.
+ * `earshot-partner export [filters] [--out FILE.jsonl]`: every matching recording, one JSON line each, in the
+ * platform's import format.
  */
 export function exportCommand(): Command {
   return withFilters(new Command('export'))
     .description(
-      'write every matching recording as JSON Lines ({"audioId", ...data} per line, data as the query answers it) to --out or stdout',
+      "write every matching recording as JSON Lines in the platform's import format to --out or stdout",
     )
     .addHelpText('after', EXPORT_FORMAT_HELP)
     .option('--out <file>', 'the JSON Lines file to write (replaced only once the export is complete)')
@@ -127,7 +132,7 @@ export function exportCommand(): Command {
             if (!started) bar?.start(page.total, 0)
             else bar?.setTotal(page.total)
             started = true
-            const lines = page.items.map(({ audioId, data }) => `${JSON.stringify({ audioId, ...data })}\n`)
+            const lines = page.items.map((item) => `${JSON.stringify(importLine(item))}\n`)
             await write(output?.stream ?? process.stdout, lines.join(''))
             exported += page.items.length
             bar?.update(exported)
@@ -178,6 +183,16 @@ function contractList(page: AudioPage) {
     total,
     items: items.map(({ audioId, data }) => ({ audioId, data })),
   }
+}
+
+/** A recording as a line of the platform's import: the transcript as an object, its sentences parsed. */
+export function importLine({ audioId, data, sentences }: AudioPage['items'][number]) {
+  const { deviceUid, title, recordedAt, denoiseUrl, recordDuration } = data
+  const audio = denoiseUrl ? { denoiseUrl, recordDuration } : {}
+  if (!isTranscriptData(data)) return { audioId, deviceUid, title, recordedAt, ...audio }
+  const { transcriptId, transcriptText, durationMs, wordsCount } = data
+  const transcript = { transcriptId, transcriptText, sentences, durationMs, wordsCount }
+  return { audioId, deviceUid, title, recordedAt, ...audio, transcript }
 }
 
 /**

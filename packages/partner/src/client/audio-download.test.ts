@@ -47,6 +47,7 @@ describe('downloading a recording’s audio', { timeout: 60_000 }, () => {
     api.recordings.set(id, () => ({
       deviceUid: 'DEV-1',
       title: id,
+      recordedAt: '2026-03-01T09:00:00.000Z',
       denoiseUrl: media.link(id),
       recordDuration: 9,
     }))
@@ -223,6 +224,7 @@ describe('downloading a recording’s audio', { timeout: 60_000 }, () => {
     api.recordings.set('transcript-only', () => ({
       deviceUid: 'DEV-1',
       title: 'no audio',
+      recordedAt: '2026-03-01T09:00:00.000Z',
       transcriptId: 1,
       transcriptText: 'hi',
       transcriptSentences: '[]',

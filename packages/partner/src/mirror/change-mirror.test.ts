@@ -9,6 +9,7 @@ import { type ChangeMirror, openChangeMirror } from './change-mirror.js'
 const data = (title: string): AudioRecordingData => ({
   deviceUid: 'DEV-1',
   title,
+  recordedAt: '2026-03-01T09:00:00.000Z',
   denoiseUrl: 'https://media.example/a.mp3',
   recordDuration: 10,
 })

@@ -35,6 +35,7 @@ function pushEvent(overrides: Partial<RecordingEvent> = {}): RecordingEvent {
     data: {
       deviceUid: 'DEV-1',
       title: `t${n}`,
+      recordedAt: '2026-03-01T09:00:00.000Z',
       denoiseUrl: `https://media.example/${n}.mp3`,
       recordDuration: 61,
     },
@@ -200,6 +201,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
       data: {
         deviceUid: 'DEV-1',
         title: 'with transcript',
+        recordedAt: '2026-03-01T09:00:00.000Z',
         transcriptId: 7,
         transcriptText: 'hello there',
         transcriptSentences: JSON.stringify(sentences),
@@ -395,13 +397,14 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.deepEqual(deleted, [event])
   })
 
-  test('a deletion without onDeleted is answered 5000 and not recorded; its data must be {}', async () => {
+  test('a deletion without onDeleted is answered 5000 and not recorded; a recording push needs its data', async () => {
     await setUp({ withoutOnDeleted: true })
     const refused = await receiver.handle({ body: body(sealed(deletionEvent('audio-x'))), headers: json })
     assert.deepEqual([refused.status, refused.body.code], [500, 5000])
-    const withData = { ...deletionEvent('audio-y'), data: pushEvent().data }
+    // A deletion's data is open to fields a later version adds: still a deletion.
+    const withData = { ...deletionEvent('audio-y'), data: { reason: 'operator' } }
     const invalid = await receiver.handle({ body: body(sealed(withData as never)), headers: json })
-    assert.equal(invalid.body.code, 4001)
+    assert.equal(invalid.body.code, 5000)
     const recordingWithoutData = pushEvent({ data: {} as never })
     const invalid2 = await receiver.handle({ body: body(sealed(recordingWithoutData)), headers: json })
     assert.equal(invalid2.body.code, 4001)

@@ -12,7 +12,13 @@ const push = (audioId: string, occurredAt: string, title = 'a title'): ReceivedP
   eventType: 'recording.audio_ready',
   audioId,
   occurredAt,
-  data: { deviceUid: 'DEV-1', title, denoiseUrl: 'https://media.example/a.mp3', recordDuration: 5 },
+  data: {
+    deviceUid: 'DEV-1',
+    title,
+    recordedAt: '2026-03-01T09:00:00.000Z',
+    denoiseUrl: 'https://media.example/a.mp3',
+    recordDuration: 5,
+  },
   sentences: undefined,
 })
 const update = (audioId: string, occurredAt: string, title: string): ReceivedPush => ({

@@ -297,6 +297,13 @@ for (const backend of testBackends) {
       assert.equal(devices.length, 20)
       assert.deepEqual(new Set(devices), new Set(['WEAR-BETA-07']))
       assert.equal((await audioIdsShown())[0], 'demo-0298')
+      // Newest first, each recordedAt shown in UTC with its zone.
+      const recorded = page.locator('tbody td[data-label="Recorded"] time')
+      const instants = await recorded.evaluateAll((times) =>
+        times.map((time) => time.getAttribute('datetime')),
+      )
+      assert.deepEqual(instants, [...instants].sort().reverse())
+      assert.match((await recorded.first().textContent()) ?? '', /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC$/)
 
       await find()
       await page.getByText('300 recordings').waitFor()

@@ -128,6 +128,7 @@ describe('the operator guide: the JSON Lines import example', { timeout: 60_000 
     assert.deepEqual(audioOnly, {
       deviceUid: 'DEV-0001',
       title: 'Standup',
+      recordedAt: '2026-11-02T01:00:00.000Z',
       denoiseUrl: 'https://cdn.example.com/standup.mp3',
       recordDuration: 61000,
     })

@@ -152,6 +152,9 @@ const goodTimes = [
   '2024-02-29T12:00:00+05:30',
 ]
 
+/** The good times a recording may have: in UTC within years 1 to 9999. */
+const recordingTimes = goodTimes.filter((time) => !time.startsWith('0001') && !time.startsWith('9999'))
+
 const badTimes = [
   '2026-13-01T00:00:00Z',
   '2026-02-30T00:00:00Z',
@@ -1060,7 +1063,7 @@ async function setUp(platform: TestPlatform, seeded: Random): Promise<Fixtures> 
       await ingest(platform, partnerA.enterpriseId, {
         deviceUid: devices[i % devices.length] as string,
         title: `Fuzz ${i} ${'é'.repeat(i)}`,
-        recordedAt: goodTimes[i % goodTimes.length] as string,
+        recordedAt: recordingTimes[i % recordingTimes.length] as string,
         ...(i % 3 !== 1 && audio),
         ...(i % 3 !== 0 && { transcript }),
       }),

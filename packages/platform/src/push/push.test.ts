@@ -84,6 +84,7 @@ for (const backend of testBackends) {
       assert.deepEqual(push.event.data, {
         deviceUid: 'DEV-PUSH',
         title: `push test ${recordingCounter}`,
+        recordedAt: '2026-03-01T02:00:00.000Z',
         denoiseUrl: `https://media.example/${recordingCounter}.mp3`,
         recordDuration: 61_000,
       })

@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict'
 import { createCipheriv, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { type Envelope, type EnvelopeKey, type JsonObject, open, seal } from '@earshot/protocol'
+import {
+  type Envelope,
+  type EnvelopeKey,
+  type JsonObject,
+  open,
+  parseInstantMicros,
+  seal,
+} from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
 
@@ -10,13 +17,22 @@ import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } 
 const SET_A_KEYS = [
   'deviceUid',
   'durationMs',
+  'recordedAt',
   'title',
   'transcriptId',
   'transcriptSentences',
   'transcriptText',
   'wordsCount',
 ]
-const SET_B_KEYS = ['denoiseUrl', 'deviceUid', 'recordDuration', 'title']
+const SET_B_KEYS = ['denoiseUrl', 'deviceUid', 'recordDuration', 'recordedAt', 'title']
+
+/** recordedAt as partners get it: in UTC, to the millisecond, or the microsecond when it has one. */
+function inUtc(text: string): string {
+  const micros = parseInstantMicros(text) as bigint
+  const iso = new Date(Number(micros / 1000n)).toISOString()
+  const extra = micros % 1000n
+  return extra === 0n ? iso : iso.replace('Z', `${String(extra).padStart(3, '0')}Z`)
+}
 
 const sentences = [
   { text: 'hello', beginTime: 0, endTime: 900 },
@@ -481,6 +497,7 @@ for (const backend of testBackends) {
         assert.ok(data, seed.audioId)
         assert.equal(data.deviceUid, seed.deviceUid)
         assert.equal(data.title, `title of ${seed.audioId}`)
+        assert.equal(data.recordedAt, inUtc(seed.recordedAt), seed.audioId)
         if (seed.transcript) {
           // Set A, with the audio part too when the recording has one.
           const keys = seed.audio ? [...SET_A_KEYS, 'denoiseUrl', 'recordDuration'].sort() : SET_A_KEYS
@@ -526,6 +543,7 @@ for (const backend of testBackends) {
         data: {
           deviceUid: 'dev-c',
           title: 'title of q05',
+          recordedAt: '2026-02-28T23:59:59.999Z',
           transcriptId: big,
           transcriptText: 'late',
           transcriptSentences: JSON.stringify(sentences),

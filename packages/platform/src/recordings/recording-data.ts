@@ -5,6 +5,8 @@ export interface RecordingRow {
   audio_id: string
   device_uid: string
   title: string
+  /** ISO-8601 in UTC with microseconds, as RECORDING_DATA_COLUMNS formats it. */
+  recorded_at: string
   denoise_url: string | null
   record_duration: number | null
   transcript_id: number | null
@@ -15,8 +17,10 @@ export interface RecordingRow {
 }
 
 /** The columns recordingData reads, of the recordings table aliased `r`, for a statement's select list. */
-export const RECORDING_DATA_COLUMNS = `r.device_uid, r.title, r.denoise_url, r.record_duration, r.transcript_id,
-       r.transcript_text, r.transcript_sentences, r.duration_ms, r.words_count`
+export const RECORDING_DATA_COLUMNS = `r.device_uid, r.title,
+       to_char(r.recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS recorded_at,
+       r.denoise_url, r.record_duration, r.transcript_id, r.transcript_text, r.transcript_sentences,
+       r.duration_ms, r.words_count`
 
 /**
  * `denoise_url` of audio Earshot stores (media/): this prefix and the file's SHA-256. Partners never see it:
@@ -37,6 +41,7 @@ export function recordingData(row: RecordingRow, audioLink?: AudioLink): Recordi
     return {
       deviceUid: row.device_uid,
       title: row.title,
+      recordedAt: utcInstant(row.recorded_at),
       transcriptId: row.transcript_id,
       transcriptText: row.transcript_text ?? '',
       transcriptSentences: row.transcript_sentences ?? '[]',
@@ -48,9 +53,15 @@ export function recordingData(row: RecordingRow, audioLink?: AudioLink): Recordi
   return {
     deviceUid: row.device_uid,
     title: row.title,
+    recordedAt: utcInstant(row.recorded_at),
     denoiseUrl: audio?.denoiseUrl ?? '',
     recordDuration: audio?.recordDuration ?? 0,
   } satisfies AudioRecordingData
+}
+
+/** Milliseconds when the microseconds are whole ones (…00.000Z, as every other instant), else microseconds. */
+function utcInstant(micros: string): string {
+  return micros.replace(/(\.\d{3})000Z$/, '$1Z')
 }
 
 function audioPart(

@@ -4,6 +4,7 @@ import {
   ISO_INSTANT_RULE,
   messageParser,
   NO_NUL_PATTERN,
+  parseInstantMicros,
   serializeTranscriptSentences,
   TranscriptSentenceSchema,
 } from '@earshot/protocol'
@@ -18,13 +19,29 @@ import type { NewRecording } from './recording-store.js'
  * transcript part by its own size as JSON, measured as the query returns it (MAX_TRANSCRIPT_BYTES).
  * The worst case, 100 recordings at every limit, is checked by recording-input.test.ts:
  *
- *   data     ≤ 22 (keys) + 770 (deviceUid) + 6,002 (title) + 114,688 (transcript) = 121,482 bytes
- *   item     ≤ data + 279 ({"audioId": 128 characters escaped, "data"})          = 121,761 bytes
- *   page     ≤ 100 items + 84 (specVersion, page, size, total)                 = 12,176,184 bytes
- *   sealed   = Base64, 4/3                                                      = 16,234,912 bytes
+ *   data     ≤ 22 (keys) + 40 (recordedAt) + 770 (deviceUid) + 6,002 (title) + 114,688 (transcript) = 121,522 bytes
+ *   item     ≤ data + 279 ({"audioId": 128 characters escaped, "data"})          = 121,801 bytes
+ *   page     ≤ 100 items + 84 (specVersion, page, size, total)                 = 12,180,184 bytes
+ *   sealed   = Base64, 4/3                                                      = 16,240,248 bytes
  *   response ≤ sealed + ~1 KiB (envelope fields, an eventId of 128 characters escaped, code, msg,
  *              requestId) < 16 MiB = 16,777,216 bytes
  */
+/** Partners get recordedAt in UTC with a four-digit year (recording-data.ts): years 1 to 9999 in UTC. */
+const RECORDED_AT_RANGE = {
+  first: parseInstantMicros('0001-01-01T00:00:00Z') as bigint,
+  last: parseInstantMicros('9999-12-31T23:59:59.999999Z') as bigint,
+}
+
+function checkRecordedAt(text: string | undefined): void {
+  const micros = checkInstant('recordedAt', text)
+  if (micros !== undefined && (micros < RECORDED_AT_RANGE.first || micros > RECORDED_AT_RANGE.last)) {
+    throw new InvalidParameterError(
+      'recordedAt',
+      'must fall between 0001-01-01T00:00:00Z and 9999-12-31T23:59:59.999999Z once in UTC',
+    )
+  }
+}
+
 export const MAX_DEVICE_UID_LENGTH = 128
 export const MAX_TITLE_LENGTH = 1000
 export const MAX_DENOISE_URL_LENGTH = 4096
@@ -65,7 +82,7 @@ export const RecordingInputSchema = Type.Object(
 export type RecordingInput = Static<typeof RecordingInputSchema>
 
 export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
-  checkInstant('recordedAt', input.recordedAt)
+  checkRecordedAt(input.recordedAt)
   checkExternalAudio(input.denoiseUrl)
   if ((input.denoiseUrl === undefined) !== (input.recordDuration === undefined)) {
     throw new InvalidParameterError('denoiseUrl', 'the audio part needs both denoiseUrl and recordDuration')
@@ -108,7 +125,7 @@ export const RecordingUpdateSchema = Type.Object(
 export type RecordingUpdate = Static<typeof RecordingUpdateSchema>
 
 export const RecordingUpdate = messageParser(RecordingUpdateSchema, (update) => {
-  checkInstant('recordedAt', update.recordedAt)
+  checkRecordedAt(update.recordedAt)
   checkExternalAudio(update.denoiseUrl)
   if (Object.keys(update).length === 0) {
     throw new InvalidParameterError(
