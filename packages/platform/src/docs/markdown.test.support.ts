@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url'
 
 /**
  * What the tests of the repository's docs/ share: reading a document, finding the code block a comment
- * marks (`<!-- example: NAME -->` or `<!-- procedure: NAME -->` right above the fence), and running a shell
+ * marks (`<!-- example: NAME -->`, `<!-- procedure: NAME -->`, or `<!-- newcomer: NAME -->` for
+ * scripts/newcomer.mjs, right above the fence), and running a shell
  * procedure exactly as written.
  */
 
@@ -22,7 +23,11 @@ export interface CodeBlock {
 }
 
 /** The fenced block right after `<!-- kind: name -->` (blank lines between them allowed). */
-export function markedBlock(markdown: string, kind: 'example' | 'procedure', name: string): CodeBlock {
+export function markedBlock(
+  markdown: string,
+  kind: 'example' | 'procedure' | 'newcomer',
+  name: string,
+): CodeBlock {
   const marker = `<!-- ${kind}: ${name} -->`
   const at = markdown.indexOf(marker)
   if (at < 0) throw new Error(`no ${marker} in the document`)
