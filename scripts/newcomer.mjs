@@ -118,28 +118,46 @@ function command(file, args, cwd) {
   execFileSync(file, args, { cwd, stdio: 'inherit', timeout: STEP_MS })
 }
 
-/** Runs a block with `bash -e` in the clone; fails with its output unless it exits 0. */
+/** Runs a block with `bash -e` in the clone; fails with its output unless it exits 0. Returns its stdout. */
 async function shell(script) {
   const child = spawn('bash', ['-e', '-c', script], {
     cwd: clone,
     env: shellEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
+  let stdout = ''
   let output = ''
-  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+    output += chunk
+  })
   child.stderr.on('data', (chunk) => (output += chunk))
   const timer = setTimeout(() => child.kill('SIGKILL'), STEP_MS)
   const [code] = await once(child, 'exit')
   clearTimeout(timer)
   if (code !== 0) fail(`exit ${code} from:\n${script}\n--- its output:\n${output}`)
-  return output
+  return stdout
 }
 
-/** A block whose last command keeps running (a terminal's foreground job, in its own process group). */
+/** The environment a shell has after running `lines` (what they export). */
+async function environmentAfter(lines) {
+  if (lines.length === 0) return shellEnv()
+  const entries = (await shell(`${lines.join('\n')}\nenv -0`)).split('\0').filter(Boolean)
+  return Object.fromEntries(
+    entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+  )
+}
+
+/**
+ * A block whose last command keeps running: the lines before it set the shell's environment, and the last
+ * one runs as a terminal's foreground job (bash runs a lone command in its own place), in its own process
+ * group.
+ */
 async function startInBackground(script, ready) {
-  const child = spawn('bash', ['-e', '-c', script], {
+  const lines = script.trimEnd().split('\n')
+  const child = spawn('bash', ['-c', lines.at(-1)], {
     cwd: clone,
-    env: shellEnv(),
+    env: await environmentAfter(lines.slice(0, -1)),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
