@@ -1,0 +1,3 @@
+module github.com/earshot/earshot/kits/go
+
+go 1.19
