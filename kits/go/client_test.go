@@ -1,0 +1,176 @@
+package earshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+)
+
+const testSecret = "wv+7DCv0af3nC9Fme+s3OZBWDJc16kPLzKja6ht0Vq0="
+
+// fakePlatform answers the token and the callback as a script says, and checks that no nonce is
+// ever sent twice.
+type fakePlatform struct {
+	t         *testing.T
+	key       *Key
+	mu        sync.Mutex
+	nonces    map[string]bool
+	tokens    int
+	expiresIn int
+	// callback answers the n-th callback (from 1) sent with token: a code, or 0 to hang.
+	callback  func(n int, token string) int
+	callbacks int
+}
+
+func newFakePlatform(t *testing.T) (*fakePlatform, *Client) {
+	key, _ := LoadKey(testSecret)
+	fake := &fakePlatform{t: t, key: key, nonces: map[string]bool{}, expiresIn: 7200}
+	server := httptest.NewServer(fake)
+	t.Cleanup(server.Close)
+	client, err := NewClient(Config{BaseURL: server.URL, EnterpriseID: 42, KeyVersion: 1, Secret: testSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fake, client
+}
+
+func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	env, _, err := f.key.Open(body)
+	if err != nil {
+		f.answer(w, CodeDecryptionFailed, nil)
+		return
+	}
+	f.mu.Lock()
+	replayed := f.nonces[env.Nonce]
+	f.nonces[env.Nonce] = true
+	f.mu.Unlock()
+	if replayed {
+		f.t.Errorf("nonce %s sent twice", env.Nonce)
+		f.answer(w, CodeReplayed, nil)
+		return
+	}
+	switch r.URL.Path {
+	case tokenPath:
+		f.mu.Lock()
+		f.tokens++
+		token := fmt.Sprintf("token-%d", f.tokens)
+		f.mu.Unlock()
+		f.answer(w, CodeOK, map[string]interface{}{"accessToken": token, "expiresIn": f.expiresIn, "tokenType": "Bearer"})
+	case callbackPath:
+		f.mu.Lock()
+		f.callbacks++
+		n := f.callbacks
+		f.mu.Unlock()
+		code := f.callback(n, r.Header.Get("Authorization")[len("Bearer "):])
+		if code == 0 {
+			<-r.Context().Done()
+			return
+		}
+		f.answer(w, code, nil)
+	}
+}
+
+func (f *fakePlatform) answer(w http.ResponseWriter, code int, data interface{}) {
+	w.Header().Set("Content-Type", "application/json")
+	if code == CodeRateLimited {
+		w.Header().Set("Retry-After", "0")
+	}
+	w.WriteHeader(code / 10)
+	_ = json.NewEncoder(w).Encode(map[string]interface{}{"code": code, "msg": CodeName(code), "requestId": "req-1", "data": data})
+}
+
+func TestExpiredTokenIsDroppedAndTheRequestSentOnceMore(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	var used []string
+	fake.callback = func(n int, token string) int {
+		used = append(used, token)
+		if n == 1 {
+			return CodeTokenExpired
+		}
+		return CodeOK
+	}
+	if err := client.ConfirmReceipt(testContext(t, 10*time.Second), "aud_1"); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(used) != "[token-1 token-2]" {
+		t.Fatalf("tokens used: %v", used)
+	}
+}
+
+func TestTokenRefusedTwiceIsReturned(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	fake.callback = func(int, string) int { return CodeUnauthorized }
+	err := client.ConfirmReceipt(testContext(t, 10*time.Second), "aud_1")
+	if !errors.Is(err, &Error{Code: CodeUnauthorized}) || fake.callbacks != 2 {
+		t.Fatalf("%d callbacks: %v", fake.callbacks, err)
+	}
+}
+
+func TestTransientRefusalsAreRetriedSealedAfresh(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	codes := []int{CodeUnavailable, CodeInternalError, CodeRateLimited, CodeOK}
+	fake.callback = func(n int, _ string) int { return codes[n-1] }
+	if err := client.ConfirmReceipt(testContext(t, 20*time.Second), "aud_1"); err != nil || fake.callbacks != 4 {
+		t.Fatalf("%d callbacks: %v", fake.callbacks, err)
+	}
+}
+
+func TestPermanentRefusalIsNotRetried(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	fake.callback = func(int, string) int { return CodeNotFound }
+	err := client.ConfirmReceipt(testContext(t, 10*time.Second), "aud_1")
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || apiErr.Code != CodeNotFound || apiErr.RequestID != "req-1" || fake.callbacks != 1 {
+		t.Fatalf("%d callbacks: %#v", fake.callbacks, err)
+	}
+}
+
+func TestContextEndsAHangingRequest(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	fake.callback = func(int, string) int { return 0 }
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	started := time.Now()
+	err := client.ConfirmReceipt(ctx, "aud_1")
+	if !errors.Is(err, context.DeadlineExceeded) || time.Since(started) > 5*time.Second {
+		t.Fatalf("after %v: %v", time.Since(started), err)
+	}
+}
+
+func TestTokenIsRenewedFiveMinutesBeforeItExpires(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	fake.expiresIn = 3600
+	now := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	client.now = func() time.Time { return now }
+	ctx := testContext(t, 10*time.Second)
+	first, _ := client.Token(ctx)
+	now = now.Add(54 * time.Minute)
+	if same, _ := client.Token(ctx); same != first {
+		t.Fatalf("renewed at 54 min: %s", same)
+	}
+	now = now.Add(time.Minute)
+	if renewed, _ := client.Token(ctx); renewed == first || fake.tokens != 2 {
+		t.Fatalf("not renewed at 55 min: %s (%d tokens)", renewed, fake.tokens)
+	}
+}
+
+func TestConfigIsChecked(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"base URL":   {BaseURL: "ftp://x", EnterpriseID: 1, KeyVersion: 1, Secret: testSecret},
+		"enterprise": {BaseURL: "http://x", EnterpriseID: 0, KeyVersion: 1, Secret: testSecret},
+		"keyVersion": {BaseURL: "http://x", EnterpriseID: 1, KeyVersion: 0, Secret: testSecret},
+		"secret":     {BaseURL: "http://x", EnterpriseID: 1, KeyVersion: 1, Secret: "short"},
+	} {
+		if _, err := NewClient(cfg); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
