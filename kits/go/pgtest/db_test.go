@@ -1,0 +1,153 @@
+package pgtest
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	_ "github.com/lib/pq"
+)
+
+// The run's own database, created from DATABASE_URL's server and dropped at the end.
+var testDatabase struct {
+	url   string // "" when DATABASE_URL is unset
+	err   error
+	admin *sql.DB
+	name  string
+}
+
+var shared struct {
+	once     sync.Once
+	platform *platformtest.Platform
+	err      error
+}
+
+func TestMain(m *testing.M) {
+	if base := os.Getenv("DATABASE_URL"); base != "" {
+		testDatabase.err = createDatabase(base)
+	}
+	code := m.Run()
+	if shared.platform != nil {
+		shared.platform.Stop()
+	}
+	if testDatabase.admin != nil {
+		_, _ = testDatabase.admin.Exec(`DROP DATABASE IF EXISTS ` + testDatabase.name + ` WITH (FORCE)`)
+		testDatabase.admin.Close()
+	}
+	os.Exit(code)
+}
+
+func createDatabase(base string) error {
+	base = withoutSSL(base)
+	admin, err := sql.Open("postgres", base)
+	if err != nil {
+		return err
+	}
+	testDatabase.admin = admin
+	testDatabase.name = fmt.Sprintf("earshot_go_test_%d_%d", os.Getpid(), time.Now().UnixNano()%1e6)
+	if _, err := admin.Exec(`CREATE DATABASE ` + testDatabase.name); err != nil {
+		return fmt.Errorf("creating the test database on DATABASE_URL's server: %w", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return err
+	}
+	u.Path = "/" + testDatabase.name
+	testDatabase.url = u.String()
+	return nil
+}
+
+// withoutSSL: lib/pq asks for TLS unless told otherwise, and the test server is on loopback.
+func withoutSSL(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Query().Get("sslmode") != "" {
+		return base
+	}
+	query := u.Query()
+	query.Set("sslmode", "disable")
+	u.RawQuery = query.Encode()
+	return u.String()
+}
+
+// testDB is a schema of its own in the run's database (so that no other test's outbox takes its
+// callbacks), and its URL; the test is skipped when DATABASE_URL is unset.
+func testDB(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	if os.Getenv("DATABASE_URL") == "" {
+		t.Skip("DATABASE_URL is unset: the PostgreSQL tests of the Go kit are skipped (set it, e.g. postgres://postgres@127.0.0.1:5432/postgres)")
+	}
+	if testDatabase.err != nil {
+		t.Fatal(testDatabase.err)
+	}
+	schema := fmt.Sprintf("t_%d", time.Now().UnixNano())
+	db, err := sql.Open("postgres", testDatabase.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE SCHEMA ` + schema); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	u, _ := url.Parse(testDatabase.url)
+	query := u.Query()
+	query.Set("search_path", schema)
+	u.RawQuery = query.Encode()
+	db, err = sql.Open("postgres", u.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db, u.String()
+}
+
+func testPlatform(t *testing.T) *platformtest.Platform {
+	t.Helper()
+	if why := platformtest.Missing(); why != "" {
+		t.Skip("no platform to test against: " + why)
+	}
+	shared.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shared.platform, shared.err = platformtest.Start(ctx)
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.platform
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// fastOutbox is an outbox with timings short enough for tests.
+func fastOutbox(t *testing.T, db *sql.DB, confirm func(context.Context, string) error) *earshot.Outbox {
+	t.Helper()
+	outbox, err := earshot.OpenOutbox(testContext(t, 10*time.Second), earshot.OutboxConfig{
+		DB: db, Dialect: earshot.Postgres, Confirm: confirm,
+		RetrySchedule:  []time.Duration{50 * time.Millisecond},
+		AttemptTimeout: 2 * time.Second,
+		AnswerGrace:    300 * time.Millisecond,
+		PollInterval:   100 * time.Millisecond,
+		Logf:           t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		_ = outbox.Close(ctx)
+	})
+	return outbox
+}
