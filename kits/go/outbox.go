@@ -398,7 +398,15 @@ func (o *Outbox) renew(job callbackJob) bool {
 	return err == nil && n == 1
 }
 
-func (o *Outbox) lease() time.Duration { return o.cfg.AttemptTimeout + leaseMargin }
+// lease is how long a claim lasts: its attempt, and a margin for recording its result (and for
+// clocks that differ: a claim taken over too early only makes a callback twice, which is harmless).
+func (o *Outbox) lease() time.Duration {
+	margin := leaseMargin
+	if o.cfg.AttemptTimeout < margin {
+		margin = o.cfg.AttemptTimeout
+	}
+	return o.cfg.AttemptTimeout + margin
+}
 
 // finished forgets a callback sent from here; true when its push was answered again meanwhile.
 func (o *Outbox) finished(eventID string) bool {

@@ -246,7 +246,7 @@ func TestReceiverCheckSeries(t *testing.T) {
 	extra := pushEvent("evt-check-5", earshot.EventTranscriptReady, "check_5", map[string]interface{}{
 		"deviceUid": "DEV-1", "title": "Call", "transcriptId": 7001, "transcriptText": "Hello.",
 		"transcriptSentences": `[{"text":"Hello.","beginTime":0,"endTime":900,"speaker":"A"}]`,
-		"durationMs": 900, "wordsCount": 1, "newDataField": map[string]int{"x": 1},
+		"durationMs":          900, "wordsCount": 1, "newDataField": map[string]int{"x": 1},
 	})
 	extra["newEventField"] = []int{1, 2}
 	status, code = p.post(ctx, withField(t, seal(t, secret, 1, extra), "newEnvelopeField", "x"), check)

@@ -1,0 +1,183 @@
+package pgtest
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/internal/platformtest"
+)
+
+const twoRecordings = `{"audioId":"%s_audio","deviceUid":"DEV-1","title":"Standup","recordedAt":"2026-11-02T09:00:00+08:00","denoiseUrl":"https://cdn.example.com/standup.mp3","recordDuration":61000}
+{"audioId":"%s_both","deviceUid":"DEV-2","title":"Interview","recordedAt":"2026-11-02T06:00:00Z","denoiseUrl":"https://cdn.example.com/interview.mp3","recordDuration":5400000,"transcript":{"transcriptId":7002,"transcriptText":"Welcome to the show.","sentences":[{"text":"Welcome to the show.","beginTime":0,"endTime":2100}],"durationMs":5400000,"wordsCount":4}}
+`
+
+func newClient(t *testing.T, p *platformtest.Platform, creds platformtest.Credentials) *earshot.Client {
+	t.Helper()
+	client, err := earshot.NewClient(earshot.Config{
+		BaseURL: p.PartnerURL, EnterpriseID: creds.EnterpriseID, KeyVersion: creds.KeyVersion, Secret: creds.Secret,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+func ofPrefix(prefix string) func(platformtest.Delivery) bool {
+	return func(d platformtest.Delivery) bool { return strings.HasPrefix(d.AudioID, prefix) }
+}
+
+func TestPlatformPushesAreStoredAndConfirmed(t *testing.T) {
+	ctx := testContext(t, 40*time.Second)
+	p := testPlatform(t)
+	db, _ := testDB(t)
+	creds, err := p.CreateEnterprise(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := newClient(t, p, creds)
+	var mu sync.Mutex
+	stored := map[string]*earshot.PushEvent{}
+	outbox := fastOutbox(t, db, client.ConfirmReceipt)
+	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
+		Secrets: map[int]string{creds.KeyVersion: creds.Secret},
+		Outbox:  outbox,
+		Store: func(_ context.Context, event *earshot.PushEvent) error {
+			mu.Lock()
+			defer mu.Unlock()
+			stored[event.AudioID+" "+event.EventType] = event
+			return nil
+		},
+		Logf: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(earshot.DefaultPushPath, receiver)
+	server := httptest.NewServer(mux)
+	defer server.Close()
+	if err := p.SetPushURL(ctx, creds.EnterpriseID, server.URL+earshot.DefaultPushPath); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "push" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if _, err := p.Import(ctx, creds.EnterpriseID, strings.ReplaceAll(twoRecordings, "%s", prefix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 3, ofPrefix(prefix), "confirmed"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	transcript := stored[prefix+"_both "+earshot.EventTranscriptReady]
+	audio := stored[prefix+"_audio "+earshot.EventAudioReady]
+	mu.Unlock()
+	if transcript == nil || len(transcript.Sentences) != 1 || transcript.Data.TranscriptID == nil || *transcript.Data.TranscriptID != 7002 {
+		t.Fatalf("the transcript push: %+v", transcript)
+	}
+	if audio == nil || audio.Data.DenoiseURL == "" || audio.Data.HasTranscript() || audio.OccurredAt.IsZero() {
+		t.Fatalf("the audio push: %+v", audio)
+	}
+
+	if err := p.DeleteRecording(ctx, creds.EnterpriseID, prefix+"_audio"); err != nil {
+		t.Fatal(err)
+	}
+	deletion := func(d platformtest.Delivery) bool { return d.EventType == earshot.EventDeleted }
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, deletion, "confirmed"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	deleted := stored[prefix+"_audio "+earshot.EventDeleted]
+	mu.Unlock()
+	if deleted == nil || !deleted.Deleted() {
+		t.Fatalf("the deletion: %+v", deleted)
+	}
+}
+
+// A receiver is killed after it answered a push and before its callback went out: a fresh receiver on
+// the same database sends the callback, and the delivery is confirmed.
+func TestPlatformKillBetweenAnswerAndCallback(t *testing.T) {
+	ctx := testContext(t, 50*time.Second)
+	p := testPlatform(t)
+	db, dbURL := testDB(t)
+	creds, err := p.CreateEnterprise(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(t.TempDir(), "killreceiver")
+	build := exec.CommandContext(ctx, "go", "build", "-o", binary, "./internal/killreceiver")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	child := exec.Command(binary)
+	child.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "EARSHOT_BASE_URL="+p.PartnerURL,
+		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
+		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
+	stdout, _ := child.StdoutPipe()
+	child.Stderr = os.Stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	lines := make(chan string, 16)
+	go func() {
+		scanner := bufio.NewScanner(stdout)
+		for scanner.Scan() {
+			lines <- scanner.Text()
+		}
+		close(lines)
+	}()
+	pushURL := strings.TrimPrefix(nextLine(t, ctx, lines, "LISTENING "), "LISTENING ")
+	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "kill" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	recording := strings.SplitN(strings.ReplaceAll(twoRecordings, "%s", prefix), "\n", 2)[0] + "\n"
+	if _, err := p.Import(ctx, creds.EnterpriseID, recording); err != nil {
+		t.Fatal(err)
+	}
+	nextLine(t, ctx, lines, "BLOCKED "+prefix+"_audio")
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, ofPrefix(prefix), "acked"); err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	if deliveries, _ := p.Deliveries(ctx, creds.EnterpriseID); len(deliveries) != 1 || deliveries[0].State != "acked" {
+		t.Fatalf("after the kill: %+v", deliveries)
+	}
+
+	fastOutbox(t, db, newClient(t, p, creds).ConfirmReceipt)
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, ofPrefix(prefix), "confirmed"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// nextLine waits for the child's line starting with prefix.
+func nextLine(t *testing.T, ctx context.Context, lines <-chan string, prefix string) string {
+	t.Helper()
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("the receiver exited before printing %q", prefix)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		case <-ctx.Done():
+			t.Fatalf("the receiver never printed %q", prefix)
+		}
+	}
+}
