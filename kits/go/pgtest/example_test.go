@@ -1,0 +1,105 @@
+package pgtest
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/internal/platformtest"
+)
+
+// The README's receiver, run as it is written: pushes from the platform end confirmed, stored in
+// its table, and a deletion leaves a tombstone.
+func TestReceiverExampleEndToEnd(t *testing.T) {
+	ctx := testContext(t, 50*time.Second)
+	p := testPlatform(t)
+	db, dbURL := testDB(t)
+	creds, err := p.CreateEnterprise(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(t.TempDir(), "receiver")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "./examples/receiver").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	address := freeAddress(t)
+	example := exec.Command(binary)
+	example.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LISTEN_ADDR="+address, "EARSHOT_BASE_URL="+p.PartnerURL,
+		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
+		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
+	example.Stdout, example.Stderr = os.Stderr, os.Stderr
+	if err := example.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = example.Process.Kill(); _ = example.Wait() }()
+	pushURL := "http://" + address + earshot.DefaultPushPath
+	waitListening(t, ctx, pushURL)
+	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
+		t.Fatal(err)
+	}
+	prefix := "ex" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if _, err := p.Import(ctx, creds.EnterpriseID, strings.ReplaceAll(twoRecordings, "%s", prefix)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 3, ofPrefix(prefix), "confirmed"); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.DeleteRecording(ctx, creds.EnterpriseID, prefix+"_audio"); err != nil {
+		t.Fatal(err)
+	}
+	deletion := func(d platformtest.Delivery) bool { return d.EventType == earshot.EventDeleted }
+	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, deletion, "confirmed"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.QueryContext(ctx, `SELECT audio_id, title, deleted FROM recordings ORDER BY audio_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var audioID, title string
+		var deleted bool
+		if err := rows.Scan(&audioID, &title, &deleted); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.TrimPrefix(audioID, prefix)+" "+title+" "+strconv.FormatBool(deleted))
+	}
+	if strings.Join(got, ", ") != "_audio  true, _both Interview false" {
+		t.Fatalf("stored: %v", got)
+	}
+}
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer listener.Close()
+	return listener.Addr().String()
+}
+
+// waitListening waits until the push URL answers (a GET is refused: it is listening).
+func waitListening(t *testing.T, ctx context.Context, url string) {
+	t.Helper()
+	for {
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("nothing listens at %s", url)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
