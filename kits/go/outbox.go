@@ -262,52 +262,35 @@ func (o *Outbox) exec(ctx context.Context, statement string, args ...interface{}
 
 func millis(t time.Time) int64 { return t.UnixMilli() }
 
-// admission is what the outbox knows of a push before it is stored.
-type admission int
-
-const (
-	admittedNew admission = iota
-	admittedDuplicate
-	admittedReplay
-)
-
-// admit takes the push's nonce (refused within the replay window) and tells whether its eventId was
-// stored before; a repeated event's callback is due again, once its answer is out (wake).
-func (o *Outbox) admit(ctx context.Context, keyVersion int, nonce, eventID string) (admission, error) {
+// takeNonce takes a push's nonce: false when it was accepted before, within the replay window.
+func (o *Outbox) takeNonce(ctx context.Context, keyVersion int, nonce string) (bool, error) {
 	now := time.Now()
 	taken, err := o.exec(ctx, `INSERT INTO `+noncesTable+` (key_version, nonce, expires_at) VALUES (?, ?, ?)
 		ON CONFLICT (key_version, nonce) DO UPDATE SET expires_at = excluded.expires_at
 		WHERE `+noncesTable+`.expires_at <= ?`,
 		keyVersion, nonce, millis(now.Add(o.cfg.ReplayWindow)), millis(now))
-	if err != nil {
-		return 0, err
-	}
-	if taken == 0 {
-		return admittedReplay, nil
-	}
+	return taken == 1, err
+}
+
+// known tells whether eventID was stored before. A repeated event's callback is due again (the
+// platform still waits for it), once the repeat's answer is out (wake).
+func (o *Outbox) known(ctx context.Context, eventID string) (bool, error) {
 	rearmed, err := o.exec(ctx, `UPDATE `+callbacksTable+` SET
 		state = CASE WHEN state = 'sending' THEN state ELSE 'pending' END,
 		due_at = CASE WHEN state = 'sending' THEN due_at ELSE ? END,
 		failures = CASE WHEN state = 'sending' THEN failures ELSE 0 END,
 		done_at = NULL, rearms = rearms + 1
 		WHERE event_id = ? AND state IN ('sending', 'confirmed', 'failed')`,
-		millis(now.Add(o.cfg.AnswerGrace)), eventID)
-	if err != nil {
-		return 0, err
-	}
-	if rearmed > 0 {
-		return admittedDuplicate, nil
+		millis(time.Now().Add(o.cfg.AnswerGrace)), eventID)
+	if err != nil || rearmed > 0 {
+		return rearmed > 0, err
 	}
 	var one int
 	err = o.db.QueryRowContext(ctx, o.sql(`SELECT 1 FROM `+callbacksTable+` WHERE event_id = ?`), eventID).Scan(&one)
-	switch {
-	case err == nil:
-		return admittedDuplicate, nil
-	case errors.Is(err, sql.ErrNoRows):
-		return admittedNew, nil
-	default:
-		return 0, err
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
 	}
+	return err == nil, err
 }
 
 // record stores a push's receipt callback, held by this outbox until wake(eventID) says its answer

@@ -51,13 +51,8 @@ type Receiver struct {
 	logf      func(format string, args ...interface{})
 
 	mu     sync.Mutex
-	nonces map[string]bool     // being handled: the same envelope twice at once is a replay
-	events map[string]*storing // eventIds being stored
-}
-
-type storing struct {
-	done   chan struct{}
-	stored bool
+	nonces map[string]bool          // being handled: the same envelope twice at once is a replay
+	events map[string]chan struct{} // eventIds being stored; closed when done
 }
 
 // NewReceiver checks the configuration and returns the handler.
@@ -70,7 +65,7 @@ func NewReceiver(cfg ReceiverConfig) (*Receiver, error) {
 	}
 	r := &Receiver{
 		keys: map[int]*Key{}, outbox: cfg.Outbox, store: cfg.Store, bodyLimit: cfg.BodyLimit, logf: cfg.Logf,
-		nonces: map[string]bool{}, events: map[string]*storing{},
+		nonces: map[string]bool{}, events: map[string]chan struct{}{},
 	}
 	for version, secret := range cfg.Secrets {
 		if version < 1 || version > MaxKeyVersion {
@@ -175,47 +170,48 @@ func (r *Receiver) receive(req *http.Request, body []byte) pushAnswer {
 		delete(r.nonces, nonce)
 		r.mu.Unlock()
 	}()
-	admitted, err := r.outbox.admit(ctx, env.KeyVersion, env.Nonce, env.EventID)
-	switch {
-	case err != nil:
-		r.logf("earshot: push %s: the outbox database: %v", env.EventID, err)
-		return refuse(CodeInternalError, "the push could not be recorded; push again later")
-	case admitted == admittedReplay:
+	taken, err := r.outbox.takeNonce(ctx, env.KeyVersion, env.Nonce)
+	if err != nil {
+		return r.databaseFailure(event, err)
+	}
+	if !taken {
 		return refuse(CodeReplayed, "this envelope nonce was already used")
-	case admitted == admittedDuplicate:
-		return pushAnswer{code: CodeOK, msg: "success (already received)", eventID: event.EventID}
 	}
 	return r.storeOnce(ctx, event)
 }
 
-// storeOnce stores a new event, once however often it arrives at the same time.
+// storeOnce stores a new event, once however often it arrives at the same time: a push of an
+// eventId being stored waits for it, then finds it stored (or stores it, when the first failed).
 func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent) pushAnswer {
+	mine := make(chan struct{})
 	for {
 		r.mu.Lock()
 		earlier := r.events[event.EventID]
 		if earlier == nil {
+			r.events[event.EventID] = mine
+			r.mu.Unlock()
 			break
 		}
 		r.mu.Unlock()
-		// The platform pushed again while the first push was still being stored.
 		select {
-		case <-earlier.done:
-			if earlier.stored {
-				return pushAnswer{code: CodeOK, msg: "success (already received)", eventID: event.EventID}
-			}
+		case <-earlier:
 		case <-ctx.Done():
 			return refuse(CodeInternalError, "the push was abandoned")
 		}
 	}
-	mine := &storing{done: make(chan struct{})}
-	r.events[event.EventID] = mine
-	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
 		delete(r.events, event.EventID)
 		r.mu.Unlock()
-		close(mine.done)
+		close(mine)
 	}()
+	known, err := r.outbox.known(ctx, event.EventID)
+	if err != nil {
+		return r.databaseFailure(event, err)
+	}
+	if known {
+		return pushAnswer{code: CodeOK, msg: "success (already received)", eventID: event.EventID}
+	}
 	if err := r.store(ctx, event); err != nil {
 		r.logf("earshot: Store failed for push %s (%s); answering 5000 so that the platform pushes again: %v",
 			event.EventID, event.AudioID, err)
@@ -225,11 +221,14 @@ func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent) pushAnswer {
 	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := r.outbox.record(recordCtx, event); err != nil {
-		r.logf("earshot: push %s: the outbox database: %v", event.EventID, err)
-		return refuse(CodeInternalError, "the push could not be recorded; push again later")
+		return r.databaseFailure(event, err)
 	}
-	mine.stored = true
 	return pushAnswer{code: CodeOK, msg: "success", eventID: event.EventID}
+}
+
+func (r *Receiver) databaseFailure(event *PushEvent, err error) pushAnswer {
+	r.logf("earshot: push %s: the outbox database: %v", event.EventID, err)
+	return refuse(CodeInternalError, "the push could not be recorded; push again later")
 }
 
 // isCheckPush tells a push of the operator's receiver check (`earshot endpoints check`).
