@@ -3,8 +3,12 @@
 // means "every test file under DIR" on Node 20 but "DIR as one module" on Node 22 and later, so the
 // files are listed here. Exits non-zero when a test fails or when no test ran at all.
 //
-//   node scripts/run-tests.mjs [--only-faults | --no-faults] [path-substring ...]
+// Test files run in parallel, one more than the machine's cores (most of them wait on sockets, child
+// processes and timers part of the time); --concurrency N sets another number.
+//
+//   node scripts/run-tests.mjs [--only-faults | --no-faults] [--concurrency N] [path-substring ...]
 import { readdirSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { run } from 'node:test'
 import { spec } from 'node:test/reporters'
@@ -13,7 +17,11 @@ import { parseArgs } from 'node:util'
 const root = new URL('..', import.meta.url).pathname
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { 'only-faults': { type: 'boolean' }, 'no-faults': { type: 'boolean' } },
+  options: {
+    'only-faults': { type: 'boolean' },
+    'no-faults': { type: 'boolean' },
+    concurrency: { type: 'string', default: String(availableParallelism() + 1) },
+  },
 })
 
 // Fault-injection suites (*.faults.test.js) restart services and kill processes: `npm run test:faults`.
@@ -36,11 +44,16 @@ if (files.length === 0) {
   console.error('run-tests: no test file matched (is the build missing? run `npm run build`)')
   process.exit(1)
 }
-console.log(`run-tests: ${files.length} test files on Node ${process.version}`)
+console.log(`run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time`)
 
 let ran = 0
 let failed = 0
-const stream = run({ files, concurrency: true })
+const concurrency = Number(values.concurrency)
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`run-tests: --concurrency must be a positive integer, not ${values.concurrency}`)
+  process.exit(2)
+}
+const stream = run({ files, concurrency })
 stream.on('test:pass', ({ details }) => {
   if (details?.type !== 'suite') ran++
 })

@@ -9,5 +9,6 @@ export { type PlatformOptions, type RunningPlatform, startPlatform } from './pla
 export { DELIVERY_STATES, type DeliveryState } from './push/delivery-states.js'
 export { insertRecordings, type NewRecording } from './recordings/recording-store.js'
 export type { Database } from './storage/database.js'
+export { migrate, migrations } from './storage/migrations.js'
 export { openDatabase, type StorageOptions } from './storage/open-database.js'
 export { tendDatabase, type UpkeepStep } from './storage/upkeep.js'

@@ -27,6 +27,8 @@ export interface PlatformOptions {
   randomBytes?: (size: number) => Buffer
   /** Where the JSON log lines go; stderr by default (stdout is the CLI's). */
   logDestination?: LogDestination
+  /** With `memory://`: the database starts as a copy of this dump (tests: one already migrated). */
+  pgliteImage?: string
 }
 
 export interface RunningPlatform {
@@ -49,11 +51,13 @@ export async function startPlatform({
   clock = Date.now,
   randomBytes = cryptoRandomBytes,
   logDestination = process.stderr,
+  pgliteImage,
 }: PlatformOptions): Promise<RunningPlatform> {
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     poolSize: config.databasePoolSize,
     dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
+    pgliteImage,
   })
   const servers: FastifyInstance[] = []
   let stopListening: (() => Promise<void>) | undefined

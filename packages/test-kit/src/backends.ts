@@ -7,6 +7,7 @@ import {
   startPlatform,
 } from '@earshot/platform'
 import pg from 'pg'
+import { migratedPgliteImage } from './pglite-image.js'
 
 export type BackendName = 'pglite' | 'postgres'
 
@@ -82,7 +83,9 @@ export async function startTestPlatform(
   const scratch =
     backend === 'postgres' && !overrides.databaseUrl ? await scratchPostgresDatabase() : undefined
   const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
-  const platform = await startPlatform({ config, ...options }).catch(async (error: unknown) => {
+  const inMemory = config.databaseUrl === undefined && config.dataDir === 'memory://'
+  const pgliteImage = inMemory ? await migratedPgliteImage() : undefined
+  const platform = await startPlatform({ config, pgliteImage, ...options }).catch(async (error: unknown) => {
     await scratch?.drop()
     throw error
   })

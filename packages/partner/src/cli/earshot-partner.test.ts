@@ -110,11 +110,17 @@ describe('earshot-partner CLI against a running platform', { timeout: 180_000 },
     const result = await cli('query', '--size', '10')
     assert.equal(result.code, 0, result.stderr)
     const lines = result.stdout.trimEnd().split('\n')
-    assert.match(lines[0] as string, /^AUDIO ID\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/)
+    assert.match(
+      lines[0] as string,
+      /^AUDIO ID\s+RECORDED AT \(UTC\)\s+DEVICE UID\s+TITLE\s+DURATION \(s\)\s+TRANSCRIPT$/,
+    )
     assert.equal(lines.length, 12)
-    assert.match(lines[1] as string, /^cli-24\s+dev-0\s+Meeting 24\s+30\.0\s+no$/)
+    assert.match(lines[1] as string, /^cli-24\s+2026-02-01T09:24:00\.000Z\s+dev-0\s+Meeting 24\s+30\.0\s+no$/)
     const withTranscript = lines.find((line) => line.startsWith('cli-20'))
-    assert.match(withTranscript as string, /^cli-20\s+dev-0\s+Meeting 20\s+1\.5\s+yes$/)
+    assert.match(
+      withTranscript as string,
+      /^cli-20\s+2026-02-01T09:20:00\.000Z\s+dev-0\s+Meeting 20\s+1\.5\s+yes$/,
+    )
     assert.equal(lines.at(-1), 'page 1 of 3, total 25')
 
     const past = await cli('query', '--page', '9')
@@ -134,6 +140,7 @@ describe('earshot-partner CLI against a running platform', { timeout: 180_000 },
       audioId: 'cli-24',
       deviceUid: 'dev-0',
       title: 'Meeting 24',
+      recordedAt: '2026-02-01T09:24:00.000Z',
       denoiseUrl: 'https://media.example/24.mp3',
       recordDuration: 30_024,
     })

@@ -400,6 +400,7 @@ describe('EarshotClient against the platform', () => {
         data: {
           deviceUid: 'dev-2',
           title: 'Recording 5',
+          recordedAt: '2026-01-01T00:05:00.000Z',
           denoiseUrl: 'https://media.example/5.mp3',
           recordDuration: 60_005,
         },

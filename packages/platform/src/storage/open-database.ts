@@ -8,6 +8,8 @@ export interface StorageOptions {
   dataDir?: string | undefined
   /** PostgreSQL pool size. */
   poolSize?: number | undefined
+  /** An in-memory database starts as a copy of this dumped one (tests: one already migrated). */
+  pgliteImage?: string | undefined
 }
 
 /** Opens the configured backend and brings its schema up to date. */
@@ -15,6 +17,7 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
   const db = options.databaseUrl
     ? await openPostgres({ connectionString: options.databaseUrl, max: options.poolSize ?? 20 })
     : await openPglite(options.dataDir, {
+        image: options.pgliteImage,
         refuseLocked: (directory, pid) =>
           new LockHeldError(
             `the data directory ${directory} is in use by another Earshot process (pid ${pid}); stop it first, or point EARSHOT_DATA_DIR elsewhere`,

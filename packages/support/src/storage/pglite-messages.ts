@@ -14,6 +14,8 @@ export type Request =
   | { op: 'listen'; id: number; channel: string; listener: number }
   | { op: 'unlisten'; id: number; listener: number }
   | { op: 'close'; id: number }
+  /** Writes the whole data directory, as PGlite dumps it, to the file. */
+  | { op: 'dump'; id: number; file: string }
 
 /** What an error keeps across the thread boundary: its message and name, and its primitive fields (code, detail, …). */
 export interface ErrorData {
@@ -34,6 +36,8 @@ export const READY_ID = 0
 export interface WorkerData {
   /** The absolute data directory; undefined keeps the database in memory. */
   dataDir: string | undefined
+  /** A file `dump` wrote: the in-memory database starts as a copy of that one. */
+  image: string | undefined
 }
 
 export function errorData(error: unknown): ErrorData {

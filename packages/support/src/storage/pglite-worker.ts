@@ -4,6 +4,7 @@
  * serving requests. Requests are run in the order they arrive, through PGlite's own locks: a query
  * waits while a transaction is open, a transaction's queries run inside it.
  */
+import { readFile, writeFile } from 'node:fs/promises'
 import { parentPort, workerData } from 'node:worker_threads'
 import type { PGlite, Transaction } from '@electric-sql/pglite'
 import { INT8_OID, parseInt8 } from './database.js'
@@ -42,9 +43,10 @@ const ROLLBACK = Symbol('rollback')
 /** PGlite open in the data directory main gave; undefined (and the error sent) when it cannot be opened. */
 async function openDatabase(): Promise<{ db: PGlite; statements: PreparedStatements } | undefined> {
   try {
-    const { dataDir } = workerData as WorkerData
+    const { dataDir, image } = workerData as WorkerData
     const pglite = await importOptional('@electric-sql/pglite', () => import('@electric-sql/pglite'))
-    const db = await pglite.PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 } })
+    const loadDataDir = image === undefined ? undefined : new Blob([await readFile(image)])
+    const db = await pglite.PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 }, loadDataDir })
     return { db, statements: preparedStatements(db, pglite) }
   } catch (error) {
     send({ id: READY_ID, error: errorData(error) }) // main terminates this thread
@@ -134,6 +136,15 @@ function serve(db: PGlite, statements: PreparedStatements): void {
         )
         break
       }
+      case 'dump':
+        answer(
+          request.id,
+          db
+            .dumpDataDir('none')
+            .then(async (dump) => writeFile(request.file, Buffer.from(await dump.arrayBuffer())))
+            .then(() => undefined),
+        )
+        break
       case 'close':
         answer(
           request.id,

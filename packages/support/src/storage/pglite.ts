@@ -8,6 +8,13 @@ import { type ErrorData, READY_ID, type Reply, type Request, type WorkerData } f
 export interface PgliteOptions {
   /** The error for a data directory another live process holds; LockHeldError by default. */
   refuseLocked?: (directory: string, holderPid: number) => Error
+  /** In memory only: start as a copy of the database `dumpTo` wrote to this file (skipping initdb). */
+  image?: string | undefined
+}
+
+/** The embedded database, which can also write itself to a file for `image`. */
+export interface PgliteDatabase extends Database {
+  dumpTo(file: string): Promise<void>
 }
 
 const inUse = (directory: string, holderPid: number) =>
@@ -30,8 +37,8 @@ const inUse = (directory: string, holderPid: number) =>
  */
 export async function openPglite(
   dataDir: string | undefined,
-  { refuseLocked = inUse }: PgliteOptions = {},
-): Promise<Database> {
+  { refuseLocked = inUse, image }: PgliteOptions = {},
+): Promise<PgliteDatabase> {
   const directory = dataDir && dataDir !== 'memory://' ? resolve(dataDir) : undefined
   let release = () => {}
   if (directory) {
@@ -39,7 +46,7 @@ export async function openPglite(
     release = acquireLockFile(`${directory}.lock`, (holderPid) => refuseLocked(directory, holderPid))
   }
   try {
-    return await startWorker(directory, release)
+    return await startWorker({ dataDir: directory, image: directory ? undefined : image }, release)
   } catch (error) {
     release()
     throw error
@@ -148,14 +155,14 @@ class WorkerChannel {
   }
 }
 
-async function startWorker(dataDir: string | undefined, release: () => void): Promise<Database> {
+async function startWorker(workerData: WorkerData, release: () => void): Promise<PgliteDatabase> {
   // Started from a line of code that imports the module rather than from the module's file: a worker
   // started from a file refuses --input-type (this process's, when it runs code given with -e), and
   // passing execArgv instead fails on the options a worker cannot take.
   const module = new URL('./pglite-worker.js', import.meta.url).href
   const worker = new Worker(`import(${JSON.stringify(module)})`, {
     eval: true,
-    workerData: { dataDir } satisfies WorkerData,
+    workerData,
   })
   const link = new WorkerChannel(worker)
   await link.ready().catch(async (error: unknown) => {
@@ -182,6 +189,9 @@ async function startWorker(dataDir: string | undefined, release: () => void): Pr
         if (!link.unlistenAs(listener) || link.stopped) return
         await link.ask({ op: 'unlisten', id: link.nextId(), listener })
       }
+    },
+    async dumpTo(file) {
+      await link.ask({ op: 'dump', id: link.nextId(), file })
     },
     close() {
       closing ??= (async () => {
