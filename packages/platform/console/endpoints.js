@@ -17,6 +17,7 @@ import {
   table,
 } from './dom.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
+import { checkCard, runCheck } from './receiver-check.js'
 
 /** The event types an endpoint may be subscribed to, as the API names and orders them. */
 const EVENT_TYPES = [
@@ -45,6 +46,7 @@ export async function endpoints(view, params, current) {
       'aria-labelledby': 'endpoint-editor-heading',
       hidden: true,
     }),
+    check: checkCard(),
     detail: h('section', {
       id: 'endpoint-detail',
       class: 'card endpoint-detail',
@@ -79,6 +81,7 @@ export async function endpoints(view, params, current) {
     page.alert,
     page.listing,
     page.editor,
+    page.check,
     page.detail,
   )
   await page.load()
@@ -238,6 +241,9 @@ function endpointActions(page, e) {
       'Deliveries',
     ),
     button('edit', 'Edit', `Edit endpoint ${id}`, () => openEditor(page, e)),
+    button('check', 'Check', `Check the receiver of endpoint ${id}`, () =>
+      runCheck(page.check, page.enterpriseId, e),
+    ),
     e.enabled
       ? button('toggle', 'Disable', `Disable endpoint ${id}`, () => setEnabled(page, e, false))
       : button('toggle', 'Enable', `Enable endpoint ${id}`, () => setEnabled(page, e, true)),

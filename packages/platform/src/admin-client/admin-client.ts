@@ -5,6 +5,7 @@ import type { DeliveryView } from '../push/delivery-views.js'
 import type { EndpointChangesSchema, NewEndpointSchema } from '../push/endpoint-input.js'
 import type { EndpointView } from '../push/endpoint-store.js'
 import type { PushUrlView } from '../push/push-url-health.js'
+import type { ReceiverCheckReport } from '../push/receiver-check.js'
 import { type AdminOperationId, adminOperations } from './admin-operations.js'
 
 /**
@@ -21,6 +22,7 @@ export type { DeliveryState } from '../push/delivery-store.js'
 export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '../push/delivery-views.js'
 export type { EndpointView as Endpoint } from '../push/endpoint-store.js'
 export type { PushUrlState, PushUrlView as PushUrl } from '../push/push-url-health.js'
+export type { CheckItem, ReceiverCheckReport } from '../push/receiver-check.js'
 export type { EnterpriseCredentials, RotatedKey }
 export type Enterprise = EnterpriseSummary
 /** What an audio upload stored. */
@@ -240,6 +242,16 @@ export class AdminClient {
   /** Removes an endpoint; its deliveries not yet confirmed are cancelled. */
   removeEndpoint(enterpriseId: number, endpointId: number): Promise<{ removed: number; cancelled: number }> {
     return this.call('removeEndpoint', { params: { enterpriseId, endpointId } })
+  }
+
+  /** The receiver check against a URL (answers once each callback came, or callbackWithinSeconds passed). */
+  checkReceiver(
+    enterpriseId: number,
+    url: string,
+    callbackWithinSeconds?: number,
+  ): Promise<ReceiverCheckReport> {
+    const body = { url, ...(callbackWithinSeconds !== undefined && { callbackWithinSeconds }) }
+    return this.call('checkReceiver', { params: { enterpriseId }, body })
   }
 
   /** Every push URL in use or with a health record, with its health. */

@@ -36,6 +36,7 @@ export const adminOperations = {
   showEndpoint: { method: 'GET', path: '/admin/v1/enterprises/:enterpriseId/endpoints/:endpointId' },
   updateEndpoint: { method: 'PATCH', path: '/admin/v1/enterprises/:enterpriseId/endpoints/:endpointId' },
   removeEndpoint: { method: 'DELETE', path: '/admin/v1/enterprises/:enterpriseId/endpoints/:endpointId' },
+  checkReceiver: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/endpoints/check' },
   listPushUrls: { method: 'GET', path: '/admin/v1/push-urls' },
   enablePushUrl: { method: 'POST', path: '/admin/v1/push-urls/enable' },
   overview: { method: 'GET', path: '/admin/v1/overview' },

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, ingest } from '@earshot/test-kit/calls'
 import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { startTestReceiver } from '@earshot/test-kit/test-receiver'
 import { deliveryQueue } from '../push/delivery-store.js'
 import type { EndpointView } from '../push/endpoint-store.js'
 import { type PushUrlView, recordPushUrlOutcomes } from '../push/push-url-health.js'
@@ -392,6 +393,41 @@ for (const backend of testBackends) {
         msg: 'nothing to change: give --new-url, --events, --description, --max-per-second, --enable or --disable',
       })
       assert.deepEqual(await endpointsOf(acme), [original])
+    })
+
+    test('check reports each item with what came back, and exits 1 when one failed', async () => {
+      const { body } = await admin<{ enterpriseId: number; secret: string }>(
+        platform,
+        'POST',
+        '/enterprises',
+        {
+          name: 'CLI Check',
+        },
+      )
+      // Opens and acknowledges what it can, remembers no nonce, and never calls back.
+      const receiver = await startTestReceiver(body.secret)
+      try {
+        const args = ['endpoints', 'check', receiver.url, '--enterprise', String(body.enterpriseId)]
+        const run = await earshot(...args, '--callback-within', '1')
+        assert.equal(run.code, 1, run.stderr)
+        assert.match(run.stderr, /^Checking http:\/\/127\.0\.0\.1:\d+\/earshot\/push for enterprise \d+/)
+        assert.match(run.stdout, /^PASS {2}valid-push: a valid push is acknowledged/m)
+        assert.match(run.stdout, /^PASS {2}tampered-tag: /m)
+        assert.match(run.stdout, /^WARN {2}replayed-envelope: /m)
+        assert.match(run.stdout, /^FAIL {2}callbacks: .*\n {6}check_\w+_valid: no callback within 1 s/m)
+        assert.match(run.stdout, /failed 1 of the check's items: callbacks\.\n$/)
+
+        const json = await earshot(...args, '--callback-within', '1', '--json')
+        assert.equal(json.code, 1, json.stderr)
+        const report = JSON.parse(json.stdout)
+        assert.equal(report.passed, false)
+        assert.equal(report.items.length, 9)
+        const refused = jsonError(await earshot(...args, '--callback-within', '61', '--json'))
+        assert.equal(refused.code, 4001)
+        assert.match(refused.msg, /^callbackWithinSeconds: must be an integer from 1 to 60/)
+      } finally {
+        await receiver.close()
+      }
     })
 
     test('urls lists every push URL with its health, as JSON or as a table with why and how to enable', async () => {

@@ -20,6 +20,7 @@ import {
 } from './client-command.js'
 import { deliveryTable, shortEventType } from './deliveries-commands.js'
 import { deliveries, describeTrouble, pushUrlsCommand } from './push-url-commands.js'
+import { receiverCheckCommand } from './receiver-check-command.js'
 
 type EventType = (typeof ALL_EVENT_TYPES)[number]
 
@@ -48,7 +49,7 @@ interface UpdateOptions extends EnterpriseFlag {
   disable?: boolean
 }
 
-/** `earshot endpoints add|list|show|update|remove|urls|enable`: push endpoints and their URLs' health. */
+/** `earshot endpoints add|list|show|update|remove|check|urls|enable`: push endpoints and their URLs' health. */
 export function endpointsCommand(): Command {
   const endpoints = new Command('endpoints')
     .description(
@@ -60,6 +61,7 @@ export function endpointsCommand(): Command {
     .addCommand(showCommand())
     .addCommand(updateCommand())
     .addCommand(removeCommand())
+    .addCommand(receiverCheckCommand())
   for (const command of pushUrlsCommand()) endpoints.addCommand(command)
   return reportUsageErrors(endpoints)
 }

@@ -240,6 +240,21 @@ for (const backend of testBackends) {
       assert.equal((await stored()).enabled, true)
     })
 
+    test('check its receiver: the report lists every item with what came back', async () => {
+      await page.getByRole('button', { name: `Check the receiver of endpoint ${endpointId}` }).click()
+      const card = page.locator('#receiver-check')
+      const verdict = card.locator('#receiver-check-verdict')
+      await verdict.waitFor()
+      assert.equal(await card.locator('tr[data-check-item]').count(), 9)
+      const valid = card.locator('tr[data-check-item="valid-push"]')
+      assert.equal(await valid.locator('.badge').textContent(), 'passed')
+      assert.match((await valid.textContent()) ?? '', /HTTP 200, code 2000/)
+      // This receiver remembers no nonce: the same envelope sent again is acknowledged again, a warning.
+      const replayed = card.locator('tr[data-check-item="replayed-envelope"]')
+      assert.equal(await replayed.locator('.badge').textContent(), 'warning')
+      assert.match((await verdict.textContent()) ?? '', /^Passed: the receiver follows the protocol/)
+    })
+
     test('a recording ingested: its transcript is pushed, shown in the recent deliveries with its attempt', async () => {
       await admin.call('ingestRecording', {
         params: { enterpriseId },
@@ -261,12 +276,16 @@ for (const backend of testBackends) {
       assert.match((await attempt.textContent()) ?? '', /HTTP 200.*code 2000/)
       // Subscribed to transcripts only: the recording's audio_ready went nowhere.
       assert.deepEqual(
-        receiver.received.map((push) => push.event.eventType),
+        receiver.received
+          .filter((push) => !push.event.audioId.startsWith('check_'))
+          .map((push) => push.event.eventType),
         ['recording.transcript_ready'],
       )
       await fitsWidth()
       // The list at the top of the window, the open endpoint's deliveries below it.
-      await page.locator('main table').evaluate((list: { scrollIntoView(): void }) => list.scrollIntoView())
+      await page
+        .getByRole('table', { name: /^Push endpoints/ })
+        .evaluate((list: { scrollIntoView(): void }) => list.scrollIntoView())
       await screenshot('endpoints')
     })
 

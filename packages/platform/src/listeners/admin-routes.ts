@@ -8,6 +8,7 @@ import { linkKeyRoute } from '../media/link-key-route.js'
 import { deliveryRoutes } from '../push/delivery-routes.js'
 import { endpointRoutes } from '../push/endpoint-routes.js'
 import { pushUrlRoutes } from '../push/push-url-routes.js'
+import { receiverCheckRoute } from '../push/receiver-check-route.js'
 import { recordingListRoute } from '../recordings/recording-list-route.js'
 import { recordingAdminRoutes } from '../recordings/recording-routes.js'
 import { healthRoute, metricsRoute } from './health-routes.js'
@@ -24,6 +25,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   importRoute,
   ...deliveryRoutes,
   ...endpointRoutes,
+  receiverCheckRoute,
   ...pushUrlRoutes,
   ...consoleRoutes,
 ]

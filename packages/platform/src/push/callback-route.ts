@@ -6,6 +6,7 @@ import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { confirmReceipts, type Receipt } from './receipts.js'
+import { CHECK_AUDIO_ID_PREFIX, recordCheckCallback } from './receiver-check-store.js'
 
 /** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
 export const callbackRoute: RouteSpec<PartnerEnv> = {
@@ -24,13 +25,22 @@ export const callbackRoute: RouteSpec<PartnerEnv> = {
     return async function callback(request, reply) {
       const opened = await authenticate(context, request, rateLimit)
       const { audioId } = CallbackPlaintext.parse(opened.plaintext)
+      const ok = { code: ResponseCode.OK, msg: 'success', requestId: request.id }
+      // A receiver check's push is called back like any other; the check records it, never as a receipt.
+      // It waits for the check to have the push's answer, at most half a push's timeout.
+      const checkWaitMs = (context.config.pushTimeoutSeconds * 1000) / 2
+      if (
+        audioId.startsWith(CHECK_AUDIO_ID_PREFIX) &&
+        (await recordCheckCallback(context.db, opened.enterpriseId, audioId, checkWaitMs))
+      )
+        return reply.send(ok)
       if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
         throw new ApiError(
           ResponseCode.NOT_FOUND,
           `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
         )
       }
-      return reply.send({ code: ResponseCode.OK, msg: 'success', requestId: request.id })
+      return reply.send(ok)
     }
   },
 }

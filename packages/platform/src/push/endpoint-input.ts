@@ -1,5 +1,12 @@
-import { messageParser, PushEventType, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import {
+  InvalidParameterError,
+  messageParser,
+  PushEventType,
+  RULE,
+  UNKNOWN_FIELD_RULE,
+} from '@earshot/protocol'
 import Type from 'typebox'
+import { checkPushUrl } from '../http/address-policy.js'
 
 /** Endpoints an enterprise may have at once. */
 export const MAX_ENDPOINTS = 10
@@ -10,7 +17,7 @@ const MAX_PER_SECOND = 10_000
 
 export const ALL_EVENT_TYPES = Object.values(PushEventType)
 
-const Url = Type.String({
+export const Url = Type.String({
   maxLength: MAX_URL_LENGTH,
   description:
     'where the platform pushes: an absolute http(s) URL without credentials that resolves to public addresses (loopback and private ones too with EARSHOT_PUSH_ALLOW_PRIVATE=1)',
@@ -62,3 +69,13 @@ export const EndpointParams = Type.Object({
   enterpriseId: Type.Integer({ minimum: 1, description: 'the enterprise' }),
   endpointId: Type.Integer({ minimum: 1, description: 'the endpoint' }),
 })
+
+/** The URL as stored (normalized), once the address policy allows it; its refusals name the field `url`. */
+export async function endpointUrl(url: string, allowPrivate: boolean): Promise<string> {
+  try {
+    return (await checkPushUrl(url, allowPrivate)) as string
+  } catch (error) {
+    if (!(error instanceof InvalidParameterError)) throw error
+    throw new InvalidParameterError('url', error.message.replace(/^pushUrl: /, ''))
+  }
+}

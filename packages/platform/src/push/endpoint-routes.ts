@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify'
 import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { checkPushUrl } from '../http/address-policy.js'
 import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
@@ -19,6 +18,7 @@ import {
   EndpointChanges,
   EndpointChangesSchema,
   EndpointParams,
+  endpointUrl,
   MAX_ENDPOINTS,
   NewEndpoint,
   NewEndpointSchema,
@@ -69,7 +69,7 @@ const addEndpointRoute: RouteSpec<PlatformContext> = {
       const enterpriseId = idParam(request, 'enterpriseId')
       const body = NewEndpoint.parse(jsonObject(request.body))
       const added = await addEndpoint(context.db, enterpriseId, {
-        url: await endpointUrl(context, body.url),
+        url: await endpointUrl(body.url, context.config.pushAllowPrivate),
         eventTypes: body.eventTypes ?? ALL_EVENT_TYPES,
         description: body.description ?? '',
         enabled: body.enabled ?? true,
@@ -119,7 +119,7 @@ const updateEndpointRoute: RouteSpec<PlatformContext> = {
       const { url, ...changes } = EndpointChanges.parse(jsonObject(request.body))
       const updated = await updateEndpoint(context.db, enterpriseId, endpointId, {
         ...changes,
-        ...(url !== undefined && { url: await endpointUrl(context, url) }),
+        ...(url !== undefined && { url: await endpointUrl(url, context.config.pushAllowPrivate) }),
       })
       if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
       return updated
@@ -161,14 +161,4 @@ function noSuchEndpoint(enterpriseId: number, endpointId: number): ApiError {
     ResponseCode.NOT_FOUND,
     `enterprise ${enterpriseId} has no endpoint ${endpointId}: \`earshot endpoints list --enterprise ${enterpriseId}\` shows its endpoints`,
   )
-}
-
-/** The URL as stored (normalized), once the address policy allows it; its refusals name the field `url`. */
-async function endpointUrl(context: PlatformContext, url: string): Promise<string> {
-  try {
-    return (await checkPushUrl(url, context.config.pushAllowPrivate)) as string
-  } catch (error) {
-    if (!(error instanceof InvalidParameterError)) throw error
-    throw new InvalidParameterError('url', error.message.replace(/^pushUrl: /, ''))
-  }
 }

@@ -20,9 +20,18 @@ export interface PushSenderOptions {
   connectionsPerOrigin: number
 }
 
+export interface OutgoingPush {
+  url: string
+  eventId: string
+  body: string
+  signal?: AbortSignal
+  /** Sent besides Content-Type and X-Earshot-Event-Id (the receiver check's X-Earshot-Check). */
+  headers?: Record<string, string>
+}
+
 export interface PushSender {
   /** POSTs one sealed push; never throws: every failure is an outcome. */
-  send(push: { url: string; eventId: string; body: string; signal?: AbortSignal }): Promise<SendOutcome>
+  send(push: OutgoingPush): Promise<SendOutcome>
   close(): Promise<void>
 }
 
@@ -48,17 +57,7 @@ export function createPushSender({
     bodyTimeout: timeoutMs,
   })
 
-  async function send({
-    url,
-    eventId,
-    body,
-    signal,
-  }: {
-    url: string
-    eventId: string
-    body: string
-    signal?: AbortSignal
-  }): Promise<SendOutcome> {
+  async function send({ url, eventId, body, signal, headers }: OutgoingPush): Promise<SendOutcome> {
     const started = performance.now()
     const elapsed = () => performance.now() - started
     const refusal = hostLiteralRefusal(new URL(url), allowPrivate)
@@ -75,7 +74,7 @@ export function createPushSender({
       const response = await request(url, {
         method: 'POST',
         dispatcher: agent,
-        headers: { 'content-type': 'application/json', 'x-earshot-event-id': eventId },
+        headers: { ...headers, 'content-type': 'application/json', 'x-earshot-event-id': eventId },
         body,
         signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
       })
