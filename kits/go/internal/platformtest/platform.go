@@ -311,3 +311,28 @@ func (b *lockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// CheckItem is one item of the platform's receiver check report.
+type CheckItem struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Passed   bool   `json:"passed"`
+	Expected string `json:"expected"`
+	Evidence string `json:"evidence"`
+}
+
+// CheckReport is the platform's receiver check report (earshot endpoints check --json).
+type CheckReport struct {
+	URL    string      `json:"url"`
+	Passed bool        `json:"passed"`
+	Items  []CheckItem `json:"items"`
+}
+
+// CheckReceiver runs the platform's receiver check against url for the enterprise.
+func (p *Platform) CheckReceiver(ctx context.Context, enterpriseID int64, url string, callbackWithinSeconds int) (CheckReport, error) {
+	var report CheckReport
+	body := mustJSON(map[string]interface{}{"url": url, "callbackWithinSeconds": callbackWithinSeconds})
+	path := fmt.Sprintf("/admin/v1/enterprises/%d/endpoints/check", enterpriseID)
+	err := p.admin(ctx, http.MethodPost, path, "application/json", body, &report)
+	return report, err
+}
