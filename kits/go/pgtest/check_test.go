@@ -2,8 +2,6 @@ package pgtest
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -16,26 +14,10 @@ func TestReceiverPassesThePlatformsCheck(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	p := testPlatform(t)
 	db, _ := testDB(t)
-	creds, err := p.CreateEnterprise(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := newClient(t, p, creds)
-	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
-		Secrets: map[int]string{creds.KeyVersion: creds.Secret},
-		Outbox:  fastOutbox(t, db, client.ConfirmReceipt),
-		Store:   func(context.Context, *earshot.PushEvent) error { return nil },
-		Logf:    t.Logf,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(earshot.DefaultPushPath, receiver)
-	server := httptest.NewServer(mux)
-	defer server.Close()
+	creds, client := newEnterprise(ctx, t, p)
+	pushURL := serveReceiver(t, db, creds, client, func(context.Context, *earshot.PushEvent) error { return nil })
 
-	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, server.URL+earshot.DefaultPushPath, 30)
+	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, pushURL, 30)
 	if err != nil {
 		t.Fatal(err)
 	}

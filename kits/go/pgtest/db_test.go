@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -150,4 +153,41 @@ func fastOutbox(t *testing.T, db *sql.DB, confirm func(context.Context, string) 
 		_ = outbox.Close(ctx)
 	})
 	return outbox
+}
+
+// newEnterprise is a new enterprise of the shared test platform, and a client with its credentials.
+func newEnterprise(ctx context.Context, t *testing.T, p *platformtest.Platform) (platformtest.Credentials, *earshot.Client) {
+	t.Helper()
+	creds, err := p.CreateEnterprise(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return creds, newClient(t, p, creds)
+}
+
+// serveReceiver serves the kit's receiver, over a fast outbox on db, on loopback; it returns its push URL.
+func serveReceiver(t *testing.T, db *sql.DB, creds platformtest.Credentials, client *earshot.Client,
+	store func(context.Context, *earshot.PushEvent) error) string {
+	t.Helper()
+	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
+		Secrets: map[int]string{creds.KeyVersion: creds.Secret},
+		Outbox:  fastOutbox(t, db, client.ConfirmReceipt),
+		Store:   store,
+		Logf:    t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(earshot.DefaultPushPath, receiver)
+	server := httptest.NewServer(mux)
+	t.Cleanup(server.Close)
+	return server.URL + earshot.DefaultPushPath
+}
+
+// kitEnv is the environment of a receiver process: its database and the enterprise's credentials.
+func kitEnv(dbURL string, p *platformtest.Platform, creds platformtest.Credentials) []string {
+	return append(os.Environ(), "DATABASE_URL="+dbURL, "EARSHOT_BASE_URL="+p.PartnerURL,
+		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
+		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
 }

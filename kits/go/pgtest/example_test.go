@@ -32,9 +32,7 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	}
 	address := freeAddress(t)
 	example := exec.Command(binary)
-	example.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "LISTEN_ADDR="+address, "EARSHOT_BASE_URL="+p.PartnerURL,
-		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
-		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
+	example.Env = append(kitEnv(dbURL, p, creds), "LISTEN_ADDR="+address)
 	example.Stdout, example.Stderr = os.Stderr, os.Stderr
 	if err := example.Start(); err != nil {
 		t.Fatal(err)

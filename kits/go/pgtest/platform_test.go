@@ -3,8 +3,6 @@ package pgtest
 import (
 	"bufio"
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,33 +40,16 @@ func TestPlatformPushesAreStoredAndConfirmed(t *testing.T) {
 	ctx := testContext(t, 40*time.Second)
 	p := testPlatform(t)
 	db, _ := testDB(t)
-	creds, err := p.CreateEnterprise(ctx, t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := newClient(t, p, creds)
+	creds, client := newEnterprise(ctx, t, p)
 	var mu sync.Mutex
 	stored := map[string]*earshot.PushEvent{}
-	outbox := fastOutbox(t, db, client.ConfirmReceipt)
-	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
-		Secrets: map[int]string{creds.KeyVersion: creds.Secret},
-		Outbox:  outbox,
-		Store: func(_ context.Context, event *earshot.PushEvent) error {
-			mu.Lock()
-			defer mu.Unlock()
-			stored[event.AudioID+" "+event.EventType] = event
-			return nil
-		},
-		Logf: t.Logf,
+	pushURL := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		stored[event.AudioID+" "+event.EventType] = event
+		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(earshot.DefaultPushPath, receiver)
-	server := httptest.NewServer(mux)
-	defer server.Close()
-	if err := p.SetPushURL(ctx, creds.EnterpriseID, server.URL+earshot.DefaultPushPath); err != nil {
+	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
 		t.Fatal(err)
 	}
 	prefix := "push" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
@@ -120,9 +101,7 @@ func TestPlatformKillBetweenAnswerAndCallback(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	child := exec.Command(binary)
-	child.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "EARSHOT_BASE_URL="+p.PartnerURL,
-		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
-		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
+	child.Env = kitEnv(dbURL, p, creds)
 	stdout, _ := child.StdoutPipe()
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
