@@ -1,0 +1,13 @@
+"""The Earshot partner kit for Python. See README.md."""
+
+from .envelope import load_key, open_envelope, seal
+from .errors import (
+    DecryptionFailedError,
+    EarshotError,
+    EnvelopeError,
+    InvalidEnvelopeError,
+    InvalidPlaintextError,
+    InvalidSecretError,
+)
+
+__version__ = "0.1.0"
