@@ -1,0 +1,337 @@
+"""A client of the partner API: tokens, the query, the change feed and the receipt callback."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import random
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Mapping, Optional
+
+from .envelope import is_json_integer, load_key, open_envelope, parse_json, is_json_failure, seal
+from .errors import (
+    INTERNAL_ERROR,
+    OK,
+    RATE_LIMITED,
+    TOKEN_EXPIRED,
+    UNAUTHORIZED,
+    UNAVAILABLE,
+    EarshotError,
+    EarshotNetworkError,
+    EarshotResponseError,
+    EnvelopeError,
+    default_message,
+)
+from .messages import check_changes_request, check_filter
+
+TOKEN_PATH = "/openapi/v1/token"
+AUDIOS_PATH = "/openapi/v1/audios"
+CHANGES_PATH = "/openapi/v1/audios/changes"
+CALLBACK_PATH = "/openapi/v1/callback"
+
+MAX_ENTERPRISE_ID = 2**53 - 1
+#: A token is renewed this long before it expires (or at half its life, when that is shorter).
+RENEW_BEFORE_SECONDS = 300.0
+#: A 4290 asking to wait longer than this is not retried: the caller decides.
+MAX_RETRY_AFTER_SECONDS = 60.0
+BACKOFF_FIRST_SECONDS = 0.25
+BACKOFF_MAX_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class _Token:
+    value: str
+    expires_in: int
+    renew_at: float
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an answer like any other: the platform never sends one."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # type: ignore[no-untyped-def]
+        return None
+
+
+class Client:
+    """Talks to the partner API under one enterprise's credentials.
+
+    Every request is sealed afresh (a new nonce for every request and every retry), network errors,
+    5000, 5030 and short 4290s are retried with backoff, and one token is shared by every thread until
+    five minutes before it expires. Refusals raise EarshotError with the catalogue's ``code``.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        enterprise_id: int,
+        key_version: int,
+        secret: str,
+        *,
+        timeout: float = 10.0,
+        retries: int = 3,
+        opener: Optional[urllib.request.OpenerDirector] = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise ValueError("base_url must be an http:// or https:// URL")
+        for name, value, high in (
+            ("enterprise_id", enterprise_id, MAX_ENTERPRISE_ID),
+            ("key_version", key_version, 2**31 - 1),
+        ):
+            if not is_json_integer(value) or not 1 <= value <= high:
+                raise ValueError(f"{name} must be an integer from 1 to {high}")
+        if not isinstance(retries, int) or not 0 <= retries <= 100:
+            raise ValueError("retries must be an integer from 0 to 100")
+        self.base_url = base_url.rstrip("/")
+        self.enterprise_id = int(enterprise_id)
+        self.key_version = int(key_version)
+        self.timeout = timeout
+        self.retries = retries
+        self._key = load_key(secret)
+        self._opener = opener or urllib.request.build_opener(_NoRedirects)
+        self._sleep = sleep
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._token: Optional[_Token] = None
+        self._token_flight: Optional[Future] = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ, **options: Any) -> "Client":
+        """From EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION (1) and EARSHOT_SECRET."""
+        return cls(
+            base_url=environ.get("EARSHOT_BASE_URL", "http://127.0.0.1:8080"),
+            enterprise_id=int(environ["EARSHOT_ENTERPRISE_ID"]),
+            key_version=int(environ.get("EARSHOT_KEY_VERSION", "1")),
+            secret=environ["EARSHOT_SECRET"],
+            **options,
+        )
+
+    def token(self) -> str:
+        """A bearer token: the cached one while fresh, else a new one (one request for all threads)."""
+        with self._lock:
+            cached = self._token
+            if cached is not None and self._clock() < cached.renew_at:
+                return cached.value
+            flight = self._token_flight
+            leader = flight is None
+            if leader:
+                flight = self._token_flight = Future()
+        assert flight is not None
+        if leader:
+            self._fly(flight)
+        return flight.result().value
+
+    def query_audios(self, filter: Optional[Mapping[str, Any]] = None) -> dict:
+        """One page of recordings: ``{specVersion, page, size, total, items: [{audioId, data}]}``."""
+        plaintext = check_filter(filter or {})
+        return self._sealed_call(AUDIOS_PATH, plaintext, _check_recording_page, "query")
+
+    def iterate_audios(self, filter: Optional[Mapping[str, Any]] = None) -> Iterator[dict]:
+        """Every page from ``filter['page']`` (default 1) until all ``total`` recordings were seen."""
+        query = check_filter(filter or {})
+        page_number = query.get("page", 1)
+        while True:
+            page = self.query_audios({**query, "page": page_number})
+            yield page
+            if not page["items"] or page["page"] * page["size"] >= page["total"]:
+                return
+            page_number = page["page"] + 1
+
+    def changes(self, cursor: Optional[str] = None, size: Optional[int] = None) -> dict:
+        """One page of the change feed: ``{specVersion, items, nextCursor, hasMore, lagSeconds}``."""
+        plaintext = check_changes_request(cursor, size)
+        return self._sealed_call(CHANGES_PATH, plaintext, _check_change_page, "change feed")
+
+    def iterate_changes(self, cursor: Optional[str] = None, size: Optional[int] = None) -> Iterator[dict]:
+        """Every page from ``cursor`` (the beginning without one), following nextCursor until caught up.
+
+        The last page's ``nextCursor`` is where later changes will start: store it.
+        """
+        while True:
+            page = self.changes(cursor, size)
+            yield page
+            if not page["hasMore"]:
+                return
+            cursor = page["nextCursor"]
+
+    def confirm_receipt(self, audio_id: str) -> None:
+        """The receipt callback of a pushed recording; repeating it is harmless."""
+        if not isinstance(audio_id, str) or not 1 <= len(audio_id) <= 128:
+            raise EarshotError(4001, "audioId: must be a non-empty string of at most 128 characters")
+        self._authorized(CALLBACK_PATH, str(uuid.uuid4()), {"audioId": audio_id})
+
+    # Tokens
+
+    def _fly(self, flight: Future) -> None:
+        """The one token request of a flight; its result (or error) goes to every waiting thread."""
+        try:
+            token = self._request_token()
+        except BaseException as error:
+            with self._lock:
+                self._token_flight = None
+            flight.set_exception(error)
+            return
+        with self._lock:
+            self._token = token
+            self._token_flight = None
+        flight.set_result(token)
+
+    def _request_token(self) -> _Token:
+        event_id = f"token-{uuid.uuid4()}"
+        requested_at = self._clock()
+
+        def body() -> dict:
+            envelope = seal(self._key, self.key_version, event_id, {})
+            return {**envelope, "enterpriseId": self.enterprise_id}
+
+        data, status = self._with_retries(lambda: self._post(TOKEN_PATH, body(), None))
+        if (
+            not isinstance(data, dict)
+            or not isinstance(data.get("accessToken"), str)
+            or not data["accessToken"]
+            or not is_json_integer(data.get("expiresIn"))
+            or data["expiresIn"] < 1
+        ):
+            raise EarshotResponseError("the token answer's data is not {accessToken, expiresIn}", status)
+        lifetime = float(data["expiresIn"])
+        renew_at = requested_at + lifetime - min(RENEW_BEFORE_SECONDS, lifetime / 2)
+        return _Token(data["accessToken"], int(data["expiresIn"]), renew_at)
+
+    def _drop_token(self, refused: str) -> None:
+        with self._lock:
+            # Another thread may have replaced it already: only the refused token goes.
+            if self._token is not None and self._token.value == refused:
+                self._token = None
+
+    # Requests
+
+    def _sealed_call(self, path: str, plaintext: dict, check: Callable[[dict], None], what: str) -> dict:
+        event_id = str(uuid.uuid4())
+        data, status = self._authorized(path, event_id, plaintext)
+        try:
+            opened = open_envelope(data, self._key)
+        except EnvelopeError as error:
+            raise EarshotResponseError(f"the {what} answer's data does not open: {error.msg}", status)
+        if opened.envelope["eventId"] != event_id or opened.envelope["keyVersion"] != self.key_version:
+            raise EarshotResponseError(f"the {what} answer's data answers another request", status)
+        try:
+            check(opened.plaintext)
+        except (KeyError, TypeError, ValueError) as error:
+            raise EarshotResponseError(f"the {what} answer's data is not what it should be: {error}", status)
+        return opened.plaintext
+
+    def _authorized(self, path: str, event_id: str, plaintext: dict) -> tuple[Any, int]:
+        """A bearer request; refused with 4010 or 4011 it is sent once more with a new token."""
+
+        def send(token: str) -> tuple[Any, int]:
+            return self._with_retries(
+                lambda: self._post(path, seal(self._key, self.key_version, event_id, plaintext), token)
+            )
+
+        token = self.token()
+        try:
+            return send(token)
+        except EarshotError as error:
+            if error.code not in (UNAUTHORIZED, TOKEN_EXPIRED):
+                raise
+            self._drop_token(token)
+            return send(self.token())
+
+    def _with_retries(self, attempt: Callable[[], tuple[Any, int]]) -> tuple[Any, int]:
+        for failures in range(self.retries + 1):
+            try:
+                return attempt()
+            except EarshotError as error:
+                if failures == self.retries or not is_retryable(error):
+                    raise
+                backoff = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2**failures)
+                self._sleep(max(backoff * random.uniform(1.0, 2.0), error.retry_after or 0.0))
+        raise AssertionError("unreachable")
+
+    def _post(self, path: str, body: dict, token: Optional[str]) -> tuple[Any, int]:
+        """One HTTP attempt; the answer's data on 2000, else the refusal raised."""
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        request = urllib.request.Request(
+            self.base_url + path, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+        )
+        try:
+            try:
+                with self._opener.open(request, timeout=self.timeout) as response:
+                    return read_reply(response.status, response.headers, response.read())
+            except urllib.error.HTTPError as refusal:
+                with refusal:
+                    return read_reply(refusal.code, refusal.headers, refusal.read())
+        except EarshotError:
+            raise
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
+            reason = getattr(error, "reason", None) or error
+            raise EarshotNetworkError(f"cannot reach the platform at {self.base_url}: {reason}") from error
+
+
+def read_reply(status: int, headers: Any, raw: bytes) -> tuple[Any, int]:
+    """The data of an answer with code 2000; any other code raised as EarshotError."""
+    try:
+        body = parse_json(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        body = None
+    code = body.get("code") if isinstance(body, dict) else None
+    if is_json_failure(body) or not is_json_integer(code):
+        raise EarshotResponseError(
+            f"the platform answered HTTP {status} without an Earshot JSON body ({{code, msg}})", status
+        )
+    if code == OK:
+        return body.get("data"), status
+    msg = body.get("msg") if isinstance(body.get("msg"), str) and body.get("msg") else default_message(code)
+    request_id = body.get("requestId")
+    raise EarshotError(
+        int(code),
+        msg,
+        request_id=request_id if isinstance(request_id, str) else headers.get("X-Request-Id"),
+        http_status=status,
+        retry_after=_retry_after(headers.get("Retry-After")),
+    )
+
+
+def _retry_after(header: Optional[str]) -> Optional[float]:
+    text = (header or "").strip()
+    return float(text) if text.isdigit() and len(text) <= 9 else None
+
+
+def is_retryable(error: EarshotError) -> bool:
+    """A failure a later attempt may not meet: no connection, 5000, 5030, a short 4290, a gateway's 50x."""
+    if isinstance(error, EarshotNetworkError):
+        return True
+    if isinstance(error, EarshotResponseError):
+        return error.http_status in (502, 503, 504)
+    if error.code == RATE_LIMITED:
+        return (error.retry_after or 0.0) <= MAX_RETRY_AFTER_SECONDS
+    return error.code in (INTERNAL_ERROR, UNAVAILABLE)
+
+
+def _check_recording_page(page: dict) -> None:
+    for name in ("page", "size", "total"):
+        if not is_json_integer(page[name]):
+            raise ValueError(f"{name} is not an integer")
+    if not isinstance(page["items"], list):
+        raise ValueError("items is not a list")
+    for item in page["items"]:
+        if not isinstance(item["audioId"], str) or not isinstance(item["data"], dict):
+            raise ValueError("an item is not {audioId, data}")
+
+
+def _check_change_page(page: dict) -> None:
+    if not isinstance(page["items"], list) or not isinstance(page["hasMore"], bool):
+        raise ValueError("items or hasMore missing")
+    if not isinstance(page["nextCursor"], str):
+        raise ValueError("nextCursor is not a string")
+    page.setdefault("lagSeconds", 0)
