@@ -1,5 +1,7 @@
-"""The Earshot partner kit for Python. See README.md."""
+"""The Earshot partner kit for Python: a client of the partner API, envelopes, and a push receiver
+with a durable receipt-callback outbox (sqlite3). See README.md."""
 
+from .adapters import asgi_app, wsgi_app
 from .client import Client
 from .envelope import load_key, open_envelope, seal
 from .errors import (
@@ -12,5 +14,29 @@ from .errors import (
     InvalidPlaintextError,
     InvalidSecretError,
 )
+from .messages import PushEvent
+from .outbox import Outbox
+from .receiver import PushAnswer, Receiver
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "DecryptionFailedError",
+    "EarshotError",
+    "EarshotNetworkError",
+    "EarshotResponseError",
+    "EnvelopeError",
+    "InvalidEnvelopeError",
+    "InvalidPlaintextError",
+    "InvalidSecretError",
+    "Outbox",
+    "PushAnswer",
+    "PushEvent",
+    "Receiver",
+    "asgi_app",
+    "load_key",
+    "open_envelope",
+    "seal",
+    "wsgi_app",
+]

@@ -1,0 +1,459 @@
+"""The receiver's durable store on sqlite3: accepted nonces, received events and their receipt callbacks.
+
+A callback is recorded ``held`` with its event, before the push is answered, and stays held until the
+answer went out (``release``); it is then ``pending`` and sent by the outbox's threads, retried with
+backoff until the platform answers 2000. Everything is in one sqlite file, so a process started on it
+after a crash or a kill sends what an earlier one left: a callback is never lost.
+
+Callback states: held -> pending -> in_flight -> confirmed (or failed, for a refusal no retry can
+change), and not_needed for a deletion, which its acknowledgement alone confirms.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import queue
+import random
+import socket
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional, Sequence
+
+from .errors import (
+    INVALID_PARAMETER,
+    INVALID_REQUEST,
+    NOT_FOUND,
+    PAYLOAD_TOO_LARGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    EarshotError,
+)
+
+NEW, DUPLICATE, REPLAYED = "new", "duplicate", "replayed"
+
+#: Seconds after the 1st, 2nd, ... failed attempt; the last repeats for ever. Each gets +-10% jitter.
+DEFAULT_RETRY_SCHEDULE = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
+#: Refusals that no later attempt can turn into 2000: the callback is then failed, not retried.
+PERMANENT_REFUSALS = frozenset({INVALID_REQUEST, INVALID_PARAMETER, NOT_FOUND, PAYLOAD_TOO_LARGE,
+                                UNSUPPORTED_MEDIA_TYPE})
+
+logger = logging.getLogger("earshot_partner.outbox")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS earshot_seen_nonces (
+  key_version INTEGER NOT NULL,
+  nonce TEXT NOT NULL,
+  expires_at REAL NOT NULL,
+  PRIMARY KEY (key_version, nonce)
+) WITHOUT ROWID;
+-- One row per eventId ever received (the record that dedups repeated pushes) with its callback.
+-- due_at: when a held or pending callback may be sent, or when an in_flight claim's lease ends.
+-- rearm: 1 when a repeated push asked for the callback again during an attempt, 2 once its answer went out.
+CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
+  event_id TEXT PRIMARY KEY,
+  audio_id TEXT NOT NULL,
+  event_type TEXT NOT NULL,
+  received_at REAL NOT NULL,
+  state TEXT NOT NULL
+    CHECK (state IN ('held', 'pending', 'in_flight', 'confirmed', 'failed', 'not_needed')),
+  due_at REAL,
+  claimed_by TEXT,
+  claim_no INTEGER NOT NULL DEFAULT 0,
+  failures INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  rearm INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  done_at REAL,
+  CHECK ((state IN ('confirmed', 'failed', 'not_needed')) = (due_at IS NULL))
+);
+CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_due
+  ON earshot_receipt_callbacks (due_at) WHERE due_at IS NOT NULL;
+"""
+
+_OPEN_STATES = "('held', 'pending', 'in_flight')"
+_PRUNE_EVERY_SECONDS = 600.0
+
+# One identity per process, so that a process that took over the pid of a dead one (a container's
+# pid 1) can still tell the dead one's claims from its own.
+_process_token = (os.getpid(), os.urandom(6).hex())
+
+
+def _claimant() -> str:
+    global _process_token
+    if _process_token[0] != os.getpid():  # forked
+        _process_token = (os.getpid(), os.urandom(6).hex())
+    return f"{socket.gethostname()}/{_process_token[0]}/{_process_token[1]}"
+
+
+@dataclass(frozen=True)
+class _Claim:
+    event_id: str
+    audio_id: str
+    claim_no: int
+    failures: int
+
+
+class Outbox:
+    """Durable nonces, events and receipt callbacks in the sqlite file ``path``.
+
+    ``confirm(audio_id)`` sends one callback (``Client.confirm_receipt``); it returns once the
+    platform answered 2000 and raises otherwise. Several processes may share the file (a WSGI server's
+    workers): each claims callbacks under a lease, and a process started on it takes over what a
+    dead process on this machine had claimed.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        confirm: Callable[[str], None],
+        *,
+        retry_schedule: Sequence[float] = DEFAULT_RETRY_SCHEDULE,
+        answer_grace: float = 10.0,
+        lease: float = 120.0,
+        replay_window: float = 7 * 86400.0,
+        poll_interval: float = 5.0,
+        concurrency: int = 4,
+        clock: Callable[[], float] = time.time,
+        start: bool = True,
+    ) -> None:
+        if not retry_schedule or any(delay < 0 for delay in retry_schedule):
+            raise ValueError("retry_schedule must be a non-empty list of delays >= 0")
+        self.path = path
+        self._confirm = confirm
+        self._schedule = tuple(retry_schedule)
+        #: A held callback whose answer never went out is sent anyway after this long.
+        self._answer_grace = answer_grace
+        self._lease = lease
+        self._replay_window = replay_window
+        self._poll_interval = poll_interval
+        self._concurrency = concurrency
+        self._clock = clock
+        self._claimant = _claimant()
+        self._db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        self._db_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._jobs: "queue.Queue[Optional[_Claim]]" = queue.Queue()
+        self._busy = 0
+        self._busy_changed = threading.Condition()
+        self._threads: list[threading.Thread] = []
+        self._pruned_at = 0.0
+        self._closed = False
+        self._setup()
+        if start:
+            self.start()
+
+    # The receiver's side
+
+    def admit(self, key_version: int, nonce: str, event_id: str) -> str:
+        """Takes the envelope's nonce: REPLAYED when taken within the replay window, else whether the
+        event was received before (DUPLICATE: its callback goes out again after this answer)."""
+        now = self._clock()
+        with self._transaction() as db:
+            row = db.execute(
+                "SELECT expires_at FROM earshot_seen_nonces WHERE key_version = ? AND nonce = ?",
+                (key_version, nonce),
+            ).fetchone()
+            if row is not None and row[0] > now:
+                return REPLAYED
+            db.execute(
+                "INSERT OR REPLACE INTO earshot_seen_nonces (key_version, nonce, expires_at) VALUES (?, ?, ?)",
+                (key_version, nonce, now + self._replay_window),
+            )
+            known = db.execute(
+                "SELECT state FROM earshot_receipt_callbacks WHERE event_id = ?", (event_id,)
+            ).fetchone()
+            if known is None:
+                return NEW
+            self._rearm(db, event_id, known[0], now)
+            return DUPLICATE
+
+    def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True) -> bool:
+        """Records a stored event with its callback held until release(); False when already known."""
+        now = self._clock()
+        if callback:
+            state, due_at, claimed_by = "held", now + self._answer_grace, self._claimant
+        else:
+            state, due_at, claimed_by = "not_needed", None, None
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO earshot_receipt_callbacks"
+                " (event_id, audio_id, event_type, received_at, state, due_at, claimed_by)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (event_id, audio_id, event_type, now, state, due_at, claimed_by),
+            )
+            return cursor.rowcount == 1
+
+    def release(self, event_id: str) -> None:
+        """The answer of a push of event_id went out: its callback may be sent now."""
+        if self._closed:
+            return
+        now = self._clock()
+        with self._transaction() as db:
+            db.execute(
+                "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
+                " WHERE event_id = ? AND state = 'held'",
+                (now, event_id),
+            )
+            db.execute(
+                "UPDATE earshot_receipt_callbacks SET rearm = 2"
+                " WHERE event_id = ? AND state = 'in_flight' AND rearm = 1",
+                (event_id,),
+            )
+        self.wake()
+
+    def wake(self) -> None:
+        """Look for due callbacks now."""
+        self._wake.set()
+
+    def callbacks(self, state: Optional[str] = None, audio_id: Optional[str] = None) -> list[dict]:
+        """The callbacks as stored, oldest first, for operators and tests."""
+        with self._transaction() as db:
+            rows = db.execute(
+                "SELECT event_id, audio_id, event_type, state, attempts, failures, last_error,"
+                "       received_at, done_at, due_at"
+                "  FROM earshot_receipt_callbacks"
+                " WHERE (? IS NULL OR state = ?) AND (? IS NULL OR audio_id = ?)"
+                " ORDER BY received_at, event_id",
+                (state, state, audio_id, audio_id),
+            ).fetchall()
+        names = ("eventId", "audioId", "eventType", "state", "attempts", "failures", "lastError",
+                 "receivedAt", "doneAt", "dueAt")
+        return [dict(zip(names, row)) for row in rows]
+
+    # Running
+
+    def start(self) -> None:
+        """Starts the threads that send callbacks (the constructor does, unless start=False)."""
+        if self._threads:
+            return
+        self._threads.append(threading.Thread(target=self._dispatch, name="earshot-outbox", daemon=True))
+        for number in range(self._concurrency):
+            name = f"earshot-callback-{number}"
+            self._threads.append(threading.Thread(target=self._work, name=name, daemon=True))
+        for thread in self._threads:
+            thread.start()
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stops sending; callbacks still being sent after ``timeout`` are left to the next process."""
+        if self._closed:
+            return
+        self._stopping.set()
+        self._wake.set()
+        for _ in range(self._concurrency):
+            self._jobs.put(None)
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        with self._db_lock:
+            self._closed = True
+            with contextlib.suppress(sqlite3.Error):
+                # Claims of attempts cut off: due at once for whoever opens the file next.
+                self._db.execute(
+                    "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
+                    " WHERE state = 'in_flight' AND claimed_by = ?",
+                    (self._clock(), self._claimant),
+                )
+            self._db.close()
+
+    def __enter__(self) -> "Outbox":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # Internals
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._db_lock:
+            if self._closed:
+                raise RuntimeError("the outbox is closed")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _setup(self) -> None:
+        with self._db_lock:
+            self._db.execute("PRAGMA journal_mode = WAL")
+            # FULL: a transaction that returned survives a power cut, not only a crash.
+            self._db.execute("PRAGMA synchronous = FULL")
+            self._db.executescript(_SCHEMA)
+        self._take_over_dead_claims()
+
+    def _take_over_dead_claims(self) -> None:
+        """Callbacks held or claimed by a process of this machine that is gone are due now."""
+        host = socket.gethostname()
+        with self._transaction() as db:
+            claimants = db.execute(
+                f"SELECT DISTINCT claimed_by FROM earshot_receipt_callbacks"
+                f" WHERE state IN {_OPEN_STATES} AND claimed_by IS NOT NULL"
+            ).fetchall()
+            for (claimant,) in claimants:
+                if _is_dead(claimant, host):
+                    db.execute(
+                        "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
+                        " WHERE claimed_by = ? AND state IN ('held', 'in_flight')",
+                        (self._clock(), claimant),
+                    )
+
+    def _rearm(self, db: sqlite3.Connection, event_id: str, state: str, now: float) -> None:
+        """A repeated push: the platform still waits for a callback, sent after this answer."""
+        if state in ("confirmed", "failed", "pending"):
+            db.execute(
+                "UPDATE earshot_receipt_callbacks SET state = 'held', due_at = ?, claimed_by = ?,"
+                " failures = 0, done_at = NULL WHERE event_id = ?",
+                (now + self._answer_grace, self._claimant, event_id),
+            )
+        elif state == "in_flight":
+            db.execute("UPDATE earshot_receipt_callbacks SET rearm = 1 WHERE event_id = ?", (event_id,))
+
+    def _dispatch(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()
+            try:
+                self._prune_nonces()
+                delay = self._claim_due()
+            except (sqlite3.Error, RuntimeError) as error:
+                if self._stopping.is_set():
+                    return
+                logger.warning("receipt callbacks: cannot read the outbox: %s", error)
+                delay = self._poll_interval
+            self._wake.wait(delay)
+
+    def _claim_due(self) -> float:
+        """Claims what is due into the free threads; returns how long to wait before looking again."""
+        with self._busy_changed:
+            free = self._concurrency - self._busy
+        if free <= 0:
+            return self._poll_interval  # a finishing attempt wakes the dispatcher
+        now = self._clock()
+        with self._transaction() as db:
+            rows = db.execute(
+                f"SELECT event_id, audio_id, claim_no, failures FROM earshot_receipt_callbacks"
+                f" WHERE state IN {_OPEN_STATES} AND due_at <= ? ORDER BY due_at LIMIT ?",
+                (now, free),
+            ).fetchall()
+            for event_id, _, _, _ in rows:
+                db.execute(
+                    "UPDATE earshot_receipt_callbacks SET state = 'in_flight', claim_no = claim_no + 1,"
+                    " claimed_by = ?, due_at = ? WHERE event_id = ?",
+                    (self._claimant, now + self._lease, event_id),
+                )
+            next_due = db.execute(
+                f"SELECT min(due_at) FROM earshot_receipt_callbacks WHERE state IN {_OPEN_STATES}"
+            ).fetchone()[0]
+        for event_id, audio_id, claim_no, failures in rows:
+            with self._busy_changed:
+                self._busy += 1
+            self._jobs.put(_Claim(event_id, audio_id, claim_no + 1, failures))
+        if len(rows) == free:
+            return self._poll_interval  # more may be due: a finishing attempt wakes the dispatcher
+        if next_due is None:
+            return self._poll_interval
+        return min(self._poll_interval, max(0.0, next_due - now))
+
+    def _work(self) -> None:
+        while True:
+            claim = self._jobs.get()
+            if claim is None:
+                return
+            try:
+                self._attempt(claim)
+            finally:
+                with self._busy_changed:
+                    self._busy -= 1
+                self._wake.set()
+
+    def _attempt(self, claim: _Claim) -> None:
+        try:
+            self._confirm(claim.audio_id)
+        except EarshotError as error:
+            permanent = error.code in PERMANENT_REFUSALS
+            self._settle(claim, "failed" if permanent else "retry", str(error))
+            return
+        except Exception as error:  # the partner's confirm may raise anything: retried
+            self._settle(claim, "retry", f"{type(error).__name__}: {error}")
+            return
+        self._settle(claim, "confirmed", None)
+
+    def _settle(self, claim: _Claim, outcome: str, error: Optional[str]) -> None:
+        now = self._clock()
+        delay = self._retry_delay(claim.failures)
+        ids = f"audioId {claim.audio_id} (eventId {claim.event_id})"
+        if outcome == "confirmed":
+            logger.info("receipt confirmed: %s", ids)
+        elif outcome == "failed":
+            logger.error("receipt callback refused for good: %s: %s", ids, error)
+        else:
+            logger.warning("receipt callback failed, retried in %.1f s: %s: %s", delay, ids, error)
+        try:
+            with self._transaction() as db:
+                self._store_outcome(db, claim, outcome, error, now, delay)
+        except (sqlite3.Error, RuntimeError) as failure:
+            # The claim's lease ends and the callback is sent again: nothing is lost.
+            logger.warning("receipt callbacks: cannot record an attempt: %s", failure)
+
+    def _store_outcome(
+        self, db: sqlite3.Connection, claim: _Claim, outcome: str, error: Optional[str], now: float,
+        delay: float,
+    ) -> None:
+        row = db.execute(
+            "SELECT rearm FROM earshot_receipt_callbacks"
+            " WHERE event_id = ? AND state = 'in_flight' AND claimed_by = ? AND claim_no = ?",
+            (claim.event_id, self._claimant, claim.claim_no),
+        ).fetchone()
+        if row is None:
+            return  # no longer this claim's (its lease ended and another took it)
+        rearm = row[0]
+        if rearm == 1:  # a repeated push is being answered: the callback goes out after it
+            state, due_at, claimed_by = "held", now + self._answer_grace, self._claimant
+        elif rearm == 2 or outcome == "retry":
+            state, due_at, claimed_by = "pending", now if rearm == 2 else now + delay, None
+        else:
+            state, due_at, claimed_by = outcome, None, None
+        failures = claim.failures + 1 if outcome == "retry" else 0
+        db.execute(
+            "UPDATE earshot_receipt_callbacks SET state = ?, due_at = ?, claimed_by = ?, rearm = 0,"
+            " failures = ?, attempts = attempts + 1, last_error = ?, done_at = ? WHERE event_id = ?",
+            (state, due_at, claimed_by, failures, error, None if due_at is not None else now,
+             claim.event_id),
+        )
+
+    def _retry_delay(self, failures: int) -> float:
+        base = self._schedule[min(failures, len(self._schedule) - 1)]
+        return base * random.uniform(0.9, 1.1)
+
+    def _prune_nonces(self) -> None:
+        now = self._clock()
+        if now - self._pruned_at < _PRUNE_EVERY_SECONDS:
+            return
+        self._pruned_at = now
+        with self._transaction() as db:
+            db.execute("DELETE FROM earshot_seen_nonces WHERE expires_at <= ?", (now,))
+
+
+def _is_dead(claimant: str, host: str) -> bool:
+    """Whether a claimant (host/pid/token) is a process of this machine that no longer runs."""
+    parts = claimant.split("/")
+    if os.name != "posix":
+        return False  # no way to ask without signalling it: the lease will tell
+    if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
+        return False  # another machine's, or unknown: its lease will tell
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return parts[2] != _process_token[1]
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # it exists, under another user
+    return False
