@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping, Optional
 
-from .envelope import is_json_integer, load_key, open_envelope, parse_json, is_json_failure, seal
+from .envelope import is_json_failure, is_json_integer, load_key, open_envelope, parse_json, seal
 from .errors import (
     INTERNAL_ERROR,
     OK,
@@ -105,11 +105,21 @@ class Client:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, **options: Any) -> "Client":
-        """From EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION (1) and EARSHOT_SECRET."""
+        """From EARSHOT_BASE_URL (default http://127.0.0.1:8080), EARSHOT_ENTERPRISE_ID,
+        EARSHOT_KEY_VERSION (default 1) and EARSHOT_SECRET, as the Node kit's CLI reads them."""
+
+        def integer(name: str, default: Optional[str] = None) -> int:
+            text = environ.get(name, default)
+            if text is None or not text.strip().isdigit():
+                raise ValueError(f"{name} must be set to a positive integer")
+            return int(text)
+
+        if not environ.get("EARSHOT_SECRET"):
+            raise ValueError("EARSHOT_SECRET must be set to the enterprise's secret")
         return cls(
             base_url=environ.get("EARSHOT_BASE_URL", "http://127.0.0.1:8080"),
-            enterprise_id=int(environ["EARSHOT_ENTERPRISE_ID"]),
-            key_version=int(environ.get("EARSHOT_KEY_VERSION", "1")),
+            enterprise_id=integer("EARSHOT_ENTERPRISE_ID"),
+            key_version=integer("EARSHOT_KEY_VERSION", "1"),
             secret=environ["EARSHOT_SECRET"],
             **options,
         )
@@ -219,13 +229,14 @@ class Client:
         try:
             opened = open_envelope(data, self._key)
         except EnvelopeError as error:
-            raise EarshotResponseError(f"the {what} answer's data does not open: {error.msg}", status)
+            raise EarshotResponseError(f"the {what} answer's data does not open: {error.msg}", status) from None
         if opened.envelope["eventId"] != event_id or opened.envelope["keyVersion"] != self.key_version:
             raise EarshotResponseError(f"the {what} answer's data answers another request", status)
         try:
             check(opened.plaintext)
         except (KeyError, TypeError, ValueError) as error:
-            raise EarshotResponseError(f"the {what} answer's data is not what it should be: {error}", status)
+            message = f"the {what} answer's data is not what it should be: {error!r}"
+            raise EarshotResponseError(message, status) from None
         return opened.plaintext
 
     def _authorized(self, path: str, event_id: str, plaintext: dict) -> tuple[Any, int]:

@@ -211,7 +211,7 @@ class Outbox:
 
     def callbacks(self, state: Optional[str] = None, audio_id: Optional[str] = None) -> list[dict]:
         """The callbacks as stored, oldest first, for operators and tests."""
-        with self._transaction() as db:
+        with self._transaction(write=False) as db:
             rows = db.execute(
                 "SELECT event_id, audio_id, event_type, state, attempts, failures, last_error,"
                 "       received_at, done_at, due_at"
@@ -268,11 +268,13 @@ class Outbox:
     # Internals
 
     @contextlib.contextmanager
-    def _transaction(self) -> Iterator[sqlite3.Connection]:
+    def _transaction(self, write: bool = True) -> Iterator[sqlite3.Connection]:
         with self._db_lock:
             if self._closed:
                 raise RuntimeError("the outbox is closed")
-            self._db.execute("BEGIN IMMEDIATE")
+            # IMMEDIATE: the write lock from the start, so that two processes never both read a row
+            # as claimable.
+            self._db.execute("BEGIN IMMEDIATE" if write else "BEGIN")
             try:
                 yield self._db
             except BaseException:

@@ -228,7 +228,10 @@ def _load_keys(
     if (secret is None) == (keys is None):
         raise ValueError("give either secret (with an optional key_version) or keys, not both")
     if secret is not None:
-        return _KeyRing({key_version: load_key(secret)} if key_version else {None: load_key(secret)})
+        if key_version is not None and (isinstance(key_version, bool) or not isinstance(key_version, int)
+                                        or key_version < 1):
+            raise ValueError("key_version must be a positive integer")
+        return _KeyRing({key_version: load_key(secret)})
     assert keys is not None
     if not keys:
         raise ValueError("keys must hold at least one secret")

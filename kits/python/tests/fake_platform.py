@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from earshot_partner.envelope import open_envelope, seal
 
