@@ -53,17 +53,25 @@ def _wsgi_answer(receiver: Receiver, path: Optional[str], environ: dict) -> Push
         return answer(NOT_FOUND, "no such path")
     if environ.get("REQUEST_METHOD") != "POST":
         return answer(INVALID_REQUEST, "use POST")
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return answer(INVALID_REQUEST, "Content-Length is not a number")
-    if length > receiver.body_limit:
+    body = _read_wsgi_body(environ, receiver.body_limit)
+    if body is None:
         return answer(PAYLOAD_TOO_LARGE, f"the body is over {receiver.body_limit} bytes")
-    body = environ["wsgi.input"].read(length) if length > 0 else b""
     headers = {key[5:].replace("_", "-"): value for key, value in environ.items() if key.startswith("HTTP_")}
     if "CONTENT_TYPE" in environ:
         headers["Content-Type"] = environ["CONTENT_TYPE"]
     return receiver.handle_push(body, headers)
+
+
+def _read_wsgi_body(environ: dict, limit: int) -> Optional[bytes]:
+    """The body, or None when it is over the limit. Without a Content-Length it is read to its end
+    only where the server says the input ends there (wsgi.input_terminated: gunicorn, chunked)."""
+    stream = environ["wsgi.input"]
+    declared = (environ.get("CONTENT_LENGTH") or "").strip()
+    if not declared:
+        body = stream.read(limit + 1) if environ.get("wsgi.input_terminated") else b""
+        return body if len(body) <= limit else None
+    length = int(declared) if declared.isdigit() else 0
+    return stream.read(length) if length <= limit else None
 
 
 def asgi_app(receiver: Receiver, path: Optional[str] = DEFAULT_PUSH_PATH) -> AsgiApp:

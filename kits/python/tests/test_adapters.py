@@ -47,6 +47,18 @@ class WsgiTest(ReceiverCase):
         iterable.close()
         self.assertEqual(self.confirm.wait_for(1), ["aud_wsgi"])
 
+    def test_a_chunked_body_is_read_where_the_server_ends_the_input(self) -> None:
+        environ = environ_for(sealed(event("aud_chunked")))
+        del environ["CONTENT_LENGTH"]
+        environ["wsgi.input_terminated"] = True
+        status, _, iterable = self.call(environ)
+        self.assertEqual((status, json.loads(b"".join(iterable))["code"]), ("200 OK", 2000))
+        self.receiver.body_limit = 64
+        environ = {**environ_for(sealed(event())), "wsgi.input_terminated": True}
+        del environ["CONTENT_LENGTH"]
+        status, headers, iterable = self.call(environ)
+        self.assertEqual((status[:4], headers.get("Connection")), ("413 ", "close"))
+
     def test_other_paths_and_methods_are_refused(self) -> None:
         status, _, iterable = self.call(environ_for(b"{}", path="/elsewhere"))
         self.assertEqual((status, json.loads(b"".join(iterable))["code"]), ("404 Not Found", 4040))
