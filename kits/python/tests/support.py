@@ -39,6 +39,18 @@ class TimedTestCase(unittest.TestCase):
         self.addCleanup(faulthandler.cancel_dump_traceback_later)
 
 
+class PlatformTestCase(TimedTestCase):
+    """A test against the run's platform, started (once) before the class's tests and their watchdog."""
+
+    timeout = 60.0
+    platform: "Platform"
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        super().setUpClass()
+        cls.platform = Platform.shared()
+
+
 def wait_for(condition: Callable[[], Any], timeout: float = 15.0, what: str = "the condition") -> Any:
     """Polls until condition() is truthy and returns it; fails after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
@@ -149,7 +161,7 @@ class Admin:
         if data is not None:
             request.add_header("Content-Type", content_type)
         try:
-            with _direct.open(request, timeout=30) as response:
+            with _direct.open(request, timeout=60) as response:
                 text = response.read().decode()
         except urllib.error.HTTPError as error:
             raise AssertionError(f"{method} {path}: HTTP {error.code} {error.read().decode()}") from None
@@ -172,7 +184,7 @@ class Admin:
         query = f"?enterpriseId={enterprise_id}" + (f"&audioId={audio_id}" if audio_id else "")
         return self.call("GET", f"/admin/v1/deliveries{query}")["deliveries"]
 
-    def wait_for_delivery(self, enterprise_id: int, audio_id: str, state: str, timeout: float = 20.0) -> dict:
+    def wait_for_delivery(self, enterprise_id: int, audio_id: str, state: str, timeout: float = 40.0) -> dict:
         def reached() -> Optional[dict]:
             found = self.deliveries(enterprise_id, audio_id)
             return next((each for each in found if each["state"] == state), None)

@@ -15,7 +15,7 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from earshot_partner import Client, EarshotError, Outbox, PushEvent, Receiver, wsgi_app
 
 from .pushes import temporary_database
-from .support import KIT, Platform, TimedTestCase, read_line, recording, spawn, wait_for
+from .support import KIT, Platform, PlatformTestCase, read_line, recording, spawn, wait_for
 
 TRANSCRIPT = {"transcriptId": 7001, "transcriptText": "Hello. Bye.", "durationMs": 1800, "wordsCount": 2,
               "sentences": [{"text": "Hello.", "beginTime": 0, "endTime": 900},
@@ -27,12 +27,12 @@ def client_of(enterprise: dict, platform: Platform) -> Client:
                   enterprise["secret"])
 
 
-class ClientOnPlatformTest(TimedTestCase):
+class ClientOnPlatformTest(PlatformTestCase):
     """One enterprise with 25 recordings: 24 audio-only on two devices, and one with a transcript."""
 
     @classmethod
     def setUpClass(cls) -> None:
-        cls.platform = Platform.shared()
+        super().setUpClass()
         cls.enterprise = cls.platform.new_enterprise("python-kit client")
         recordings = [
             recording(f"aud_pyq_{number:02d}", deviceUid=f"DEV-PY-{number % 2}",
@@ -88,9 +88,9 @@ class ClientOnPlatformTest(TimedTestCase):
         self.assertEqual(undecryptable.exception.code, 4012)
 
 
-class ChangeFeedTest(TimedTestCase):
+class ChangeFeedTest(PlatformTestCase):
     def test_the_feed_is_read_to_its_end_then_goes_on_from_the_stored_cursor(self) -> None:
-        platform = Platform.shared()
+        platform = self.platform
         enterprise = platform.new_enterprise("python-kit feed")
         admin, enterprise_id = platform.admin, enterprise["enterpriseId"]
         admin.import_recordings(enterprise_id, [recording(f"aud_pyf_{n}") for n in range(5)])
@@ -112,12 +112,11 @@ class QuietHandler(WSGIRequestHandler):
         pass
 
 
-class PushTest(TimedTestCase):
+class PushTest(PlatformTestCase):
     """The Python receiver served by wsgiref in this process, calling back with the Client."""
 
     def setUp(self) -> None:
         super().setUp()
-        self.platform = Platform.shared()
         self.server = make_server("127.0.0.1", 0, lambda *args: self.app(*args), handler_class=QuietHandler)
         self.addCleanup(self.server.server_close)
         threading.Thread(target=self.server.serve_forever, args=(0.02,), daemon=True).start()
@@ -137,7 +136,7 @@ class PushTest(TimedTestCase):
             recording("aud_pyp_audio"),
             recording("aud_pyp_both", transcript=TRANSCRIPT),
         ])
-        received = {(event.audio_id, event.event_type) for event in (self.stored.get(timeout=15) for _ in range(3))}
+        received = {(event.audio_id, event.event_type) for event in (self.stored.get(timeout=30) for _ in range(3))}
         self.assertEqual(received, {("aud_pyp_audio", "recording.audio_ready"), ("aud_pyp_both", "recording.audio_ready"),
                                     ("aud_pyp_both", "recording.transcript_ready")})
         for audio_id in ("aud_pyp_audio", "aud_pyp_both"):
@@ -148,20 +147,19 @@ class PushTest(TimedTestCase):
     def test_a_deletion_is_acknowledged_and_confirmed_without_a_callback(self) -> None:
         admin, enterprise_id = self.platform.admin, self.enterprise["enterpriseId"]
         admin.import_recordings(enterprise_id, [recording("aud_pyp_deleted")])
-        self.assertEqual(self.stored.get(timeout=15).event_type, "recording.audio_ready")
+        self.assertEqual(self.stored.get(timeout=30).event_type, "recording.audio_ready")
         admin.wait_for_delivery(enterprise_id, "aud_pyp_deleted", "confirmed")
         admin.call("DELETE", f"/admin/v1/enterprises/{enterprise_id}/recordings/aud_pyp_deleted")
-        deletion = self.stored.get(timeout=15)
+        deletion = self.stored.get(timeout=30)
         self.assertEqual((deletion.event_type, deletion.data), ("recording.deleted", {}))
         wait_for(lambda: [each for each in admin.deliveries(enterprise_id, "aud_pyp_deleted")
                           if each["eventType"] == "recording.deleted" and each["state"] == "confirmed"],
-                 15.0, "the deletion's delivery confirmed")
+                 30.0, "the deletion's delivery confirmed")
         [row] = self.outbox.callbacks(audio_id="aud_pyp_deleted", state="not_needed")
         self.assertEqual(row["attempts"], 0)
 
 
-class KilledReceiverTest(TimedTestCase):
-    timeout = 45.0
+class KilledReceiverTest(PlatformTestCase):
 
     def start_receiver(self, env: dict) -> subprocess.Popen:
         process = spawn([sys.executable, "-m", "tests.receiver_process"], {**os.environ, **env},
@@ -179,12 +177,12 @@ class KilledReceiverTest(TimedTestCase):
 
     def next_line(self, process: subprocess.Popen, key: str) -> dict:
         while True:
-            line = json.loads(read_line(process.stdout, 20.0, "the receiver"))
+            line = json.loads(read_line(process.stdout, 40.0, "the receiver"))
             if key in line:
                 return line
 
     def test_a_receiver_killed_between_answer_and_callback_leaves_it_to_the_next_process(self) -> None:
-        platform = Platform.shared()
+        platform = self.platform
         enterprise = platform.new_enterprise("python-kit kill")
         admin, enterprise_id = platform.admin, enterprise["enterpriseId"]
         env = {**enterprise["env"], "RECEIVER_DATABASE": temporary_database(self)}

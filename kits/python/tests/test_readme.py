@@ -7,7 +7,7 @@ import re
 import subprocess
 import sys
 
-from .support import KIT, Platform, TimedTestCase, recording
+from .support import KIT, PlatformTestCase, recording
 
 
 def marked_block(marker: str) -> str:
@@ -20,13 +20,13 @@ def marked_block(marker: str) -> str:
     return found.group(1)
 
 
-class QuickStartTest(TimedTestCase):
+class QuickStartTest(PlatformTestCase):
     def test_the_readme_shows_examples_quickstart_py_exactly(self) -> None:
         with open(os.path.join(KIT, "examples", "quickstart.py"), encoding="utf-8") as file:
             self.assertEqual(marked_block("quickstart: examples/quickstart.py"), file.read())
 
     def test_the_quick_start_runs_against_the_platform(self) -> None:
-        platform = Platform.shared()
+        platform = self.platform
         enterprise = platform.new_enterprise("python-kit quick start")
         platform.admin.import_recordings(enterprise["enterpriseId"], [
             recording("aud_pyqs_standup", deviceUid="DEV-0001", title="Standup"),
