@@ -138,7 +138,7 @@ class Outbox:
         self._stopping = threading.Event()
         self._jobs: "queue.Queue[Optional[_Claim]]" = queue.Queue()
         self._busy = 0
-        self._busy_changed = threading.Condition()
+        self._busy_lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._pruned_at = 0.0
         self._closed = False
@@ -323,7 +323,7 @@ class Outbox:
             try:
                 self._prune_nonces()
                 delay = self._claim_due()
-            except (sqlite3.Error, RuntimeError) as error:
+            except Exception as error:  # the thread must outlive any failure: it sends every callback
                 if self._stopping.is_set():
                     return
                 logger.warning("receipt callbacks: cannot read the outbox: %s", error)
@@ -332,7 +332,7 @@ class Outbox:
 
     def _claim_due(self) -> float:
         """Claims what is due into the free threads; returns how long to wait before looking again."""
-        with self._busy_changed:
+        with self._busy_lock:
             free = self._concurrency - self._busy
         if free <= 0:
             return self._poll_interval  # a finishing attempt wakes the dispatcher
@@ -353,7 +353,7 @@ class Outbox:
                 f"SELECT min(due_at) FROM earshot_receipt_callbacks WHERE state IN {_OPEN_STATES}"
             ).fetchone()[0]
         for event_id, audio_id, claim_no, failures in rows:
-            with self._busy_changed:
+            with self._busy_lock:
                 self._busy += 1
             self._jobs.put(_Claim(event_id, audio_id, claim_no + 1, failures))
         if len(rows) == free:
@@ -370,7 +370,7 @@ class Outbox:
             try:
                 self._attempt(claim)
             finally:
-                with self._busy_changed:
+                with self._busy_lock:
                     self._busy -= 1
                 self._wake.set()
 

@@ -120,10 +120,11 @@ class Receiver:
         self._lock = threading.Lock()
         self._storing: dict[str, _Storing] = {}
 
-    def handle_push(self, body: bytes, headers: Headers) -> PushAnswer:
+    def handle_push(self, body: Union[bytes, str], headers: Headers) -> PushAnswer:
         """One push in, its answer out; never raises. Send the answer, then call its after_response()."""
         try:
-            return self._receive(body, _lower_keys(headers))
+            raw = body.encode("utf-8") if isinstance(body, str) else bytes(body)
+            return self._receive(raw, _lower_keys(headers))
         except _Refusal as refusal:
             logger.warning("push refused (%d): %s", refusal.code, refusal.msg)
             return answer(refusal.code, refusal.msg)
@@ -146,7 +147,7 @@ class Receiver:
 
     def _open(self, body: bytes) -> tuple[dict, PushEvent]:
         try:
-            parsed = parse_json(bytes(body).decode("utf-8"))
+            parsed = parse_json(body.decode("utf-8"))
         except UnicodeDecodeError:
             raise _Refusal(INVALID_REQUEST, "the body is not UTF-8") from None
         if is_json_failure(parsed):
