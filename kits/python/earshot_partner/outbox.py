@@ -1,12 +1,13 @@
 """The receiver's durable store on sqlite3: accepted nonces, received events and their receipt callbacks.
 
-A callback is recorded ``held`` with its event, before the push is answered, and stays held until the
-answer went out (``release``); it is then ``pending`` and sent by the outbox's threads, retried with
-backoff until the platform answers 2000. Everything is in one sqlite file, so a process started on it
-after a crash or a kill sends what an earlier one left: a callback is never lost.
+Every acknowledged push of a recording gets its own callback, recorded ``held`` before the push is
+answered and held until that answer went out (``release``); it is then ``pending`` and sent by the
+outbox's threads, retried with backoff until the platform answers 2000. Everything is in one sqlite
+file, so a process started on it after a crash or a kill sends what an earlier one left: a callback is
+never lost. A deletion's acknowledgement alone confirms it: it gets no callback.
 
 Callback states: held -> pending -> in_flight -> confirmed (or failed, for a refusal no retry can
-change), and not_needed for a deletion, which its acknowledgement alone confirms.
+change); in_flight goes back to pending for a retry.
 """
 
 from __future__ import annotations
@@ -49,25 +50,29 @@ CREATE TABLE IF NOT EXISTS earshot_seen_nonces (
   expires_at REAL NOT NULL,
   PRIMARY KEY (key_version, nonce)
 ) WITHOUT ROWID;
--- One row per eventId ever received (the record that dedups repeated pushes) with its callback.
--- due_at: when a held or pending callback may be sent, or when an in_flight claim's lease ends.
--- rearm: 1 when a repeated push asked for the callback again during an attempt, 2 once its answer went out.
-CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
+-- One row per eventId ever received: repeated pushes of it are not handed over again.
+CREATE TABLE IF NOT EXISTS earshot_received_events (
   event_id TEXT PRIMARY KEY,
   audio_id TEXT NOT NULL,
   event_type TEXT NOT NULL,
-  received_at REAL NOT NULL,
-  state TEXT NOT NULL
-    CHECK (state IN ('held', 'pending', 'in_flight', 'confirmed', 'failed', 'not_needed')),
+  received_at REAL NOT NULL
+);
+-- One receipt callback per acknowledged push of a recording. due_at: when a held or pending callback
+-- may be sent, or when an in_flight claim's lease ends; NULL once confirmed or failed.
+CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
+  callback_id INTEGER PRIMARY KEY AUTOINCREMENT,
+  event_id TEXT NOT NULL,
+  audio_id TEXT NOT NULL,
+  created_at REAL NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('held', 'pending', 'in_flight', 'confirmed', 'failed')),
   due_at REAL,
   claimed_by TEXT,
   claim_no INTEGER NOT NULL DEFAULT 0,
   failures INTEGER NOT NULL DEFAULT 0,
   attempts INTEGER NOT NULL DEFAULT 0,
-  rearm INTEGER NOT NULL DEFAULT 0,
   last_error TEXT,
   done_at REAL,
-  CHECK ((state IN ('confirmed', 'failed', 'not_needed')) = (due_at IS NULL))
+  CHECK ((state IN ('confirmed', 'failed')) = (due_at IS NULL))
 );
 CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_due
   ON earshot_receipt_callbacks (due_at) WHERE due_at IS NOT NULL;
@@ -90,6 +95,7 @@ def _claimant() -> str:
 
 @dataclass(frozen=True)
 class _Claim:
+    callback_id: int
     event_id: str
     audio_id: str
     claim_no: int
@@ -149,8 +155,8 @@ class Outbox:
     # The receiver's side
 
     def admit(self, key_version: int, nonce: str, event_id: str) -> str:
-        """Takes the envelope's nonce: REPLAYED when taken within the replay window, else whether the
-        event was received before (DUPLICATE: its callback goes out again after this answer)."""
+        """Takes the envelope's nonce: REPLAYED when taken within the replay window, else NEW, or
+        DUPLICATE when the event was received before."""
         now = self._clock()
         with self._transaction() as db:
             row = db.execute(
@@ -163,45 +169,42 @@ class Outbox:
                 "INSERT OR REPLACE INTO earshot_seen_nonces (key_version, nonce, expires_at) VALUES (?, ?, ?)",
                 (key_version, nonce, now + self._replay_window),
             )
-            known = db.execute(
-                "SELECT state FROM earshot_receipt_callbacks WHERE event_id = ?", (event_id,)
-            ).fetchone()
-            if known is None:
-                return NEW
-            self._rearm(db, event_id, known[0], now)
-            return DUPLICATE
+            known = db.execute("SELECT 1 FROM earshot_received_events WHERE event_id = ?", (event_id,))
+            return DUPLICATE if known.fetchone() else NEW
 
-    def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True) -> bool:
-        """Records a stored event with its callback held until release(); False when already known."""
+    def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True) -> Optional[int]:
+        """Records the event (once) and, with ``callback``, a receipt callback held until release(),
+        in one transaction. Returns the callback's id."""
         now = self._clock()
-        if callback:
-            state, due_at, claimed_by = "held", now + self._answer_grace, self._claimant
-        else:
-            state, due_at, claimed_by = "not_needed", None, None
         with self._transaction() as db:
-            cursor = db.execute(
-                "INSERT OR IGNORE INTO earshot_receipt_callbacks"
-                " (event_id, audio_id, event_type, received_at, state, due_at, claimed_by)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (event_id, audio_id, event_type, now, state, due_at, claimed_by),
+            db.execute(
+                "INSERT OR IGNORE INTO earshot_received_events (event_id, audio_id, event_type, received_at)"
+                " VALUES (?, ?, ?, ?)",
+                (event_id, audio_id, event_type, now),
             )
-            return cursor.rowcount == 1
+            if not callback:
+                return None
+            cursor = db.execute(
+                "INSERT INTO earshot_receipt_callbacks (event_id, audio_id, created_at, state, due_at, claimed_by)"
+                " VALUES (?, ?, ?, 'held', ?, ?)",
+                (event_id, audio_id, now, now + self._answer_grace, self._claimant),
+            )
+            return cursor.lastrowid
 
-    def release(self, event_id: str) -> None:
-        """The answer of a push of event_id went out: its callback may be sent now."""
+    def is_received(self, event_id: str) -> bool:
+        with self._transaction(write=False) as db:
+            found = db.execute("SELECT 1 FROM earshot_received_events WHERE event_id = ?", (event_id,))
+            return found.fetchone() is not None
+
+    def release(self, callback_id: int) -> None:
+        """The answer of the push whose callback this is went out: it may be sent now."""
         if self._closed:
             return
-        now = self._clock()
         with self._transaction() as db:
             db.execute(
                 "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
-                " WHERE event_id = ? AND state = 'held'",
-                (now, event_id),
-            )
-            db.execute(
-                "UPDATE earshot_receipt_callbacks SET rearm = 2"
-                " WHERE event_id = ? AND state = 'in_flight' AND rearm = 1",
-                (event_id,),
+                " WHERE callback_id = ? AND state = 'held'",
+                (self._clock(), callback_id),
             )
         self.wake()
 
@@ -213,15 +216,15 @@ class Outbox:
         """The callbacks as stored, oldest first, for operators and tests."""
         with self._transaction(write=False) as db:
             rows = db.execute(
-                "SELECT event_id, audio_id, event_type, state, attempts, failures, last_error,"
-                "       received_at, done_at, due_at"
+                "SELECT callback_id, event_id, audio_id, state, attempts, failures, last_error,"
+                "       created_at, done_at, due_at"
                 "  FROM earshot_receipt_callbacks"
                 " WHERE (? IS NULL OR state = ?) AND (? IS NULL OR audio_id = ?)"
-                " ORDER BY received_at, event_id",
+                " ORDER BY callback_id",
                 (state, state, audio_id, audio_id),
             ).fetchall()
-        names = ("eventId", "audioId", "eventType", "state", "attempts", "failures", "lastError",
-                 "receivedAt", "doneAt", "dueAt")
+        names = ("callbackId", "eventId", "audioId", "state", "attempts", "failures", "lastError",
+                 "createdAt", "doneAt", "dueAt")
         return [dict(zip(names, row)) for row in rows]
 
     # Running
@@ -306,17 +309,6 @@ class Outbox:
                         (self._clock(), claimant),
                     )
 
-    def _rearm(self, db: sqlite3.Connection, event_id: str, state: str, now: float) -> None:
-        """A repeated push: the platform still waits for a callback, sent after this answer."""
-        if state in ("confirmed", "failed", "pending"):
-            db.execute(
-                "UPDATE earshot_receipt_callbacks SET state = 'held', due_at = ?, claimed_by = ?,"
-                " failures = 0, done_at = NULL WHERE event_id = ?",
-                (now + self._answer_grace, self._claimant, event_id),
-            )
-        elif state == "in_flight":
-            db.execute("UPDATE earshot_receipt_callbacks SET rearm = 1 WHERE event_id = ?", (event_id,))
-
     def _dispatch(self) -> None:
         while not self._stopping.is_set():
             self._wake.clear()
@@ -339,23 +331,23 @@ class Outbox:
         now = self._clock()
         with self._transaction() as db:
             rows = db.execute(
-                f"SELECT event_id, audio_id, claim_no, failures FROM earshot_receipt_callbacks"
+                f"SELECT callback_id, event_id, audio_id, claim_no, failures FROM earshot_receipt_callbacks"
                 f" WHERE state IN {_OPEN_STATES} AND due_at <= ? ORDER BY due_at LIMIT ?",
                 (now, free),
             ).fetchall()
-            for event_id, _, _, _ in rows:
+            for row in rows:
                 db.execute(
                     "UPDATE earshot_receipt_callbacks SET state = 'in_flight', claim_no = claim_no + 1,"
-                    " claimed_by = ?, due_at = ? WHERE event_id = ?",
-                    (self._claimant, now + self._lease, event_id),
+                    " claimed_by = ?, due_at = ? WHERE callback_id = ?",
+                    (self._claimant, now + self._lease, row[0]),
                 )
             next_due = db.execute(
                 f"SELECT min(due_at) FROM earshot_receipt_callbacks WHERE state IN {_OPEN_STATES}"
             ).fetchone()[0]
-        for event_id, audio_id, claim_no, failures in rows:
+        for callback_id, event_id, audio_id, claim_no, failures in rows:
             with self._busy_lock:
                 self._busy += 1
-            self._jobs.put(_Claim(event_id, audio_id, claim_no + 1, failures))
+            self._jobs.put(_Claim(callback_id, event_id, audio_id, claim_no + 1, failures))
         if len(rows) == free:
             return self._poll_interval  # more may be due: a finishing attempt wakes the dispatcher
         if next_due is None:
@@ -407,26 +399,16 @@ class Outbox:
         self, db: sqlite3.Connection, claim: _Claim, outcome: str, error: Optional[str], now: float,
         delay: float,
     ) -> None:
-        row = db.execute(
-            "SELECT rearm FROM earshot_receipt_callbacks"
-            " WHERE event_id = ? AND state = 'in_flight' AND claimed_by = ? AND claim_no = ?",
-            (claim.event_id, self._claimant, claim.claim_no),
-        ).fetchone()
-        if row is None:
-            return  # no longer this claim's (its lease ended and another took it)
-        rearm = row[0]
-        if rearm == 1:  # a repeated push is being answered: the callback goes out after it
-            state, due_at, claimed_by = "held", now + self._answer_grace, self._claimant
-        elif rearm == 2 or outcome == "retry":
-            state, due_at, claimed_by = "pending", now if rearm == 2 else now + delay, None
-        else:
-            state, due_at, claimed_by = outcome, None, None
-        failures = claim.failures + 1 if outcome == "retry" else 0
+        """The attempt's result, under its claim only (a claim whose lease ended and was taken over moves
+        nothing)."""
+        retry = outcome == "retry"
         db.execute(
-            "UPDATE earshot_receipt_callbacks SET state = ?, due_at = ?, claimed_by = ?, rearm = 0,"
-            " failures = ?, attempts = attempts + 1, last_error = ?, done_at = ? WHERE event_id = ?",
-            (state, due_at, claimed_by, failures, error, None if due_at is not None else now,
-             claim.event_id),
+            "UPDATE earshot_receipt_callbacks SET state = ?, due_at = ?, claimed_by = NULL, failures = ?,"
+            " attempts = attempts + 1, last_error = ?, done_at = ?"
+            " WHERE callback_id = ? AND state = 'in_flight' AND claimed_by = ? AND claim_no = ?",
+            ("pending" if retry else outcome, now + delay if retry else None,
+             claim.failures + 1 if retry else 0, error, None if retry else now,
+             claim.callback_id, self._claimant, claim.claim_no),
         )
 
     def _retry_delay(self, failures: int) -> float:

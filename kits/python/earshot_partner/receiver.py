@@ -94,6 +94,9 @@ class _Storing:
 class Receiver:
     """Opens pushes, refuses replays, hands each new event to ``on_event`` once, answers, then calls back.
 
+    Every push of a recording answered 2000, a repeated one included (the platform pushes again when it
+    still waits for a callback), gets a receipt callback of its own, sent once its answer went out.
+
     ``on_event(event)`` must store the event durably before it returns (an upsert keyed by audioId:
     a push is delivered at least once); the push is acknowledged only once it returned, and answered
     5000 when it raises, so that the platform pushes it again. A ``recording.deleted`` is handed to it
@@ -162,7 +165,7 @@ class Receiver:
         return opened.envelope, event
 
     def _store_once(self, event: PushEvent) -> PushAnswer:
-        """Stores a new event; the same eventId pushed again meanwhile waits for this one."""
+        """Hands a new event to on_event and records it; the same eventId pushed again meanwhile waits."""
         while True:
             with self._lock:
                 storing = self._storing.get(event.event_id)
@@ -176,17 +179,21 @@ class Receiver:
                     return self._acknowledge(event, repeated=True)
                 continue
             try:
+                # Another thread may have stored and recorded it since this push was admitted.
+                if self._outbox.is_received(event.event_id):
+                    storing.stored = True
+                    return self._acknowledge(event, repeated=True)
                 storing.stored = self._store(event)
+                if not storing.stored:
+                    return answer(INTERNAL_ERROR, "the recording could not be stored; push again later")
+                return self._acknowledge(event, repeated=False)
             finally:
                 storing.done.set()
                 with self._lock:
                     del self._storing[event.event_id]
-            if not storing.stored:
-                return answer(INTERNAL_ERROR, "the recording could not be stored; push again later")
-            return self._acknowledge(event, repeated=False)
 
     def _store(self, event: PushEvent) -> bool:
-        """on_event, then the event and its callback recorded; False (nothing recorded) when it raised."""
+        """on_event; False when it raised (nothing is then recorded)."""
         try:
             self._on_event(event)
         except Exception:
@@ -195,17 +202,24 @@ class Receiver:
                 " pushes it again", event.event_id, event.audio_id,
             )
             return False
-        # A deletion's acknowledgement alone confirms it: it needs no callback.
-        self._outbox.record(event.event_id, event.audio_id, event.event_type, callback=not event.is_deletion)
         return True
 
     def _acknowledge(self, event: PushEvent, *, repeated: bool) -> PushAnswer:
+        """Records the event (once) with a callback for this very answer, released once it was sent.
+
+        A deletion's acknowledgement alone confirms it: it gets no callback.
+        """
+        callback_id = self._outbox.record(
+            event.event_id, event.audio_id, event.event_type, callback=not event.is_deletion
+        )
         logger.info(
             "push %s: %s %s (eventId %s)", "repeated, already received" if repeated else "received",
             event.event_type, event.audio_id, event.event_id,
         )
         msg = "success (already received)" if repeated else "success"
-        return answer(OK, msg, lambda: self._outbox.release(event.event_id))
+        if callback_id is None:
+            return answer(OK, msg)
+        return answer(OK, msg, lambda: self._outbox.release(callback_id))
 
 
 def is_json_content_type(value: Optional[str]) -> bool:

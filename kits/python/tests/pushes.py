@@ -104,9 +104,13 @@ class ReceiverCase(TimedTestCase):
         settings = {"secret": SECRET, **options}
         return Receiver(on_event=self.events.append, outbox=self.outbox, **settings)  # type: ignore[arg-type]
 
+    def states_of(self, event_id: str) -> list:
+        """The states of the event's callbacks, one per acknowledged push of it, oldest first."""
+        return [each["state"] for each in self.outbox.callbacks() if each["eventId"] == event_id]
+
     def state_of(self, event_id: str) -> str:
-        [row] = [each for each in self.outbox.callbacks() if each["eventId"] == event_id]
-        return row["state"]
+        """The state of the event's latest callback."""
+        return self.states_of(event_id)[-1]
 
     def wait_for_state(self, event_id: str, state: str) -> None:
         wait_for(lambda: self.state_of(event_id) == state, 10.0, f"{event_id} {state}")

@@ -155,8 +155,9 @@ class PushTest(PlatformTestCase):
         wait_for(lambda: [each for each in admin.deliveries(enterprise_id, "aud_pyp_deleted")
                           if each["eventType"] == "recording.deleted" and each["state"] == "confirmed"],
                  30.0, "the deletion's delivery confirmed")
-        [row] = self.outbox.callbacks(audio_id="aud_pyp_deleted", state="not_needed")
-        self.assertEqual(row["attempts"], 0)
+        self.assertTrue(self.outbox.is_received(deletion.event_id))
+        [audio_ready] = self.outbox.callbacks(audio_id="aud_pyp_deleted")  # none for the deletion
+        self.assertEqual((audio_ready["eventId"] == deletion.event_id, audio_ready["state"]), (False, "confirmed"))
 
 
 class KilledReceiverTest(PlatformTestCase):

@@ -10,6 +10,7 @@ from earshot_partner import EarshotError, PushEvent, Receiver
 from earshot_partner.envelope import load_key, seal
 
 from .pushes import JSON, OTHER_SECRET, SECRET, SET_A, ReceiverCase, code_of, event, sealed
+from .support import wait_for
 
 
 class AcknowledgedTest(ReceiverCase):
@@ -49,7 +50,7 @@ class AcknowledgedTest(ReceiverCase):
         again = self.receiver.handle_push(sealed(pushed), JSON)
         self.assertEqual(json.loads(again.body), {"code": 2000, "msg": "success (already received)"})
         self.assertEqual(len(self.events), 1)
-        self.assertEqual(self.state_of(pushed["eventId"]), "held")
+        self.assertEqual(self.states_of(pushed["eventId"]), ["confirmed", "held"])
         again.after_response()
         self.assertEqual(self.confirm.wait_for(2), ["aud_again", "aud_again"])
 
@@ -68,8 +69,8 @@ class AcknowledgedTest(ReceiverCase):
         self.assertEqual(code_of(answer), 2000)
         answer.after_response()
         self.assertTrue(self.events[0].is_deletion)
-        # not_needed is final: the outbox never sends it.
-        self.assertEqual(self.state_of(pushed["eventId"]), "not_needed")
+        self.assertTrue(self.outbox.is_received(pushed["eventId"]))
+        self.assertEqual(self.outbox.callbacks(), [])  # so nothing can ever be sent for it
 
     def test_a_push_under_either_key_of_a_rotation_is_accepted_and_a_third_refused(self) -> None:
         receiver = self.make_receiver(secret=None, keys={1: SECRET, 2: OTHER_SECRET})
@@ -115,6 +116,45 @@ class AcknowledgedTest(ReceiverCase):
         first.join(10)
         second.join(10)
         self.assertEqual((answers, calls), ([2000, 2000], [pushed["eventId"]]))
+
+
+class CheckSequenceTest(ReceiverCase):
+    def test_a_receiver_check_series_gets_the_answers_and_callbacks_it_expects(self) -> None:
+        """What `earshot endpoints check` pushes (header X-Earshot-Check: 1, audioIds check_…)."""
+        headers = {**JSON, "X-Earshot-Check": "1"}
+        steps: list = []  # ("answer" | "callback", audioId), in the order they happened
+        self.confirm.before_call = lambda audio_id: steps.append(("callback", audio_id))
+
+        def push(body: bytes, audio_id: str) -> int:
+            answer = self.receiver.handle_push(body, headers)
+            if code_of(answer) == 2000:
+                steps.append(("answer", audio_id))
+            answer.after_response()  # the answer was sent
+            return code_of(answer)
+
+        valid = event("check_valid")
+        self.assertEqual(push(sealed(valid), "check_valid"), 2000)
+        self.assertEqual(push(sealed(valid), "check_valid"), 2000)  # the same eventId, a fresh nonce
+        tampered = json.loads(sealed(event("check_tampered")))
+        tampered["ciphertext"] = ("A" if tampered["ciphertext"][0] != "A" else "B") + tampered["ciphertext"][1:]
+        self.assertEqual(push(json.dumps(tampered).encode(), "check_tampered"), 4012)
+        self.assertEqual(push(sealed(event("check_other_key"), OTHER_SECRET), "check_other_key"), 4012)
+        self.assertEqual(push(b'{"not": "an envelope"}', "-"), 4000)
+        twice = sealed(event("check_twice"))
+        self.assertEqual((push(twice, "check_twice"), push(twice, "check_twice")), (2000, 4090))
+        extra = event("check_extra", data={**SET_A, "recordedAt": "2026-11-02T09:00:00Z", "x": 1}, y=[2])
+        self.assertEqual(push(sealed(extra), "check_extra"), 2000)
+        self.assertEqual(push(sealed(event("check_deleted", "recording.deleted")), "check_deleted"), 2000)
+        # A callback for each acknowledged push of a recording, none for the deletion ...
+        calls = self.confirm.wait_for(4)
+        self.assertEqual(sorted(calls), ["check_extra", "check_twice", "check_valid", "check_valid"])
+        wait_for(lambda: {each["state"] for each in self.outbox.callbacks()} == {"confirmed"}, 10.0,
+                 "every callback confirmed")
+        # ... and the n-th callback of a recording only once its n-th answer was sent.
+        for index, (kind, audio_id) in enumerate(steps):
+            if kind == "callback":
+                before = steps[: index + 1]
+                self.assertLessEqual(before.count(("callback", audio_id)), before.count(("answer", audio_id)))
 
 
 class RefusedTest(ReceiverCase):
