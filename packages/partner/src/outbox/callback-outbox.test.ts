@@ -198,20 +198,29 @@ for (const backend of backends)
       assert.ok((gaps[2] as number) >= 53, `gaps ${gaps}`)
     })
 
-    test('a refusal that cannot succeed is recorded as failed with its error; 4010/4011/4290/5030 are retried', async () => {
+    test('a refusal that cannot succeed is recorded as failed with its error; 4010/4012/4030/4290/5030 are retried', async () => {
       const tries = new Map<string, number>()
-      const refusals: Record<string, number> = { a404: 4040, a401: 4010, a429: 4290, a503: 5030, a4012: 4012 }
+      const refusals: Record<string, number> = {
+        a404: 4040,
+        a4001: 4001,
+        a401: 4010,
+        a429: 4290,
+        a503: 5030,
+        // Put right by the operator (the enterprise enabled again) or the partner (its new secret).
+        a4012: 4012,
+        a4030: 4030,
+      }
       const outbox = await openOutbox({
         confirm: async (audioId) => {
           const n = (tries.get(audioId) ?? 0) + 1
           tries.set(audioId, n)
           const code = refusals[audioId] as number
-          if (code === 4040 || code === 4012 || n === 1) {
+          if (code === 4040 || code === 4001 || n === 1) {
             throw new EarshotApiError({
               code,
               msg: `refused with ${code}`,
               requestId: 'r',
-              httpStatus: code / 10,
+              httpStatus: Math.floor(code / 10),
             })
           }
         },
@@ -221,15 +230,16 @@ for (const backend of backends)
         await outbox.recordReceived(e)
         outbox.wake(e.eventId)
       }
+      const settled = Object.keys(refusals).length
       await eventually(
         async () =>
           (await outbox.callbacks()).filter((c) => c.audioId in refusals && c.state !== 'pending').length ===
-          5,
+          settled,
         10_000,
         'all settled',
       )
       const byAudio = new Map((await outbox.callbacks()).map((c) => [c.audioId, c]))
-      for (const audioId of ['a404', 'a4012']) {
+      for (const audioId of ['a404', 'a4001']) {
         const callback = byAudio.get(audioId)
         assert.equal(callback?.state, 'failed', audioId)
         assert.equal(callback?.attempts, 1)
@@ -237,7 +247,7 @@ for (const backend of backends)
         assert.ok(callback?.doneAt)
         assert.equal(callback?.nextAttemptAt, null, 'failed is final: never due again')
       }
-      for (const audioId of ['a401', 'a429', 'a503']) {
+      for (const audioId of ['a401', 'a429', 'a503', 'a4012', 'a4030']) {
         assert.equal(byAudio.get(audioId)?.state, 'confirmed', audioId)
         assert.equal(byAudio.get(audioId)?.attempts, 2)
       }

@@ -95,11 +95,14 @@ const RECORD_BATCH_MS = 100
 
 /**
  * Codes whose refusal a later attempt may not get: an expired or unknown token (the client fetches a
- * new one), a rate limit, and a reused nonce (every attempt is sealed afresh).
+ * new one), a rate limit, a reused nonce (every attempt is sealed afresh), and a disabled enterprise or
+ * credentials the platform no longer takes (4030, 4012), which an operator enabling it again or the
+ * partner restarting with its new secret puts right: until then the callback waits on the retry
+ * schedule rather than being lost.
  */
-const RETRYABLE_REFUSALS = new Set([4010, 4011, 4090, 4290])
+const RETRYABLE_REFUSALS = new Set([4010, 4011, 4012, 4030, 4090, 4290])
 
-/** A refusal that no later attempt can turn into 2000 (unknown audioId, wrong key, disabled enterprise...). */
+/** A refusal that no later attempt can turn into 2000 (an unknown audioId, a malformed request). */
 const codeOf = (error: unknown) => (error instanceof EarshotApiError ? error.code : undefined)
 
 export function isPermanentRefusal(error: unknown): boolean {
