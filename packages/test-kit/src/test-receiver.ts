@@ -130,7 +130,8 @@ export function callbackSender(
   return async (audioId) => {
     for (;;) {
       if (await once(audioId).catch(() => false)) return
-      await new Promise((resolve) => setTimeout(resolve, 100))
+      // Unref'd: a callback still retrying once its test stopped the platform does not keep the process alive.
+      await new Promise((resolve) => setTimeout(resolve, 100).unref())
     }
   }
 }
