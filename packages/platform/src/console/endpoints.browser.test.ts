@@ -289,7 +289,7 @@ for (const backend of testBackends) {
       await screenshot('endpoints')
     })
 
-    test('on a 390-px phone the list and the open deliveries fit the width', async () => {
+    test('on a 390-px phone the list, the check report and the open deliveries fit the width', async () => {
       await page.setViewportSize(PHONE)
       try {
         await row().waitFor()
