@@ -44,7 +44,9 @@ if (files.length === 0) {
   console.error('run-tests: no test file matched (is the build missing? run `npm run build`)')
   process.exit(1)
 }
-console.log(`run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time`)
+console.log(
+  `run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time`,
+)
 
 let ran = 0
 let failed = 0
