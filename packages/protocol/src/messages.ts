@@ -256,17 +256,19 @@ export interface MessageParser<T> {
 
 /**
  * Compiles a schema into a parser whose refusals are InvalidParameterError naming the field; `check`
- * adds the rules JSON Schema cannot say (cross-field, calendar). Shared with the platform and kit.
+ * adds the rules JSON Schema cannot say (cross-field, calendar). Shared with the platform and kit. The
+ * schema is compiled when first parsed: a process (a CLI command) pays only for the messages it reads.
  */
 export function messageParser<S extends TSchema>(
   schema: S,
   check?: (value: Static<S>) => void,
 ): MessageParser<Static<S>> {
-  const validator = Compile(schema)
+  let compiled: ReturnType<typeof Compile<S>> | undefined
   return {
     schema,
     parse(value) {
-      if (!validator.Check(value)) throw firstError(schema, validator, value)
+      compiled ??= Compile(schema)
+      if (!compiled.Check(value)) throw firstError(schema, compiled, value)
       check?.(value)
       return value as Static<S>
     },

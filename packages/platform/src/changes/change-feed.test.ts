@@ -290,7 +290,7 @@ for (const backend of testBackends) {
         assert.equal(held.hasMore, false)
         assert.ok((held.lagSeconds ?? 0) > 0, `lag ${held.lagSeconds}`)
 
-        const warnings: { details: { holder?: { pid?: number } }; message: string }[] = []
+        const warnings: { details: { holder?: { pid?: number; database?: string } }; message: string }[] = []
         const watch = watchFeedLag(
           db,
           { warn: (details, message) => warnings.push({ details, message }) },
@@ -298,10 +298,14 @@ for (const backend of testBackends) {
         )
         await watch.look()
         watch.stop()
-        assert.equal(warnings[0]?.details.holder?.pid, pid)
+        // The oldest transaction holding the horizon is named: ours, unless another database of the server
+        // (a suite running beside this one) has an older one, which holds every database's feed back too.
+        const holder = warnings[0]?.details.holder
+        const [own] = await db.query<{ name: string }>('SELECT current_database() AS name')
+        if (holder?.pid !== pid) assert.notEqual(holder?.database, own?.name, JSON.stringify(warnings))
         assert.match(
           warnings[0]?.message ?? '',
-          new RegExp(`backend pid ${pid} \\(database \\w+, open for \\d+ s`),
+          new RegExp(`backend pid ${holder?.pid} \\(database \\w+, open for \\d+ s`),
         )
         const metrics = await fetch(`${platform.adminUrl}/metrics`, {
           headers: { authorization: `Bearer ${platform.adminToken}` },

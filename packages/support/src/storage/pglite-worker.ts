@@ -57,41 +57,42 @@ async function openDatabase(): Promise<{ db: PGlite; statements: PreparedStateme
 const opened = await openDatabase()
 if (opened) serve(opened.db, opened.statements)
 
+/** Begins transaction `id`: its queries run in it until `end`; answered once it is over. */
+function begin(db: PGlite, transactions: Map<number, OpenTransaction>, id: number): void {
+  let opened!: (tx: Transaction) => void
+  let failed!: (error: unknown) => void
+  const tx = new Promise<Transaction>((resolve, reject) => {
+    opened = resolve
+    failed = reject
+  })
+  tx.catch(() => {}) // a transaction that never began: its queries are answered with the error
+  let end!: (commit: boolean) => void
+  const ended = new Promise<boolean>((resolve) => {
+    end = resolve
+  })
+  transactions.set(id, { tx, end })
+  const done = db
+    .transaction(async (transaction) => {
+      opened(transaction)
+      if (!(await ended)) throw ROLLBACK
+    })
+    .catch((error: unknown) => {
+      failed(error)
+      if (error !== ROLLBACK) throw error
+    })
+    .finally(() => {
+      transactions.delete(id)
+      failed(new Error('the transaction is over'))
+    })
+  answer(
+    id,
+    done.then(() => undefined),
+  )
+}
+
 function serve(db: PGlite, statements: PreparedStatements): void {
   const transactions = new Map<number, OpenTransaction>()
   const unlisteners = new Map<number, () => Promise<void>>()
-
-  function begin(id: number): void {
-    let opened!: (tx: Transaction) => void
-    let failed!: (error: unknown) => void
-    const tx = new Promise<Transaction>((resolve, reject) => {
-      opened = resolve
-      failed = reject
-    })
-    tx.catch(() => {}) // a transaction that never began: its queries are answered with the error
-    let end!: (commit: boolean) => void
-    const ended = new Promise<boolean>((resolve) => {
-      end = resolve
-    })
-    transactions.set(id, { tx, end })
-    const done = db
-      .transaction(async (transaction) => {
-        opened(transaction)
-        if (!(await ended)) throw ROLLBACK
-      })
-      .catch((error: unknown) => {
-        failed(error)
-        if (error !== ROLLBACK) throw error
-      })
-      .finally(() => {
-        transactions.delete(id)
-        failed(new Error('the transaction is over'))
-      })
-    answer(
-      id,
-      done.then(() => undefined),
-    )
-  }
 
   port.on('message', (request: Request) => {
     switch (request.op) {
@@ -99,7 +100,7 @@ function serve(db: PGlite, statements: PreparedStatements): void {
         answer(request.id, statements.run(request.sql, request.params))
         break
       case 'begin':
-        begin(request.id)
+        begin(db, transactions, request.id)
         break
       case 'tx-query': {
         const open = transactions.get(request.tx)
