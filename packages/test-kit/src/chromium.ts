@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import { eventually } from './eventually.js'
 
 /** Debian's Chromium, which playwright-core drives (it downloads no browser). */
@@ -21,6 +23,46 @@ export const PHONE = { width: 390, height: 844 }
 /** Why the browser tests are skipped here, or false when they can run. */
 export const missingChromium =
   !existsSync(CHROMIUM) && `no Chromium at ${CHROMIUM} (apt-get install chromium)`
+
+/** How long a browser test waits for what it expects on a page. */
+export const WAIT_MS = 20_000
+/** Where the console tests write their screenshots: docs/console/ with EARSHOT_CONSOLE_SCREENSHOTS=1. */
+export const SCREENSHOT_DIR =
+  process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
+    ? fileURLToPath(new URL('../../../docs/console/', import.meta.url))
+    : undefined
+
+export interface ConsolePage {
+  browser: Browser
+  context: BrowserContext
+  page: Page
+}
+
+/**
+ * Chromium with one page (desktop size, UTC and en-GB unless told), every console error and uncaught
+ * exception it logs pushed to `errors` as `text (url)`, for the test to require none.
+ */
+export async function openConsolePage(
+  errors: string[],
+  options: { args?: string[]; timezoneId?: string; locale?: string } = {},
+): Promise<ConsolePage> {
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
+  })
+  const context = await browser.newContext({
+    viewport: DESKTOP,
+    timezoneId: options.timezoneId ?? 'UTC',
+    locale: options.locale ?? 'en-GB',
+  })
+  const page = await context.newPage()
+  page.setDefaultTimeout(WAIT_MS)
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`${message.text()} (${message.location().url})`)
+  })
+  page.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`))
+  return { browser, context, page }
+}
 
 /** Writes a screenshot of the page to `dir` as NAME.png (nothing when dir is undefined). */
 export async function screenshotTo(

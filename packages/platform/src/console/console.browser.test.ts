@@ -3,19 +3,19 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, afterEach, before, describe, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
   DESKTOP,
   missingChromium,
+  openConsolePage,
   PHONE,
+  SCREENSHOT_DIR,
   screenshotTo,
   takeRefusalLogged,
+  WAIT_MS,
 } from '@earshot/test-kit/chromium'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import { type Browser, type BrowserContext, chromium, type Locator, type Page } from 'playwright-core'
+import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
 
 /*
  * The operator's whole path through the console (issue 15), in Debian's Chromium driven by
@@ -28,12 +28,6 @@ import { type Browser, type BrowserContext, chromium, type Locator, type Page } 
  *
  * EARSHOT_CONSOLE_SCREENSHOTS=1 writes the screenshots shown in the README to docs/console/.
  */
-
-const SCREENSHOT_DIR =
-  process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
-    ? fileURLToPath(new URL('../../../../docs/console/', import.meta.url))
-    : undefined
-const WAIT_MS = 20_000
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
 interface InPageElement {
@@ -122,15 +116,8 @@ for (const backend of testBackends) {
     before(async () => {
       platform = await startTestPlatform(backend, { pushRetryScheduleSeconds: [0.05] })
       files = await mkdtemp(join(tmpdir(), 'earshot-console-'))
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
-      context = await browser.newContext({ viewport: DESKTOP, timezoneId: 'UTC', locale: 'en-GB' })
+      ;({ browser, context, page } = await openConsolePage(consoleErrors))
       await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: platform.adminUrl })
-      page = await context.newPage()
-      page.setDefaultTimeout(WAIT_MS)
-      page.on('console', (message) => {
-        if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`)
-      })
-      page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`))
     })
 
     afterEach(() => {

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
-import { CHROMIUM, CHROMIUM_ARGS, missingChromium } from '@earshot/test-kit/chromium'
+import { missingChromium, openConsolePage } from '@earshot/test-kit/chromium'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 
 /*
  * The console writes every instant in UTC with its zone (2026-11-26 14:03:07 UTC), whatever the browser's
@@ -24,14 +24,7 @@ describe('console dates in Chromium', { skip: missingChromium, timeout: 120_000 
 
   before(async () => {
     platform = await startTestPlatform('pglite')
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
-    const context = await browser.newContext({ timezoneId: 'Asia/Kathmandu', locale: 'en-US' })
-    page = await context.newPage()
-    page.setDefaultTimeout(20_000)
-    page.on('console', (message) => {
-      if (message.type() === 'error') errors.push(message.text())
-    })
-    page.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`))
+    ;({ browser, page } = await openConsolePage(errors, { timezoneId: 'Asia/Kathmandu', locale: 'en-US' }))
   })
 
   after(async () => {

@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict'
 import { after, afterEach, before, describe, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
   DESKTOP,
   missingChromium,
+  openConsolePage,
   PHONE,
+  SCREENSHOT_DIR,
   screenshotTo,
   takeRefusalLogged,
+  WAIT_MS,
 } from '@earshot/test-kit/chromium'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Browser, Page } from 'playwright-core'
 import { AdminClient } from '../admin-client/admin-client.js'
 import type { EndpointView } from '../push/endpoint-store.js'
 
@@ -27,12 +27,6 @@ import type { EndpointView } from '../push/endpoint-store.js'
  *
  * EARSHOT_CONSOLE_SCREENSHOTS=1 writes docs/console/endpoints.png and phone-endpoints.png.
  */
-
-const SCREENSHOT_DIR =
-  process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
-    ? fileURLToPath(new URL('../../../../docs/console/', import.meta.url))
-    : undefined
-const WAIT_MS = 20_000
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
 interface InPage {
@@ -108,14 +102,7 @@ for (const backend of testBackends) {
           if ((answer.body as { code: number }).code === 2000) void confirm(push.event.audioId)
         },
       })
-      browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS })
-      const context = await browser.newContext({ viewport: DESKTOP, timezoneId: 'UTC', locale: 'en-GB' })
-      page = await context.newPage()
-      page.setDefaultTimeout(WAIT_MS)
-      page.on('console', (message) => {
-        if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`)
-      })
-      page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`))
+      ;({ browser, page } = await openConsolePage(consoleErrors))
     })
 
     afterEach(() => {

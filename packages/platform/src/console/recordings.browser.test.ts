@@ -1,19 +1,19 @@
 import assert from 'node:assert/strict'
 import { createHash } from 'node:crypto'
 import { after, afterEach, before, describe, test } from 'node:test'
-import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import {
-  CHROMIUM,
-  CHROMIUM_ARGS,
   DESKTOP,
   missingChromium,
+  openConsolePage,
   PHONE,
+  SCREENSHOT_DIR,
   screenshotTo,
   takeRefusalLogged,
+  WAIT_MS,
 } from '@earshot/test-kit/chromium'
 import { eventually } from '@earshot/test-kit/eventually'
-import { type Browser, chromium, type Locator, type Page } from 'playwright-core'
+import type { Browser, Locator, Page } from 'playwright-core'
 import { AdminClient } from '../admin-client/admin-client.js'
 import { monoWav } from '../demo/demo-audio.js'
 import { DEMO_RECORDINGS, seedDemoIfEmpty } from '../demo/demo-seed.js'
@@ -29,12 +29,6 @@ import { DEMO_RECORDINGS, seedDemoIfEmpty } from '../demo/demo-seed.js'
  *
  * EARSHOT_CONSOLE_SCREENSHOTS=1 writes docs/console/recordings.png, shown in the README.
  */
-
-const SCREENSHOT_DIR =
-  process.env.EARSHOT_CONSOLE_SCREENSHOTS === '1'
-    ? fileURLToPath(new URL('../../../../docs/console/', import.meta.url))
-    : undefined
-const WAIT_MS = 20_000
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */
 interface InPageAudio {
@@ -132,17 +126,8 @@ for (const backend of testBackends) {
       const demo = await seedDemoIfEmpty(platform.context, Date.now())
       assert.ok(demo, 'the demo was seeded')
       enterpriseId = demo.enterpriseId
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [...CHROMIUM_ARGS, '--autoplay-policy=no-user-gesture-required'],
-      })
-      const context = await browser.newContext({ viewport: DESKTOP, timezoneId: 'UTC', locale: 'en-GB' })
-      page = await context.newPage()
-      page.setDefaultTimeout(WAIT_MS)
-      page.on('console', (message) => {
-        if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`)
-      })
-      page.on('pageerror', (error) => consoleErrors.push(`uncaught: ${error.message}`))
+      const args = ['--autoplay-policy=no-user-gesture-required']
+      ;({ browser, page } = await openConsolePage(consoleErrors, { args }))
     })
 
     afterEach(() => {
