@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { eventually } from '@earshot/test-kit/eventually'
 import { migrate, migrations } from '../storage/migrations.js'
 import { readChanges } from './change-feed.js'
 
@@ -44,7 +45,19 @@ for (const backend of testBackends) {
         await store(2, `b-${i}`)
       }
       await db.query(`UPDATE recordings SET title = 'renamed' WHERE audio_id = 'a-2'`)
-      await db.query('SELECT number_recording_changes(10000)')
+      // Numbering takes only changes older than the server's oldest running transaction, which may be
+      // another database's (a suite running beside this one): number until every change has its seq.
+      await eventually(
+        async () => {
+          await db.query('SELECT number_recording_changes(10000)')
+          const [left] = await db.query<{ n: number }>(
+            'SELECT count(*) AS n FROM recording_changes WHERE seq IS NULL',
+          )
+          return Number(left?.n) === 0
+        },
+        30_000,
+        'every change numbered before the migration',
+      )
       const numbered = await db.query<{ enterprise_id: number; seq: number }>(
         'SELECT enterprise_id, seq FROM recording_changes ORDER BY seq',
       )
