@@ -88,7 +88,12 @@ async function planOf(
 function assertIndexOnly(plan: string, label: string): void {
   const page = plan.slice(plan.lastIndexOf('Limit'))
   assert.match(page, /Index Only Scan using recordings_by_(time|device) on recordings/, `${label}:\n${plan}`)
-  assert.match(page, /Heap Fetches: 0/, `${label}:\n${plan}`)
+  // Rows written after the upkeep's last VACUUM have their pages read (the visibility map no longer says
+  // all-visible); the upkeep vacuums again once they pass its threshold (BASE + INSERT_SCALE of the live
+  // rows, upkeep.ts), which bounds them. Whether its timer ran before or after the last writes is chance.
+  const scanned = Number(/Index Only Scan using[^\n]*actual rows=([\d.]+)/.exec(page)?.[1])
+  const fetches = Number(/Heap Fetches: (\d+)/.exec(page)?.[1])
+  assert.ok(fetches <= 1000 + 0.2 * scanned, `${label}: ${fetches} heap fetches of ${scanned} rows:\n${plan}`)
   assert.match(plan, /Index Scan using recordings_pkey on recordings r/, `${label}:\n${plan}`)
   assert.doesNotMatch(page, /Seq Scan|Bitmap Heap Scan|Sort/, `${label}:\n${plan}`)
   assert.doesNotMatch(plan, /(Seq Scan|Bitmap Heap Scan) on recordings/, `${label}:\n${plan}`)
