@@ -1,0 +1,566 @@
+/**
+ * `npm run bench:cpu`: CPU time per request of the partner API, measured from outside the processes
+ * (/proc), beside a bare node:http server measured the same way in the same run.
+ *
+ * The data set of `bench:platform` (BENCH_RECORDINGS recordings, default 1,000,000, all in the first of
+ * BENCH_ENTERPRISES enterprises over its BENCH_DEVICES devices, fixed seed), seeded by the same child
+ * (bench-server.ts, here through cpu-server.ts). Each scenario sends a fixed number of requests
+ * (BENCH_CPU_REQUESTS, default 20,000) with autocannon at BENCH_CONNECTIONS connections (32), their bodies
+ * sealed beforehand, each with a fresh nonce. CPU time is utime + stime of /proc/<pid>/stat (clock ticks,
+ * 10 ms) read before and after the requests: of the platform's process, and on PostgreSQL of the bench
+ * database's backends too (named by pg_stat_activity before and after: a backend read both times counts
+ * its difference, one that appeared between the readings all its time; one that ended between them is
+ * lost, and counted in a note). On PGlite the platform's process holds the database too. The bare
+ * node:http server (bare-server.ts, its own child process) answers the same request bodies with a fixed
+ * token-sized JSON body. After a warm-up of both, BENCH_CPU_ROUNDS rounds (3) interleave the two: bare,
+ * platform, bare, platform…; the report gives min / median / max µs per request and the ratio platform ÷
+ * bare.
+ *
+ * Scenarios: token, the filtered query (deviceUid + the year 2025) page 1 and page 50, callback (any
+ * recording of the enterprise: answered 2000) and the change feed (its last 100 changes). No media range
+ * read: the seeded platform stores no audio (`bench:media` measures it).
+ *
+ * BENCH_CPU_PROFILE=<directory>: after the rounds, one more token run with V8's CPU profiler on the
+ * platform's main thread; the profile is kept there and its self time summed by package in the section.
+ */
+import { mkdirSync } from 'node:fs'
+import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
+import autocannon from 'autocannon'
+import {
+  type Backend,
+  backendsSetting,
+  cleanUpOnInterrupt,
+  format,
+  integerSetting,
+  log,
+  machineLine,
+  measureBackends,
+  median,
+  postgresCpuSeconds,
+  publishSection,
+  sectionText,
+  withCleanup,
+} from '../bench-support.js'
+import { type RunningChild, startChild } from '../child.js'
+import type { BareServerReady } from './bare-server.js'
+import type { BenchEnterprise, BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
+import {
+  type BackendDelta,
+  type BackendReading,
+  backendDelta,
+  backendReader,
+  CLOCK_TICKS_PER_SECOND,
+  processTicks,
+} from './cpu-proc.js'
+import { type PreparedRequest, RequestPool } from './load.js'
+import type { ProfileWritten } from './media-platform.js'
+import { type ProfileSummary, summarizeProfile } from './media-profile.js'
+import { checkPlan, type DatasetPlan, DEFAULT_SEED } from './seed-data.js'
+
+const TARGET_RECORDINGS = 1_000_000
+const PAGE_SIZE = 20
+const DEEP_PAGE = 50
+const FEED_PAGE = 100
+/** The filtered queries' window: the year the seed's recordings fall in. */
+const YEAR_RANGE = { startTime: '2025-01-01T00:00:00Z', endTime: '2026-01-01T00:00:00Z' } as const
+
+const plan: DatasetPlan = {
+  recordings: integerSetting('BENCH_RECORDINGS', TARGET_RECORDINGS),
+  enterprises: integerSetting('BENCH_ENTERPRISES', 10),
+  devices: integerSetting('BENCH_DEVICES', 5000),
+  seed: DEFAULT_SEED,
+  layout: 'first',
+}
+checkPlan(plan)
+const requests = integerSetting('BENCH_CPU_REQUESTS', 20_000)
+const rounds = integerSetting('BENCH_CPU_ROUNDS', 3)
+const connections = integerSetting('BENCH_CONNECTIONS', 32)
+const warmupRequests = Math.max(2000, Math.round(requests / 4))
+const profileDir = process.env.BENCH_CPU_PROFILE || undefined
+const backends = backendsSetting()
+cleanUpOnInterrupt()
+
+let eventCounter = 0
+const eventId = () => `cpu-${++eventCounter}`
+
+interface Partner extends BenchEnterprise {
+  key: EnvelopeKey
+  token: string
+}
+
+async function postJson(url: string, body: unknown, token?: string) {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    body: JSON.stringify(body),
+  })
+  return (await response.json()) as { code: number; data?: unknown }
+}
+
+async function tokenFor(partnerUrl: string, enterprise: BenchEnterprise, key: EnvelopeKey): Promise<string> {
+  const reply = await postJson(`${partnerUrl}/openapi/v1/token`, {
+    ...seal(key, enterprise.keyVersion, eventId(), {}),
+    enterpriseId: enterprise.enterpriseId,
+  })
+  if (reply.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply)}`)
+  return (reply.data as { accessToken: string }).accessToken
+}
+
+/** One sealed partner request outside the measured runs; the opened answer. */
+async function callOnce<Answer>(url: string, partner: Partner, path: string, plaintext: JsonObject) {
+  const reply = await postJson(
+    `${url}${path}`,
+    seal(partner.key, partner.keyVersion, eventId(), plaintext),
+    partner.token,
+  )
+  if (reply.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply)}`)
+  return open(reply.data as Parameters<typeof open>[0], partner.key).plaintext as Answer
+}
+
+/** Round robin over the partners: each request sealed under its enterprise's key, with its token. */
+function partnerRequests(
+  partners: Partner[],
+  build: (partner: Partner, n: number) => { plaintext: JsonObject; beside?: JsonObject; bearer: boolean },
+): () => PreparedRequest {
+  let n = 0
+  return (): PreparedRequest => {
+    const partner = partners[n % partners.length] as Partner
+    const { plaintext, beside, bearer } = build(partner, Math.floor(n / partners.length))
+    n++
+    return {
+      body: Buffer.from(
+        JSON.stringify({ ...seal(partner.key, partner.keyVersion, eventId(), plaintext), ...beside }),
+      ),
+      headers: bearer ? { authorization: `Bearer ${partner.token}` } : ({} as Record<string, string>),
+    }
+  }
+}
+
+interface Sent {
+  /** From the first request to the last response. */
+  seconds: number
+  /** The run on the system's monotonic clock (as V8's CPU profiles time their samples), µs. */
+  monotonicMicros: { from: number; to: number }
+  responses: number
+  /** Responses other than HTTP 2xx with code 2000, connection errors and timeouts. */
+  errors: number
+  samples: string[]
+  madeLive: number
+}
+
+const OK_PREFIX = '{"code":2000,'
+const monotonicMicros = () => Number(process.hrtime.bigint() / 1000n)
+
+/** Bodies for `amount` requests (and a few spare), sealed now. */
+function filledPool(make: () => PreparedRequest, amount: number): RequestPool {
+  const pool = new RequestPool(make)
+  pool.fill(amount + connections * 2)
+  return pool
+}
+
+/** `amount` requests at `connections` connections, bodies from a pool filled beforehand. */
+async function send(url: string, path: string, amount: number, pool: RequestPool): Promise<Sent> {
+  let responses = 0
+  let failed = 0
+  const samples: string[] = []
+  const started = performance.now()
+  const from = monotonicMicros()
+  let lastResponse = started
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    autocannon(
+      {
+        url: `${url}${path}`,
+        connections,
+        amount,
+        timeout: 30,
+        requests: [
+          {
+            method: 'POST',
+            path,
+            headers: { 'content-type': 'application/json' },
+            setupRequest: (request) => {
+              const { body, headers } = pool.take()
+              request.body = body
+              request.headers = { ...request.headers, ...headers }
+              return request
+            },
+            onResponse: (status, body) => {
+              responses++
+              lastResponse = performance.now()
+              if (status >= 200 && status <= 299 && body.startsWith(OK_PREFIX)) return
+              failed++
+              if (samples.length < 3) samples.push(`HTTP ${status}: ${body.slice(0, 200)}`)
+            },
+          },
+        ],
+      },
+      (error: unknown, done: autocannon.Result) => (error ? reject(error) : resolve(done)),
+    )
+  })
+  const to = monotonicMicros()
+  pool.fill(0)
+  return {
+    seconds: (lastResponse - started) / 1000,
+    monotonicMicros: { from, to },
+    responses,
+    errors: failed + result.errors,
+    samples,
+    madeLive: pool.madeLive,
+  }
+}
+
+/** A reading of everything measured: the server's process, and the database's backends on PostgreSQL. */
+interface Reading {
+  server: number
+  backends?: BackendReading
+  /** Every process named postgres on this machine, seconds (a cross-check: the server's helpers too). */
+  allPostgres?: number
+}
+
+interface Run {
+  sent: Sent
+  /** µs per response of the server's process, of the backends, and of the two. */
+  server: number
+  backends?: number
+  total: number
+  allPostgres?: number
+  delta?: BackendDelta
+}
+
+type Reader = () => Promise<Reading>
+
+function childReader(child: RunningChild<unknown>, backendsRead?: () => Promise<BackendReading>): Reader {
+  return async () => {
+    const backends = await backendsRead?.()
+    const server = processTicks(child.pid)
+    if (!server) throw new Error(`process ${child.pid} is gone`)
+    return {
+      server: server.ticks,
+      ...(backends && { backends, allPostgres: postgresCpuSeconds() }),
+    }
+  }
+}
+
+async function measuredRun(
+  read: Reader,
+  url: string,
+  path: string,
+  make: () => PreparedRequest,
+): Promise<Run> {
+  // Bodies are sealed before the first reading, so that the sealing is in neither process's figure.
+  const pool = filledPool(make, requests)
+  const before = await read()
+  const sent = await send(url, path, requests, pool)
+  const after = await read()
+  const perRequest = (ticks: number) => (ticks * 1e6) / CLOCK_TICKS_PER_SECOND / sent.responses
+  const server = perRequest(after.server - before.server)
+  if (!before.backends || !after.backends) return { sent, server, total: server }
+  const delta = backendDelta(before.backends, after.backends)
+  const backends = perRequest(delta.ticks)
+  const allPostgres =
+    before.allPostgres !== undefined && after.allPostgres !== undefined
+      ? perRequest((after.allPostgres - before.allPostgres) * CLOCK_TICKS_PER_SECOND)
+      : undefined
+  return { sent, server, backends, total: server + backends, delta, allPostgres }
+}
+
+interface Scenario {
+  name: string
+  path: string
+  make: () => PreparedRequest
+}
+
+interface ScenarioReport {
+  name: string
+  bare: Run[]
+  platform: Run[]
+}
+
+interface BackendReport {
+  backend: Backend
+  setup: string
+  scenarios: ScenarioReport[]
+  profile?: { run: Run; summary: ProfileSummary }
+  notes: string[]
+}
+
+async function measureBackend(backend: Backend): Promise<BackendReport> {
+  let scratch: ScratchDatabase | undefined
+  if (backend === 'postgres') scratch = await scratchPostgresDatabase()
+  const children: RunningChild<unknown>[] = []
+  let closeReader: (() => Promise<void>) | undefined
+  return withCleanup(
+    async () => {
+      for (const child of children) await child.stop()
+      await closeReader?.()
+      await scratch?.drop()
+    },
+    async () => {
+      log(`${backend}: starting the platform and seeding ${format(plan.recordings)} recordings`)
+      const spec: BenchServerSpec = { backend, plan, ...(scratch && { databaseUrl: scratch.url }) }
+      const platform = await startChild<BenchServerReady>(new URL('./cpu-server.js', import.meta.url).href, {
+        BENCH_SERVER_SPEC: JSON.stringify(spec),
+      })
+      children.push(platform)
+      const bare = await startChild<BareServerReady>(new URL('./bare-server.js', import.meta.url).href, {})
+      children.push(bare)
+
+      let backendsRead: (() => Promise<BackendReading>) | undefined
+      if (scratch) {
+        const reader = await backendReader(
+          process.env.DATABASE_URL as string,
+          new URL(scratch.url).pathname.slice(1),
+        )
+        closeReader = reader.close
+        backendsRead = reader.read
+      }
+      const readPlatform = childReader(platform, backendsRead)
+      const readBare = childReader(bare)
+      return measureScenarios(backend, platform, bare, readPlatform, readBare)
+    },
+  )
+}
+
+async function measureScenarios(
+  backend: Backend,
+  platform: RunningChild<BenchServerReady>,
+  bare: RunningChild<BareServerReady>,
+  readPlatform: Reader,
+  readBare: Reader,
+): Promise<BackendReport> {
+  const { ready } = platform
+  const url = ready.partnerUrl
+  const partners: Partner[] = []
+  for (const enterprise of ready.enterprises) {
+    const key = loadKey(enterprise.secret)
+    partners.push({ ...enterprise, key, token: await tokenFor(url, enterprise, key) })
+  }
+  const first = partners[0] as Partner
+  const notes: string[] = []
+
+  // The change feed's last FEED_PAGE changes. A cursor past the changes numbered so far is refused: each
+  // read numbers a batch, so read the first change until the cursor is accepted and its page is full.
+  const feedCursor = Buffer.from(`2:${Math.max(0, first.recordings - FEED_PAGE)}`).toString('base64url')
+  const feedItems = Math.min(FEED_PAGE, first.recordings)
+  for (let attempt = 0; ; attempt++) {
+    const page = await callOnce<{ items: unknown[] }>(url, first, '/openapi/v1/audios/changes', {
+      cursor: feedCursor,
+      size: FEED_PAGE,
+    }).catch(() => undefined)
+    if (page?.items.length === feedItems) break
+    if (attempt > first.recordings / 1000 + 100) throw new Error('the change feed never reached its end')
+    await callOnce(url, first, '/openapi/v1/audios/changes', { size: 1 })
+  }
+
+  const deep = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
+    deviceUid: (first.busy[0] as DeviceMatches).deviceUid,
+    ...YEAR_RANGE,
+    page: DEEP_PAGE,
+    size: PAGE_SIZE,
+  })
+  const page1 = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
+    deviceUid: (first.quiet[0] as DeviceMatches).deviceUid,
+    ...YEAR_RANGE,
+    page: 1,
+    size: PAGE_SIZE,
+  })
+  const deviceQuery = (devices: DeviceMatches[], page: number) =>
+    partnerRequests([first], (_, n) => ({
+      plaintext: {
+        deviceUid: (devices[n % devices.length] as DeviceMatches).deviceUid,
+        ...YEAR_RANGE,
+        page,
+        size: PAGE_SIZE,
+      },
+      bearer: true,
+    }))
+  const holders = partners.filter((p) => p.recordings > 0)
+  const callbackIds = holders.reduce((sum, p) => sum + p.callbackAudioIds.length, 0)
+  const tokenScenario: Scenario = {
+    name: `token (round robin over ${partners.length} enterprises)`,
+    path: '/openapi/v1/token',
+    make: partnerRequests(partners, (partner) => ({
+      plaintext: {},
+      beside: { enterpriseId: partner.enterpriseId },
+      bearer: false,
+    })),
+  }
+  const scenarios: Scenario[] = [
+    tokenScenario,
+    {
+      name: `query: deviceUid + the year 2025, page 1, size ${PAGE_SIZE} (${first.quiet.length} ordinary devices in turn; ${page1.items.length} items, total ${format(page1.total)} on the first)`,
+      path: '/openapi/v1/audios',
+      make: deviceQuery(first.quiet, 1),
+    },
+    {
+      name: `query: deviceUid + the year 2025, page ${DEEP_PAGE}, size ${PAGE_SIZE} (${first.busy.length} busy devices in turn; ${deep.items.length} items, total ${format(deep.total)} on the first)`,
+      path: '/openapi/v1/audios',
+      make: deviceQuery(first.busy, DEEP_PAGE),
+    },
+    {
+      name: `callback (${format(callbackIds)} audioIds of existing recordings in turn)`,
+      path: '/openapi/v1/callback',
+      make: partnerRequests(holders, (partner, n) => ({
+        plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
+        bearer: true,
+      })),
+    },
+    {
+      name: `change feed: the last ${feedItems} changes (cursor at seq ${format(Math.max(0, first.recordings - FEED_PAGE))}, size ${FEED_PAGE})`,
+      path: '/openapi/v1/audios/changes',
+      make: partnerRequests([first], () => ({
+        plaintext: { cursor: feedCursor, size: FEED_PAGE },
+        bearer: true,
+      })),
+    },
+  ]
+
+  const reports: ScenarioReport[] = []
+  for (const scenario of scenarios) {
+    log(`${backend}: ${scenario.name}`)
+    // Warm-up (JIT, connection pools, caches), not measured.
+    await send(bare.ready.url, scenario.path, warmupRequests, filledPool(scenario.make, warmupRequests))
+    await send(url, scenario.path, warmupRequests, filledPool(scenario.make, warmupRequests))
+    const report: ScenarioReport = { name: scenario.name, bare: [], platform: [] }
+    for (let round = 0; round < rounds; round++) {
+      const bareRun = await measuredRun(readBare, bare.ready.url, scenario.path, scenario.make)
+      const platformRun = await measuredRun(readPlatform, url, scenario.path, scenario.make)
+      report.bare.push(bareRun)
+      report.platform.push(platformRun)
+      log(
+        `  round ${round + 1}: bare ${format(bareRun.total, 1)} µs, platform ${format(platformRun.server, 1)}${platformRun.backends === undefined ? '' : ` + backends ${format(platformRun.backends, 1)}`} µs per request (${format(platformRun.sent.responses / platformRun.sent.seconds)} requests/s)`,
+      )
+    }
+    reports.push(report)
+  }
+
+  let profile: BackendReport['profile']
+  if (profileDir) {
+    mkdirSync(profileDir, { recursive: true })
+    log(`${backend}: profiling the platform (V8 CPU profiler, main thread): ${tokenScenario.name}`)
+    await platform.ask('profile-start', 'profiling')
+    const run = await measuredRun(readPlatform, url, tokenScenario.path, tokenScenario.make)
+    const { path } = await platform.ask<ProfileWritten>('profile-stop', 'profiled')
+    log(`  profile: ${path}`)
+    profile = { run, summary: summarizeProfile(path, run.sent.monotonicMicros, 15) }
+  }
+
+  for (const report of reports) {
+    for (const [side, runs] of [
+      ['bare node:http', report.bare],
+      ['platform', report.platform],
+    ] as const) {
+      const errors = runs.reduce((sum, run) => sum + run.sent.errors, 0)
+      if (errors > 0) {
+        notes.push(
+          `**${report.name}, ${side}: ${errors} errors** (e.g. \`${runs.flatMap((run) => run.sent.samples)[0] ?? ''}\`)`,
+        )
+      }
+      const madeLive = runs.reduce((sum, run) => sum + run.sent.madeLive, 0)
+      if (madeLive > 0) notes.push(`${report.name}, ${side}: ${madeLive} bodies sealed during the runs`)
+    }
+    const vanished = report.platform.reduce((sum, run) => sum + (run.delta?.vanished ?? 0), 0)
+    const appeared = report.platform.reduce((sum, run) => sum + (run.delta?.appeared ?? 0), 0)
+    if (vanished + appeared > 0) {
+      notes.push(
+        `${report.name}: ${appeared} backends appeared during the measured runs (all their time counted) and ${vanished} ended (their time since the first reading is not counted)`,
+      )
+    }
+  }
+  const types = new Map<string, number>()
+  for (const report of reports) {
+    for (const run of report.platform) {
+      for (const [type, n] of Object.entries(run.delta?.types ?? {})) {
+        types.set(type, Math.max(types.get(type) ?? 0, n))
+      }
+    }
+  }
+  const backendTypes = [...types].map(([type, n]) => `up to ${n} × ${type}`).join(', ')
+
+  return {
+    backend,
+    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s, then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s.${backendTypes ? ` The bench database's backends read at the end of a measured run: ${backendTypes}.` : ''}`,
+    scenarios: reports,
+    ...(profile && { profile }),
+    notes,
+  }
+}
+
+const µs = (n: number) => format(n, n < 100 ? 1 : 0)
+const spread = (values: number[]) =>
+  `${µs(Math.min(...values))} / **${µs(median(values))}** / ${µs(Math.max(...values))}`
+
+function renderBackend(report: BackendReport): string {
+  const postgres = report.backend === 'postgres'
+  const lines = [
+    postgres ? '### PostgreSQL' : '### PGlite, in memory (`memory://`), inside the platform process',
+    '',
+    report.setup,
+    '',
+    postgres
+      ? '| scenario | bare node:http µs | platform process µs | its PostgreSQL backends µs | platform + backends µs | platform ÷ bare | all postgres processes µs | platform requests/s |'
+      : '| scenario | bare node:http µs | platform process µs (PGlite included) | platform ÷ bare | platform requests/s |',
+    postgres ? '|---|---:|---:|---:|---:|---:|---:|---:|' : '|---|---:|---:|---:|---:|',
+  ]
+  for (const scenario of report.scenarios) {
+    const bare = scenario.bare.map((run) => run.total)
+    const total = scenario.platform.map((run) => run.total)
+    const ratios = scenario.platform.map((run, i) => run.total / (scenario.bare[i] as Run).total)
+    const ratio = `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
+    const rate = format(median(scenario.platform.map((run) => run.sent.responses / run.sent.seconds)))
+    lines.push(
+      postgres
+        ? `| ${scenario.name} | ${spread(bare)} | ${spread(scenario.platform.map((run) => run.server))} | ${spread(scenario.platform.map((run) => run.backends ?? Number.NaN))} | ${spread(total)} | ${ratio} | ${µs(median(scenario.platform.map((run) => run.allPostgres ?? Number.NaN)))} | ${rate} |`
+        : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${rate} |`,
+    )
+  }
+  if (report.profile) {
+    const { run, summary } = report.profile
+    lines.push(
+      '',
+      `Profile of the platform, token: one more run of ${format(requests)} token requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, 1 ms, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
+      '',
+      ...summary.areas.map((area) => `- ${area.name}: ${format(100 * area.share, 1)}%`),
+      '',
+      'Top functions by self time:',
+      '',
+      ...summary.top.map((fn) => `- ${format(100 * fn.share, 1)}% \`${fn.name}\``),
+    )
+  }
+  if (report.notes.length > 0) lines.push('', ...report.notes.map((note) => `Note: ${note}.`))
+  return lines.join('\n')
+}
+
+const machine = machineLine()
+const { reports, skipped } = await measureBackends(backends, measureBackend)
+const scale =
+  plan.recordings < TARGET_RECORDINGS
+    ? ` **Reduced scale** (the target is ${format(TARGET_RECORDINGS)} recordings).`
+    : ''
+const section = sectionText(
+  [
+    `Measured ${machine}. The data set of \`bench:platform\`: ${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed).${scale}`,
+    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. No media range read: the seeded platform stores no audio (see \`bench:media\`).`,
+    ...reports.map(renderBackend),
+  ],
+  skipped,
+)
+publishSection('cpu', section, {
+  heading: '## Platform: CPU time per request (`npm run bench:cpu`)',
+  after: '<!-- bench:platform-large:end -->',
+})
+const errors = reports.reduce(
+  (sum, report) =>
+    sum +
+    report.scenarios.reduce(
+      (n, scenario) =>
+        n + [...scenario.bare, ...scenario.platform].filter((run) => run.sent.errors > 0).length,
+      0,
+    ),
+  0,
+)
+if (errors > 0) {
+  log(`\n${errors} run(s) had errors: see the notes`)
+  process.exitCode = 1
+}
