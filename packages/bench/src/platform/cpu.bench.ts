@@ -24,7 +24,7 @@
  * platform's main thread; the profile is kept there and its self time summed by package in the section.
  */
 import { mkdirSync } from 'node:fs'
-import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import autocannon from 'autocannon'
 import {
@@ -44,7 +44,8 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import type { BenchEnterprise, BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
+import { eventId, type Partner, partnerRequests, postJson, tokenFor } from './bench-partners.js'
+import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import {
   type BackendDelta,
   type BackendReading,
@@ -81,32 +82,6 @@ const profileDir = process.env.BENCH_CPU_PROFILE || undefined
 const backends = backendsSetting()
 cleanUpOnInterrupt()
 
-let eventCounter = 0
-const eventId = () => `cpu-${++eventCounter}`
-
-interface Partner extends BenchEnterprise {
-  key: EnvelopeKey
-  token: string
-}
-
-async function postJson(url: string, body: unknown, token?: string) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
-    body: JSON.stringify(body),
-  })
-  return (await response.json()) as { code: number; data?: unknown }
-}
-
-async function tokenFor(partnerUrl: string, enterprise: BenchEnterprise, key: EnvelopeKey): Promise<string> {
-  const reply = await postJson(`${partnerUrl}/openapi/v1/token`, {
-    ...seal(key, enterprise.keyVersion, eventId(), {}),
-    enterpriseId: enterprise.enterpriseId,
-  })
-  if (reply.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply)}`)
-  return (reply.data as { accessToken: string }).accessToken
-}
-
 /** One sealed partner request outside the measured runs; the opened answer. */
 async function callOnce<Answer>(url: string, partner: Partner, path: string, plaintext: JsonObject) {
   const reply = await postJson(
@@ -114,27 +89,8 @@ async function callOnce<Answer>(url: string, partner: Partner, path: string, pla
     seal(partner.key, partner.keyVersion, eventId(), plaintext),
     partner.token,
   )
-  if (reply.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply)}`)
-  return open(reply.data as Parameters<typeof open>[0], partner.key).plaintext as Answer
-}
-
-/** Round robin over the partners: each request sealed under its enterprise's key, with its token. */
-function partnerRequests(
-  partners: Partner[],
-  build: (partner: Partner, n: number) => { plaintext: JsonObject; beside?: JsonObject; bearer: boolean },
-): () => PreparedRequest {
-  let n = 0
-  return (): PreparedRequest => {
-    const partner = partners[n % partners.length] as Partner
-    const { plaintext, beside, bearer } = build(partner, Math.floor(n / partners.length))
-    n++
-    return {
-      body: Buffer.from(
-        JSON.stringify({ ...seal(partner.key, partner.keyVersion, eventId(), plaintext), ...beside }),
-      ),
-      headers: bearer ? { authorization: `Bearer ${partner.token}` } : ({} as Record<string, string>),
-    }
-  }
+  if (reply.body.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply.body)}`)
+  return open(reply.body.data as Parameters<typeof open>[0], partner.key).plaintext as Answer
 }
 
 interface Sent {

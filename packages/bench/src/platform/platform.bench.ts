@@ -21,7 +21,7 @@
  * (autocannon) runs here, fed with request bodies sealed before each measured run.
  */
 import { parseArgs } from 'node:util'
-import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
@@ -40,7 +40,8 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import type { BenchEnterprise, BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
+import { eventId, type Partner, partnerRequests, postJson, tokenFor } from './bench-partners.js'
+import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import { type PreparedRequest, RequestPool, runScenario, type ScenarioResult } from './load.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED, QUERY_RANGE, TOTAL_WINDOW } from './seed-data.js'
 
@@ -78,32 +79,6 @@ const warmupSeconds = Math.min(3, Math.max(1, Math.round(seconds / 5)))
 const backends: Backend[] = largeScale && !process.env.BENCH_BACKENDS ? ['postgres'] : backendsSetting()
 cleanUpOnInterrupt()
 
-let eventCounter = 0
-const eventId = () => `bench-${++eventCounter}`
-
-interface Partner extends BenchEnterprise {
-  key: EnvelopeKey
-  token: string
-}
-
-async function postJson(url: string, body: unknown, token?: string) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
-    body: JSON.stringify(body),
-  })
-  return { status: response.status, body: (await response.json()) as { code: number; data?: unknown } }
-}
-
-async function tokenFor(partnerUrl: string, enterprise: BenchEnterprise, key: EnvelopeKey): Promise<string> {
-  const reply = await postJson(`${partnerUrl}/openapi/v1/token`, {
-    ...seal(key, enterprise.keyVersion, eventId(), {}),
-    enterpriseId: enterprise.enterpriseId,
-  })
-  if (reply.body.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply.body)}`)
-  return (reply.body.data as { accessToken: string }).accessToken
-}
-
 /** One sealed partner request, sent outside the load run; returns the opened response plaintext. */
 async function callOnce(partnerUrl: string, partner: Partner, path: string, plaintext: JsonObject) {
   const started = performance.now()
@@ -116,25 +91,6 @@ async function callOnce(partnerUrl: string, partner: Partner, path: string, plai
   if (reply.body.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply.body)}`)
   const opened = open(reply.body.data as Parameters<typeof open>[0], partner.key).plaintext
   return { milliseconds, plaintext: opened as { total: number; items: unknown[] } }
-}
-
-/** Round robin over the enterprises: each request sealed under its enterprise's key, with its token. */
-function partnerRequests(
-  partners: Partner[],
-  build: (partner: Partner, n: number) => { plaintext: JsonObject; beside?: JsonObject; bearer: boolean },
-): () => PreparedRequest {
-  let n = 0
-  return (): PreparedRequest => {
-    const partner = partners[n % partners.length] as Partner
-    const { plaintext, beside, bearer } = build(partner, Math.floor(n / partners.length))
-    n++
-    return {
-      body: Buffer.from(
-        JSON.stringify({ ...seal(partner.key, partner.keyVersion, eventId(), plaintext), ...beside }),
-      ),
-      headers: bearer ? { authorization: `Bearer ${partner.token}` } : ({} as Record<string, string>),
-    }
-  }
 }
 
 interface Row {
