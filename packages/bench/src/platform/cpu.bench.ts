@@ -46,6 +46,7 @@ import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
 import { eventId, type Partner, partnerRequests, postJson, tokenFor } from './bench-partners.js'
 import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
+import type { ProfileWritten } from './child-profiler.js'
 import {
   type BackendDelta,
   type BackendReading,
@@ -55,7 +56,6 @@ import {
   processTicks,
 } from './cpu-proc.js'
 import { type PreparedRequest, RequestPool } from './load.js'
-import type { ProfileWritten } from './media-platform.js'
 import { type ProfileSummary, summarizeProfile } from './media-profile.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED } from './seed-data.js'
 

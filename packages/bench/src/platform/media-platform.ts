@@ -8,17 +8,10 @@
  * inspector, so that the process measured is the one profiled, in the state it was measured in, rather
  * than one started afresh); "profile-stop" writes the profile to BENCH_MEDIA_PROFILE_DIR and answers its path.
  */
-import { writeFileSync } from 'node:fs'
-import { Session } from 'node:inspector/promises'
-import { join } from 'node:path'
 import { loadConfig, startPlatform } from '@earshot/platform'
 import { serveParent } from '../child.js'
+import { answerProfileRequests } from './child-profiler.js'
 import { answerGcCounts } from './gc-counter.js'
-
-export interface ProfileWritten {
-  type: 'profiled'
-  path: string
-}
 
 export interface MediaPlatformReady {
   type: 'ready'
@@ -34,28 +27,7 @@ const platform = await startPlatform({ config: loadConfig(process.env) })
 const { db, media } = platform.context
 const [version] = await db.query<{ version: string }>('SELECT version()')
 
-let profiles = 0
-let session: Session | undefined
-process.on('message', async (message: { type?: string }) => {
-  if (message.type === 'profile-start') {
-    session = new Session()
-    session.connect()
-    await session.post('Profiler.enable')
-    await session.post('Profiler.setSamplingInterval', { interval: 1000 })
-    await session.post('Profiler.start')
-    process.send?.({ type: 'profiling' })
-  } else if (message.type === 'profile-stop' && session) {
-    const { profile } = await session.post('Profiler.stop')
-    session.disconnect()
-    session = undefined
-    const path = join(
-      process.env.BENCH_MEDIA_PROFILE_DIR ?? '.',
-      `platform-${process.pid}-${++profiles}.cpuprofile`,
-    )
-    writeFileSync(path, JSON.stringify(profile))
-    process.send?.({ type: 'profiled', path } satisfies ProfileWritten)
-  }
-})
+answerProfileRequests(process.env.BENCH_MEDIA_PROFILE_DIR ?? '.')
 
 serveParent(
   {

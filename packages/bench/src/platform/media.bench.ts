@@ -43,10 +43,11 @@ import {
   yes,
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
+import type { ProfileWritten } from './child-profiler.js'
 import type { GcCounts } from './gc-counter.js'
 import type { MediaBareReady } from './media-bare-server.js'
 import { type MediaLoadResult, runMediaLoad } from './media-load.js'
-import type { MediaPlatformReady, ProfileWritten } from './media-platform.js'
+import type { MediaPlatformReady } from './media-platform.js'
 import { type ProfileSummary, summarizeProfile } from './media-profile.js'
 import { type RssPeak, startRssSampler, vmRssBytes } from './media-rss-sampler.js'
 import { generatedBytes } from './media-source.js'

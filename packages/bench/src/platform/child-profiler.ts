@@ -1,0 +1,36 @@
+import { writeFileSync } from 'node:fs'
+import { Session } from 'node:inspector/promises'
+import { join } from 'node:path'
+
+/** The answer to "profile-stop": where the profile was written. */
+export interface ProfileWritten {
+  type: 'profiled'
+  path: string
+}
+
+/**
+ * Lets a bench child profile itself on its parent's word: "profile-start" starts V8's CPU profiler on the
+ * main thread (the sampler of `--cpu-prof`, started through the inspector so that only the run profiled is
+ * in the profile, not the start-up or seeding); "profile-stop" writes it to `dir` and answers its path.
+ */
+export function answerProfileRequests(dir: string): void {
+  let profiles = 0
+  let session: Session | undefined
+  process.on('message', async (message: { type?: string }) => {
+    if (message.type === 'profile-start') {
+      session = new Session()
+      session.connect()
+      await session.post('Profiler.enable')
+      await session.post('Profiler.setSamplingInterval', { interval: 1000 })
+      await session.post('Profiler.start')
+      process.send?.({ type: 'profiling' })
+    } else if (message.type === 'profile-stop' && session) {
+      const { profile } = await session.post('Profiler.stop')
+      session.disconnect()
+      session = undefined
+      const path = join(dir, `platform-${process.pid}-${++profiles}.cpuprofile`)
+      writeFileSync(path, JSON.stringify(profile))
+      process.send?.({ type: 'profiled', path } satisfies ProfileWritten)
+    }
+  })
+}
