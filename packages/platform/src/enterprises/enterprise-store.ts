@@ -93,6 +93,19 @@ export async function disableEnterprise(db: Queryable, enterpriseId: number): Pr
   return rows.length === 1
 }
 
+/** The key an enterprise's pushes are sealed with: its newest key version not set to retire. */
+export async function currentKey(
+  db: Queryable,
+  enterpriseId: number,
+): Promise<{ keyVersion: number; secret: string } | undefined> {
+  const [key] = await db.query<{ keyVersion: number; secret: string }>(
+    `SELECT key_version AS "keyVersion", secret FROM enterprise_keys
+      WHERE enterprise_id = $1 AND retires_at IS NULL ORDER BY key_version DESC LIMIT 1`,
+    [enterpriseId],
+  )
+  return key
+}
+
 /**
  * Issues the next keyVersion. The previous current key stays valid for the grace period from nowMs (the
  * platform's clock, which every request checks retirement against) and then retires, revoking the tokens

@@ -10,6 +10,7 @@ import {
   seal,
 } from '@earshot/protocol'
 import type { PlatformContext } from '../context.js'
+import { currentKey } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
 import { createPushSender, type PushSender, type SendOutcome } from './push-sender.js'
 import {
@@ -90,7 +91,9 @@ export async function checkReceiver(
   url: string,
   callbackWithinMs: number,
 ): Promise<ReceiverCheckReport> {
-  const { keyVersion, secret } = await currentKey(context, enterpriseId)
+  const key = await currentKey(context.db, enterpriseId)
+  if (!key) throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+  const { keyVersion, secret } = key
   const runId = context.randomBytes(6).toString('hex')
   const audioIds = Object.fromEntries(
     PUSHES.map((name) => [name, `${CHECK_AUDIO_ID_PREFIX}${runId}_${name}`]),
@@ -111,16 +114,6 @@ export async function checkReceiver(
   } finally {
     await sender.close()
   }
-}
-
-async function currentKey(context: PlatformContext, enterpriseId: number) {
-  const [key] = await context.db.query<{ key_version: number; secret: string }>(
-    `SELECT key_version, secret FROM enterprise_keys WHERE enterprise_id = $1 AND retires_at IS NULL
-      ORDER BY key_version DESC LIMIT 1`,
-    [enterpriseId],
-  )
-  if (!key) throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-  return { keyVersion: key.key_version, secret: key.secret }
 }
 
 async function pushSeries(run: CheckRun): Promise<Outcomes> {
@@ -156,7 +149,7 @@ async function pushSeries(run: CheckRun): Promise<Outcomes> {
 
 /** One push of the series; an acknowledged one is marked answered for its callback. */
 async function push(run: CheckRun, name: PushName, body: string): Promise<SendOutcome> {
-  const eventId = (JSON.parse(body) as { eventId?: string }).eventId ?? randomUUID()
+  const eventId = (JSON.parse(body) as { eventId: string }).eventId
   const outcome = await run.sender.send({ url: run.url, eventId, body, headers: { [CHECK_HEADER]: '1' } })
   if (outcome.acked) await markAnswered(run.context.db, run.audioIds[name] as string)
   return outcome
