@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Change, ChangePage, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, expectCode, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { listDeliveries } from '../push/delivery-views.js'
@@ -48,6 +49,7 @@ for (const backend of testBackends) {
     }
 
     async function all(partner: TestPartner, size = 100): Promise<Change[]> {
+      await everyChangeNumbered(platform, partner.enterpriseId)
       const items: Change[] = []
       let cursor: string | undefined
       for (;;) {
@@ -109,6 +111,7 @@ for (const backend of testBackends) {
       const end = await page(a, { cursor: head.nextCursor })
       assert.deepEqual([end.items, end.hasMore, end.nextCursor], [[], false, head.nextCursor])
       await ingest(platform, a.enterpriseId, recording('ch-3'))
+      await everyChangeNumbered(platform, a.enterpriseId)
       const after = await page(a, { cursor: end.nextCursor })
       assert.deepEqual(
         after.items.map((item) => item.audioId),
@@ -243,6 +246,7 @@ for (const backend of testBackends) {
           transcript: { transcriptId: i, transcriptText: text, sentences: [], durationMs: 5, wordsCount: 1 },
         })
       }
+      await everyChangeNumbered(platform, partner.enterpriseId)
       const seen: string[] = []
       let cursor: string | undefined
       for (;;) {

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
@@ -185,6 +186,7 @@ for (const backend of testBackends) {
         'the push carries a working link',
       )
 
+      await everyChangeNumbered(platform, partner.enterpriseId)
       const feed = await partner.call(CHANGES, { size: 100 })
       const changes = (
         feed.plaintext as { items: { audioId: string; change: string; data?: { denoiseUrl?: string } }[] }
