@@ -1,4 +1,4 @@
-import { type EnvelopeKey, type JsonObject, seal } from '@earshot/protocol'
+import { type EnvelopeKey, type JsonObject, loadKey, seal } from '@earshot/protocol'
 import type { BenchEnterprise } from './bench-server.js'
 import type { PreparedRequest } from './load.js'
 
@@ -34,6 +34,16 @@ export async function tokenFor(
   })
   if (reply.body.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply.body)}`)
   return (reply.body.data as { accessToken: string }).accessToken
+}
+
+/** Every enterprise of the data set as a partner: its key loaded and a token fetched. */
+export async function partnersOf(partnerUrl: string, enterprises: BenchEnterprise[]): Promise<Partner[]> {
+  const partners: Partner[] = []
+  for (const enterprise of enterprises) {
+    const key = loadKey(enterprise.secret)
+    partners.push({ ...enterprise, key, token: await tokenFor(partnerUrl, enterprise, key) })
+  }
+  return partners
 }
 
 /** Round robin over the partners: each request sealed under its enterprise's key, with its token. */

@@ -24,7 +24,7 @@
  * platform's main thread; the profile is kept there and its self time summed by package in the section.
  */
 import { mkdirSync } from 'node:fs'
-import { type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { type JsonObject, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import autocannon from 'autocannon'
 import {
@@ -44,7 +44,7 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import { eventId, type Partner, partnerRequests, postJson, tokenFor } from './bench-partners.js'
+import { eventId, type Partner, partnerRequests, partnersOf, postJson } from './bench-partners.js'
 import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import type { ProfileWritten } from './child-profiler.js'
 import {
@@ -287,11 +287,7 @@ async function measureScenarios(
 ): Promise<BackendReport> {
   const { ready } = platform
   const url = ready.partnerUrl
-  const partners: Partner[] = []
-  for (const enterprise of ready.enterprises) {
-    const key = loadKey(enterprise.secret)
-    partners.push({ ...enterprise, key, token: await tokenFor(url, enterprise, key) })
-  }
+  const partners = await partnersOf(url, ready.enterprises)
   const first = partners[0] as Partner
   const notes: string[] = []
 

@@ -40,7 +40,7 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import { eventId, type Partner, partnerRequests, postJson, tokenFor } from './bench-partners.js'
+import { eventId, type Partner, partnerRequests, partnersOf, postJson } from './bench-partners.js'
 import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import { type PreparedRequest, RequestPool, runScenario, type ScenarioResult } from './load.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED, QUERY_RANGE, TOTAL_WINDOW } from './seed-data.js'
@@ -196,11 +196,7 @@ async function measurePlatform(
 ): Promise<BackendReport> {
   const { ready } = child
   const url = ready.partnerUrl
-  const partners: Partner[] = []
-  for (const enterprise of ready.enterprises) {
-    const key = loadKey(enterprise.secret)
-    partners.push({ ...enterprise, key, token: await tokenFor(url, enterprise, key) })
-  }
+  const partners = await partnersOf(url, ready.enterprises)
   const first = partners[0] as Partner
   const failures: string[] = []
 
