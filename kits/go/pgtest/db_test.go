@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -190,4 +192,14 @@ func kitEnv(dbURL string, p *platformtest.Platform, creds platformtest.Credentia
 	return append(os.Environ(), "DATABASE_URL="+dbURL, "EARSHOT_BASE_URL="+p.PartnerURL,
 		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10),
 		"EARSHOT_KEY_VERSION="+strconv.Itoa(creds.KeyVersion), "EARSHOT_SECRET="+creds.Secret)
+}
+
+// buildBinary builds the package (a path below this module) into the test's temporary directory.
+func buildBinary(ctx context.Context, t *testing.T, pkg string) string {
+	t.Helper()
+	binary := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+	}
+	return binary
 }

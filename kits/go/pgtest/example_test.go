@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,10 +25,7 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary := filepath.Join(t.TempDir(), "receiver")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", binary, "./examples/receiver").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	binary := buildBinary(ctx, t, "./examples/receiver")
 	address := freeAddress(t)
 	example := exec.Command(binary)
 	example.Env = append(kitEnv(dbURL, p, creds), "LISTEN_ADDR="+address)

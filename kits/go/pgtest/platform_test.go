@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,11 +94,7 @@ func TestPlatformKillBetweenAnswerAndCallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary := filepath.Join(t.TempDir(), "killreceiver")
-	build := exec.CommandContext(ctx, "go", "build", "-o", binary, "./internal/killreceiver")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	binary := buildBinary(ctx, t, "./internal/killreceiver")
 	child := exec.Command(binary)
 	child.Env = kitEnv(dbURL, p, creds)
 	stdout, _ := child.StdoutPipe()
