@@ -1,4 +1,4 @@
-import { randomBytes as cryptoRandomBytes } from 'node:crypto'
+import { randomBytes as systemRandomBytes } from '@earshot/protocol'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
@@ -49,7 +49,7 @@ const JANITOR_INTERVAL_MS = 10 * 60 * 1000
 export async function startPlatform({
   config,
   clock = Date.now,
-  randomBytes = cryptoRandomBytes,
+  randomBytes = systemRandomBytes,
   logDestination = process.stderr,
   pgliteImage,
 }: PlatformOptions): Promise<RunningPlatform> {

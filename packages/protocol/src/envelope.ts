@@ -1,7 +1,8 @@
-import { createCipheriv, createDecipheriv, randomBytes as cryptoRandomBytes } from 'node:crypto'
+import { createCipheriv, createDecipheriv } from 'node:crypto'
 import { decodeCanonicalBase64 } from './base64.js'
 import { DecryptionFailedError, InvalidEnvelopeError, InvalidPlaintextError } from './errors.js'
 import type { EnvelopeKey } from './key.js'
+import { randomBytes } from './random-pool.js'
 
 export const SPEC_VERSION = '1'
 export const ALG = 'A256GCM'
@@ -33,7 +34,7 @@ export type JsonObject = { [key: string]: unknown }
 export type KeyResolver = (keyVersion: number) => EnvelopeKey | undefined
 
 export interface SealOptions {
-  /** Source of the nonce; node:crypto's randomBytes unless a test injects another. */
+  /** Source of the nonce; node:crypto's generator (pooled, random-pool.ts) unless a test injects another. */
   randomBytes?: (size: number) => Buffer
 }
 
@@ -54,7 +55,7 @@ export function seal(
   checkEventId(eventId)
   if (!isJsonObject(plaintext)) throw new InvalidPlaintextError('plaintext must be a JSON object')
 
-  const nonce = (options.randomBytes ?? cryptoRandomBytes)(NONCE_BYTES)
+  const nonce = (options.randomBytes ?? randomBytes)(NONCE_BYTES)
   if (nonce.length !== NONCE_BYTES) throw new RangeError(`randomBytes returned ${nonce.length} bytes`)
   const cipher = createCipheriv(CIPHER, key, nonce, { authTagLength: TAG_BYTES })
   const head = cipher.update(JSON.stringify(plaintext), 'utf8')

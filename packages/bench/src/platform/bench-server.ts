@@ -59,6 +59,9 @@ export interface TotalChecks {
 export interface BenchServerReady {
   type: 'ready'
   partnerUrl: string
+  /** The admin API, for a bench that stores audio (cpu.bench.ts). */
+  adminUrl: string
+  adminToken: string
   databaseVersion: string
   seedSeconds: number
   vacuumSeconds: number
@@ -177,6 +180,8 @@ const [version] = await db.query<{ version: string }>('SELECT version()')
 serveParent(
   {
     partnerUrl: platform.partnerUrl,
+    adminUrl: platform.adminUrl,
+    adminToken: platform.adminToken,
     databaseVersion: version?.version ?? 'unknown',
     seedSeconds,
     vacuumSeconds,

@@ -21,7 +21,9 @@ export function answerProfileRequests(dir: string): void {
       session = new Session()
       session.connect()
       await session.post('Profiler.enable')
-      await session.post('Profiler.setSamplingInterval', { interval: 1000 })
+      await session.post('Profiler.setSamplingInterval', {
+        interval: Number(process.env.BENCH_PROFILE_INTERVAL_US || 1000),
+      })
       await session.post('Profiler.start')
       process.send?.({ type: 'profiling' })
     } else if (message.type === 'profile-stop' && session) {

@@ -17,13 +17,15 @@
  * bare.
  *
  * Scenarios: token, the filtered query (deviceUid + the year 2025) page 1 and page 50, callback (any
- * recording of the enterprise: answered 2000) and the change feed (its last 100 changes). No media range
- * read: the seeded platform stores no audio (`bench:media` measures it).
+ * recording of the enterprise: answered 2000), the change feed (its last 100 changes) and a media range
+ * read (64 KiB windows of a 4 MiB file stored through the admin API, read through its signed link).
+ * BENCH_CPU_SCENARIOS=token,query,… runs only the scenarios whose names start with those words.
  *
  * BENCH_CPU_PROFILE=<directory>: after the rounds, one more token run with V8's CPU profiler on the
  * platform's main thread; the profile is kept there and its self time summed by package in the section.
  */
 import { mkdirSync } from 'node:fs'
+import { AdminClient } from '@earshot/platform/admin-client'
 import { type JsonObject, open, seal } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import autocannon from 'autocannon'
@@ -57,12 +59,15 @@ import {
 } from './cpu-proc.js'
 import { type PreparedRequest, RequestPool } from './load.js'
 import { type ProfileSummary, summarizeProfile } from './media-profile.js'
+import { generatedBytes } from './media-source.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED } from './seed-data.js'
 
 const TARGET_RECORDINGS = 1_000_000
 const PAGE_SIZE = 20
 const DEEP_PAGE = 50
 const FEED_PAGE = 100
+const MEDIA_BYTES = 4 * 1024 * 1024
+const MEDIA_WINDOW = 64 * 1024
 /** The filtered queries' window: the year the seed's recordings fall in. */
 const YEAR_RANGE = { startTime: '2025-01-01T00:00:00Z', endTime: '2026-01-01T00:00:00Z' } as const
 
@@ -79,6 +84,10 @@ const rounds = integerSetting('BENCH_CPU_ROUNDS', 3)
 const connections = integerSetting('BENCH_CONNECTIONS', 32)
 const warmupRequests = Math.max(2000, Math.round(requests / 4))
 const profileDir = process.env.BENCH_CPU_PROFILE || undefined
+const scenarioFilter = (process.env.BENCH_CPU_SCENARIOS || '')
+  .split(',')
+  .map((word) => word.trim())
+  .filter(Boolean)
 const backends = backendsSetting()
 cleanUpOnInterrupt()
 
@@ -116,7 +125,13 @@ function filledPool(make: () => PreparedRequest, amount: number): RequestPool {
 }
 
 /** `amount` requests at `connections` connections, bodies from a pool filled beforehand. */
-async function send(url: string, path: string, amount: number, pool: RequestPool): Promise<Sent> {
+async function send(
+  url: string,
+  path: string,
+  method: 'GET' | 'POST' = 'POST',
+  amount: number,
+  pool: RequestPool,
+): Promise<Sent> {
   let responses = 0
   let failed = 0
   const samples: string[] = []
@@ -132,19 +147,21 @@ async function send(url: string, path: string, amount: number, pool: RequestPool
         timeout: 30,
         requests: [
           {
-            method: 'POST',
+            method,
             path,
-            headers: { 'content-type': 'application/json' },
+            headers: method === 'POST' ? { 'content-type': 'application/json' } : {},
             setupRequest: (request) => {
               const { body, headers } = pool.take()
-              request.body = body
+              if (method === 'POST') request.body = body
               request.headers = { ...request.headers, ...headers }
               return request
             },
             onResponse: (status, body) => {
               responses++
               lastResponse = performance.now()
+              // A range read is answered 206 with the bytes; bare node:http answers every request alike.
               if (status >= 200 && status <= 299 && body.startsWith(OK_PREFIX)) return
+              if (method === 'GET' && status === 206) return
               failed++
               if (samples.length < 3) samples.push(`HTTP ${status}: ${body.slice(0, 200)}`)
             },
@@ -198,16 +215,11 @@ function childReader(child: RunningChild<unknown>, backendsRead?: () => Promise<
   }
 }
 
-async function measuredRun(
-  read: Reader,
-  url: string,
-  path: string,
-  make: () => PreparedRequest,
-): Promise<Run> {
+async function measuredRun(read: Reader, url: string, scenario: Scenario): Promise<Run> {
   // Bodies are sealed before the first reading, so that the sealing is in neither process's figure.
-  const pool = filledPool(make, requests)
+  const pool = filledPool(scenario.make, requests)
   const before = await read()
-  const sent = await send(url, path, requests, pool)
+  const sent = await send(url, scenario.path, scenario.method, requests, pool)
   const after = await read()
   const perRequest = (ticks: number) => (ticks * 1e6) / CLOCK_TICKS_PER_SECOND / sent.responses
   const server = perRequest(after.server - before.server)
@@ -224,6 +236,8 @@ async function measuredRun(
 interface Scenario {
   name: string
   path: string
+  /** POST unless said. */
+  method?: 'GET' | 'POST'
   make: () => PreparedRequest
 }
 
@@ -237,7 +251,7 @@ interface BackendReport {
   backend: Backend
   setup: string
   scenarios: ScenarioReport[]
-  profile?: { run: Run; summary: ProfileSummary }
+  profile?: { scenario: string; run: Run; summary: ProfileSummary }
   notes: string[]
 }
 
@@ -286,13 +300,135 @@ async function measureScenarios(
   readBare: Reader,
 ): Promise<BackendReport> {
   const { ready } = platform
-  const url = ready.partnerUrl
-  const partners = await partnersOf(url, ready.enterprises)
-  const first = partners[0] as Partner
-  const notes: string[] = []
+  const partners = await partnersOf(ready.partnerUrl, ready.enterprises)
+  const chosen = (await scenariosOf(ready, partners)).filter(
+    (scenario) =>
+      scenarioFilter.length === 0 || scenarioFilter.some((word) => scenario.name.startsWith(word)),
+  )
+  const reports: ScenarioReport[] = []
+  for (const scenario of chosen) {
+    log(`${backend}: ${scenario.name}`)
+    reports.push(await measureScenario(scenario, ready.partnerUrl, bare.ready.url, readPlatform, readBare))
+  }
+  const profiled = chosen[0]
+  const profile =
+    profileDir && profiled ? await profileScenario(backend, profiled, platform, readPlatform) : undefined
+  return {
+    backend,
+    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s, then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s.${backendTypesLine(reports)}`,
+    scenarios: reports,
+    ...(profile && { profile }),
+    notes: notesOf(reports),
+  }
+}
 
-  // The change feed's last FEED_PAGE changes. A cursor past the changes numbered so far is refused: each
-  // read numbers a batch, so read the first change until the cursor is accepted and its page is full.
+/** After a warm-up of both (JIT, connection pools, caches; not measured), rounds alternating bare and platform. */
+async function measureScenario(
+  scenario: Scenario,
+  url: string,
+  bareUrl: string,
+  readPlatform: Reader,
+  readBare: Reader,
+): Promise<ScenarioReport> {
+  const { path, method } = scenario
+  await send(bareUrl, path, method, warmupRequests, filledPool(scenario.make, warmupRequests))
+  await send(url, path, method, warmupRequests, filledPool(scenario.make, warmupRequests))
+  const report: ScenarioReport = { name: scenario.name, bare: [], platform: [] }
+  for (let round = 0; round < rounds; round++) {
+    const bareRun = await measuredRun(readBare, bareUrl, scenario)
+    const platformRun = await measuredRun(readPlatform, url, scenario)
+    report.bare.push(bareRun)
+    report.platform.push(platformRun)
+    log(
+      `  round ${round + 1}: bare ${format(bareRun.total, 1)} µs, platform ${format(platformRun.server, 1)}${platformRun.backends === undefined ? '' : ` + backends ${format(platformRun.backends, 1)}`} µs per request (${format(platformRun.sent.responses / platformRun.sent.seconds)} requests/s)`,
+    )
+  }
+  return report
+}
+
+/** One more run of the scenario with V8's CPU profiler on the platform's main thread. */
+async function profileScenario(
+  backend: Backend,
+  scenario: Scenario,
+  platform: RunningChild<BenchServerReady>,
+  readPlatform: Reader,
+): Promise<NonNullable<BackendReport['profile']>> {
+  mkdirSync(profileDir as string, { recursive: true })
+  log(`${backend}: profiling the platform (V8 CPU profiler, main thread): ${scenario.name}`)
+  await platform.ask('profile-start', 'profiling')
+  const run = await measuredRun(readPlatform, platform.ready.partnerUrl, scenario)
+  const { path } = await platform.ask<ProfileWritten>('profile-stop', 'profiled')
+  log(`  profile: ${path}`)
+  return { scenario: scenario.name, run, summary: summarizeProfile(path, run.sent.monotonicMicros, 15) }
+}
+
+/** The scenarios, each request's body sealed by its `make`. */
+async function scenariosOf(ready: BenchServerReady, partners: Partner[]): Promise<Scenario[]> {
+  const url = ready.partnerUrl
+  const first = partners[0] as Partner
+  const holders = partners.filter((p) => p.recordings > 0)
+  const callbackIds = holders.reduce((sum, p) => sum + p.callbackAudioIds.length, 0)
+  return [
+    {
+      name: `token (round robin over ${partners.length} enterprises)`,
+      path: '/openapi/v1/token',
+      make: partnerRequests(partners, (partner) => ({
+        plaintext: {},
+        beside: { enterpriseId: partner.enterpriseId },
+        bearer: false,
+      })),
+    },
+    ...(await queryScenarios(url, first)),
+    {
+      name: `callback (${format(callbackIds)} audioIds of existing recordings in turn)`,
+      path: '/openapi/v1/callback',
+      make: partnerRequests(holders, (partner, n) => ({
+        plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
+        bearer: true,
+      })),
+    },
+    await feedScenario(url, first),
+    await mediaScenario(ready, partners[partners.length - 1] as Partner),
+  ]
+}
+
+/** The filtered query, page 1 on ordinary devices and page DEEP_PAGE on busy ones. */
+async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> {
+  const deviceQuery = (devices: DeviceMatches[], page: number) =>
+    partnerRequests([first], (_, n) => ({
+      plaintext: {
+        deviceUid: (devices[n % devices.length] as DeviceMatches).deviceUid,
+        ...YEAR_RANGE,
+        page,
+        size: PAGE_SIZE,
+      },
+      bearer: true,
+    }))
+  const scenarios: Scenario[] = []
+  for (const [devices, page, kind] of [
+    [first.quiet, 1, 'ordinary'],
+    [first.busy, DEEP_PAGE, 'busy'],
+  ] as const) {
+    const sample = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
+      deviceUid: (devices[0] as DeviceMatches).deviceUid,
+      ...YEAR_RANGE,
+      page,
+      size: PAGE_SIZE,
+    })
+    scenarios.push({
+      name: `query: deviceUid + the year 2025, page ${page}, size ${PAGE_SIZE} (${devices.length} ${kind} devices in turn; ${sample.items.length} items, total ${format(sample.total)} on the first)`,
+      path: '/openapi/v1/audios',
+      make: deviceQuery(devices, page),
+    })
+  }
+  return scenarios
+}
+
+/**
+ * The change feed's last FEED_PAGE changes. A cursor past the changes numbered so far is refused: each
+ * read numbers a batch, so the first change is read until the cursor is accepted and its page is full.
+ */
+async function feedScenario(url: string, first: Partner): Promise<Scenario> {
   const feedCursor = Buffer.from(`2:${Math.max(0, first.recordings - FEED_PAGE)}`).toString('base64url')
   const feedItems = Math.min(FEED_PAGE, first.recordings)
   for (let attempt = 0; ; attempt++) {
@@ -304,100 +440,77 @@ async function measureScenarios(
     if (attempt > first.recordings / 1000 + 100) throw new Error('the change feed never reached its end')
     await callOnce(url, first, '/openapi/v1/audios/changes', { size: 1 })
   }
-
-  const deep = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
-    deviceUid: (first.busy[0] as DeviceMatches).deviceUid,
-    ...YEAR_RANGE,
-    page: DEEP_PAGE,
-    size: PAGE_SIZE,
-  })
-  const page1 = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
-    deviceUid: (first.quiet[0] as DeviceMatches).deviceUid,
-    ...YEAR_RANGE,
-    page: 1,
-    size: PAGE_SIZE,
-  })
-  const deviceQuery = (devices: DeviceMatches[], page: number) =>
-    partnerRequests([first], (_, n) => ({
-      plaintext: {
-        deviceUid: (devices[n % devices.length] as DeviceMatches).deviceUid,
-        ...YEAR_RANGE,
-        page,
-        size: PAGE_SIZE,
-      },
+  return {
+    name: `change feed: the last ${feedItems} changes (cursor at seq ${format(Math.max(0, first.recordings - FEED_PAGE))}, size ${FEED_PAGE})`,
+    path: '/openapi/v1/audios/changes',
+    make: partnerRequests([first], () => ({
+      plaintext: { cursor: feedCursor, size: FEED_PAGE },
       bearer: true,
-    }))
-  const holders = partners.filter((p) => p.recordings > 0)
-  const callbackIds = holders.reduce((sum, p) => sum + p.callbackAudioIds.length, 0)
-  const tokenScenario: Scenario = {
-    name: `token (round robin over ${partners.length} enterprises)`,
-    path: '/openapi/v1/token',
-    make: partnerRequests(partners, (partner) => ({
-      plaintext: {},
-      beside: { enterpriseId: partner.enterpriseId },
-      bearer: false,
     })),
   }
-  const scenarios: Scenario[] = [
-    tokenScenario,
-    {
-      name: `query: deviceUid + the year 2025, page 1, size ${PAGE_SIZE} (${first.quiet.length} ordinary devices in turn; ${page1.items.length} items, total ${format(page1.total)} on the first)`,
-      path: '/openapi/v1/audios',
-      make: deviceQuery(first.quiet, 1),
-    },
-    {
-      name: `query: deviceUid + the year 2025, page ${DEEP_PAGE}, size ${PAGE_SIZE} (${first.busy.length} busy devices in turn; ${deep.items.length} items, total ${format(deep.total)} on the first)`,
-      path: '/openapi/v1/audios',
-      make: deviceQuery(first.busy, DEEP_PAGE),
-    },
-    {
-      name: `callback (${format(callbackIds)} audioIds of existing recordings in turn)`,
-      path: '/openapi/v1/callback',
-      make: partnerRequests(holders, (partner, n) => ({
-        plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
-        bearer: true,
-      })),
-    },
-    {
-      name: `change feed: the last ${feedItems} changes (cursor at seq ${format(Math.max(0, first.recordings - FEED_PAGE))}, size ${FEED_PAGE})`,
-      path: '/openapi/v1/audios/changes',
-      make: partnerRequests([first], () => ({
-        plaintext: { cursor: feedCursor, size: FEED_PAGE },
-        bearer: true,
-      })),
-    },
-  ]
+}
 
-  const reports: ScenarioReport[] = []
-  for (const scenario of scenarios) {
-    log(`${backend}: ${scenario.name}`)
-    // Warm-up (JIT, connection pools, caches), not measured.
-    await send(bare.ready.url, scenario.path, warmupRequests, filledPool(scenario.make, warmupRequests))
-    await send(url, scenario.path, warmupRequests, filledPool(scenario.make, warmupRequests))
-    const report: ScenarioReport = { name: scenario.name, bare: [], platform: [] }
-    for (let round = 0; round < rounds; round++) {
-      const bareRun = await measuredRun(readBare, bare.ready.url, scenario.path, scenario.make)
-      const platformRun = await measuredRun(readPlatform, url, scenario.path, scenario.make)
-      report.bare.push(bareRun)
-      report.platform.push(platformRun)
-      log(
-        `  round ${round + 1}: bare ${format(bareRun.total, 1)} µs, platform ${format(platformRun.server, 1)}${platformRun.backends === undefined ? '' : ` + backends ${format(platformRun.backends, 1)}`} µs per request (${format(platformRun.sent.responses / platformRun.sent.seconds)} requests/s)`,
-      )
+/**
+ * A media range read: a recording of `owner` (an enterprise the other scenarios do not read) given
+ * MEDIA_BYTES of stored audio through the admin API; its link, as a query answers it, read MEDIA_WINDOW
+ * bytes at a time at successive offsets.
+ */
+async function mediaScenario(ready: BenchServerReady, owner: Partner): Promise<Scenario> {
+  const admin = new AdminClient(ready.adminUrl, ready.adminToken)
+  const audioId = 'cpu-bench-media'
+  await admin.call('ingestRecording', {
+    params: { enterpriseId: owner.enterpriseId },
+    body: {
+      audioId,
+      deviceUid: 'cpu-bench-device',
+      title: 'CPU bench',
+      recordedAt: '2026-11-01T08:00:00Z',
+      denoiseUrl: 'https://cdn.example.com/cpu-bench.wav',
+      recordDuration: 60_000,
+    },
+  })
+  await admin.uploadAudio(owner.enterpriseId, audioId, generatedBytes(MEDIA_BYTES, 1).chunks, {
+    contentType: 'audio/wav',
+  })
+  const { items } = await callOnce<{ items: { data: { denoiseUrl?: string } }[] }>(
+    ready.partnerUrl,
+    owner,
+    '/openapi/v1/audios',
+    { audioId, page: 1, size: 1 },
+  )
+  const link = items[0]?.data.denoiseUrl
+  if (!link) throw new Error(`no link to the stored audio of ${audioId}`)
+  const { pathname, search } = new URL(link)
+  const windows = MEDIA_BYTES / MEDIA_WINDOW
+  let n = 0
+  return {
+    name: `media: ${format(MEDIA_WINDOW / 1024)} KiB ranges of a ${format(MEDIA_BYTES / 1024 / 1024)} MiB stored file, in turn (GET with Range)`,
+    path: `${pathname}${search}`,
+    method: 'GET',
+    make: () => {
+      const start = (n++ % windows) * MEDIA_WINDOW
+      return { body: Buffer.alloc(0), headers: { range: `bytes=${start}-${start + MEDIA_WINDOW - 1}` } }
+    },
+  }
+}
+
+/** Backend types read at the end of the measured runs, each at its most. */
+function backendTypesLine(reports: ScenarioReport[]): string {
+  const types = new Map<string, number>()
+  for (const report of reports) {
+    for (const run of report.platform) {
+      for (const [type, n] of Object.entries(run.delta?.types ?? {})) {
+        types.set(type, Math.max(types.get(type) ?? 0, n))
+      }
     }
-    reports.push(report)
   }
+  const line = [...types].map(([type, n]) => `up to ${n} × ${type}`).join(', ')
+  return line ? ` The bench database's backends read at the end of a measured run: ${line}.` : ''
+}
 
-  let profile: BackendReport['profile']
-  if (profileDir) {
-    mkdirSync(profileDir, { recursive: true })
-    log(`${backend}: profiling the platform (V8 CPU profiler, main thread): ${tokenScenario.name}`)
-    await platform.ask('profile-start', 'profiling')
-    const run = await measuredRun(readPlatform, url, tokenScenario.path, tokenScenario.make)
-    const { path } = await platform.ask<ProfileWritten>('profile-stop', 'profiled')
-    log(`  profile: ${path}`)
-    profile = { run, summary: summarizeProfile(path, run.sent.monotonicMicros, 15) }
-  }
-
+/** Errors, bodies sealed during the runs, and backends that came or went during them. */
+function notesOf(reports: ScenarioReport[]): string[] {
+  const notes: string[] = []
   for (const report of reports) {
     for (const [side, runs] of [
       ['bare node:http', report.bare],
@@ -420,23 +533,7 @@ async function measureScenarios(
       )
     }
   }
-  const types = new Map<string, number>()
-  for (const report of reports) {
-    for (const run of report.platform) {
-      for (const [type, n] of Object.entries(run.delta?.types ?? {})) {
-        types.set(type, Math.max(types.get(type) ?? 0, n))
-      }
-    }
-  }
-  const backendTypes = [...types].map(([type, n]) => `up to ${n} × ${type}`).join(', ')
-
-  return {
-    backend,
-    setup: `${ready.databaseVersion.split(',')[0]}. Seeded ${format(plan.recordings)} recordings in ${format(ready.seedSeconds, 1)} s, then VACUUM ANALYZE and CHECKPOINT in ${format(ready.vacuumSeconds, 1)} s.${backendTypes ? ` The bench database's backends read at the end of a measured run: ${backendTypes}.` : ''}`,
-    scenarios: reports,
-    ...(profile && { profile }),
-    notes,
-  }
+  return notes
 }
 
 const µs = (n: number) => format(n, n < 100 ? 1 : 0)
@@ -468,10 +565,10 @@ function renderBackend(report: BackendReport): string {
     )
   }
   if (report.profile) {
-    const { run, summary } = report.profile
+    const { scenario, run, summary } = report.profile
     lines.push(
       '',
-      `Profile of the platform, token: one more run of ${format(requests)} token requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, 1 ms, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
+      `Profile of the platform, ${scenario}: one more run of ${format(requests)} of its requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, 1 ms, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
       '',
       ...summary.areas.map((area) => `- ${area.name}: ${format(100 * area.share, 1)}%`),
       '',
@@ -493,7 +590,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. The data set of \`bench:platform\`: ${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed).${scale}`,
-    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. No media range read: the seeded platform stores no audio (see \`bench:media\`).`,
+    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. The media range read asks for ${format(MEDIA_WINDOW / 1024)} KiB windows in turn with \`Range\` and no body; bare node:http answers it with the same token-sized body as the rest (the platform's answer is ${format(MEDIA_WINDOW / 1024)} KiB).`,
     ...reports.map(renderBackend),
   ],
   skipped,

@@ -51,13 +51,20 @@ export async function buildPartnerApi(
     }
   }
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     if (lifecycle.shuttingDown) {
       reply.header('connection', 'close')
-      throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down; retry on another instance')
+      return done(
+        new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down; retry on another instance'),
+      )
     }
-    if (request.method === 'POST') requireJsonContentType(request)
+    try {
+      if (request.method === 'POST') requireJsonContentType(request)
+      done()
+    } catch (error) {
+      done(error as Error)
+    }
   })
 
   mountRoutes(app, partnerRoutes, { context, rateLimit, lifecycle })

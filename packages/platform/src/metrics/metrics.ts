@@ -36,11 +36,23 @@ export function createMetrics(db: Queryable): PlatformMetrics {
     registry,
     push,
     instrumentHttp(app, listener) {
-      app.addHook('onResponse', async (request, reply) => {
+      // Each series' handle is looked up once: prom-client hashes the labels on every call otherwise.
+      const series = new Map<string, { count: () => void; time: (seconds: number) => void }>()
+      app.addHook('onResponse', (request, reply, done) => {
         // The route pattern, never the raw URL: ids in paths would make one series per id.
-        const labels = { listener, method: request.method, route: request.routeOptions.url ?? 'unmatched' }
-        requests.inc({ ...labels, status: String(reply.statusCode) })
-        duration.observe(labels, reply.elapsedTime / 1000)
+        const route = request.routeOptions.url ?? 'unmatched'
+        const status = String(reply.statusCode)
+        const key = `${request.method} ${route} ${status}`
+        let handles = series.get(key)
+        if (!handles) {
+          const counter = requests.labels(listener, request.method, route, status)
+          const histogram = duration.labels(listener, request.method, route)
+          handles = { count: () => counter.inc(), time: (seconds) => histogram.observe(seconds) }
+          series.set(key, handles)
+        }
+        handles.count()
+        handles.time(reply.elapsedTime / 1000)
+        done()
       })
     },
   }
