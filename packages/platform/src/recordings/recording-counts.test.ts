@@ -225,6 +225,55 @@ for (const backend of testBackends) {
       await assertExact(db, enterpriseId, 150)
     })
 
+    test('windows at the ends of time: year 1 east of UTC (1 BC there), year 9999 west of it (10000)', async () => {
+      const endsId = (await createEnterprise(db, 'Ends', null)).enterpriseId
+      const at = [
+        '0001-01-01T00:00:00Z',
+        '0001-01-01T00:00:30Z',
+        '0001-02-01T00:00:00Z',
+        '2026-03-01T00:00:00Z',
+      ]
+      at.push('9999-12-01T00:00:00Z', '9999-12-31T23:59:59.999999Z')
+      await db.transaction((tx) =>
+        insertRecordings(
+          tx,
+          endsId,
+          at.map((recordedAt, i) => ({
+            audioId: `end-${i}`,
+            deviceUid: 'dev-a',
+            title: recordedAt,
+            recordedAt,
+            denoiseUrl: `https://media.example/end/${i}.mp3`,
+            recordDuration: 60,
+          })),
+          platform.context.recordingEvents,
+        ),
+      )
+      const starts = [
+        undefined,
+        '0001-01-01T00:00:00+15:59',
+        '0001-01-01T00:00:00.000001Z',
+        '0001-01-31T23:59:59-15:00',
+      ]
+      const ends = [
+        undefined,
+        '9999-12-31T23:59:59.999999-15:59',
+        '9999-12-31T23:59:59.999999Z',
+        '0001-01-01T00:00:30Z',
+        '0001-01-01T00:00:00+15:59',
+      ]
+      for (const startTime of starts) {
+        for (const endTime of ends) {
+          for (const deviceUid of [undefined, 'dev-a']) {
+            const filter = { page: 1, size: 10, startTime, endTime, deviceUid }
+            const page = await queryRecordings(db, endsId, filter)
+            const expected = await reference(db, endsId, filter)
+            assert.deepEqual({ total: page.total, ids: page.items.map((item) => item.audioId) }, expected)
+          }
+        }
+      }
+    })
+
     test('after the import is run again, and a file half of which is stored', async () => {
       assert.deepEqual(await importFile(enterpriseId, fileA), { imported: 0, skipped: 300 })
       assert.deepEqual(await importFile(enterpriseId, fileB), { imported: 150, skipped: 150 })
@@ -281,11 +330,14 @@ for (const backend of testBackends) {
       const watch = async () => {
         let checks = 0
         while (inserting || checks === 0) {
+          const start = iso(ORIGIN - DAY + 7n * HOUR + 5n, 0)
+          const params: unknown[] = [enterpriseId, start]
+          const param = (value: unknown) => `$${params.push(value)}`
           const [row] = await db.query<{ counted: number; actual: number }>(
-            `WITH counted AS (${countedTotalSql({ enterprise: '$1', start: '$2::timestamptz' })})
+            `WITH counted AS (${countedTotalSql({ enterprise: '$1', start }, param)})
              SELECT (SELECT total FROM counted) AS counted,
                     (SELECT count(*) FROM recordings WHERE enterprise_id = $1 AND recorded_at >= $2::timestamptz) AS actual`,
-            [enterpriseId, iso(ORIGIN - DAY + 7n * HOUR + 5n, 0)],
+            params,
           )
           assert.equal(row?.counted, row?.actual)
           checks++

@@ -1,3 +1,4 @@
+import { parseInstantMicros } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
 
 /**
@@ -10,9 +11,16 @@ import type { Queryable } from '../storage/database.js'
  * days, the edges counted in recordings_by_device. So the cost grows with the window's length in days
  * (for one device, months) and with the recordings of a minute (for one device, of a day), never with
  * the number of matches.
+ *
+ * The window is cut here, once per request, and the statement only sums the ranges it is given: its
+ * text depends on the filter's shape alone, so PostgreSQL plans it once per connection and then runs
+ * a generic plan (a plan that computed the cuts itself was planned afresh for each window).
  */
 
-/** SQL expressions (parameter references) of a filter's parts; start and end are timestamptz. */
+/**
+ * The parts of a filter the total depends on: the enterprise and the device as parameter references
+ * (`$1`), the window's bounds as the partner wrote them (validated instants).
+ */
 export interface CountedMatch {
   enterprise: string
   device?: string | undefined
@@ -20,83 +28,163 @@ export interface CountedMatch {
   end?: string | undefined
 }
 
+/** Adds a statement parameter and answers its reference (`$3`). */
+export type AddParam = (value: unknown) => string
+
+type Unit = 'month' | 'day' | 'hour' | 'minute'
+
 interface Level {
   table: string
-  unit: 'month' | 'day' | 'hour' | 'minute'
-  /** The start of the unit after the one starting at `start`, computed in UTC (`+ interval '1 day'` would follow the session's time zone). */
-  next: (start: string) => string
+  unit: Unit
 }
 
-const DAYS: Level = {
-  table: 'recording_day_counts',
-  unit: 'day',
-  next: (start) => `${start} + interval '24 hours'`,
+const ENTERPRISE_LEVELS: readonly Level[] = [
+  { table: 'recording_day_counts', unit: 'day' },
+  { table: 'recording_hour_counts', unit: 'hour' },
+  { table: 'recording_minute_counts', unit: 'minute' },
+]
+const DEVICE_LEVELS: readonly Level[] = [
+  { table: 'recording_device_month_counts', unit: 'month' },
+  { table: 'recording_device_day_counts', unit: 'day' },
+]
+
+/** A point of the window: epoch microseconds, and the text PostgreSQL is given for it. */
+interface Point {
+  micros: bigint
+  text: string
 }
-const HOURS: Level = {
-  table: 'recording_hour_counts',
-  unit: 'hour',
-  next: (start) => `${start} + interval '1 hour'`,
-}
-const MINUTES: Level = {
-  table: 'recording_minute_counts',
-  unit: 'minute',
-  next: (start) => `${start} + interval '1 minute'`,
-}
-const DEVICE_MONTHS: Level = {
-  table: 'recording_device_month_counts',
-  unit: 'month',
-  next: (start) => `((${start}) AT TIME ZONE 'UTC' + interval '1 month') AT TIME ZONE 'UTC'`,
-}
-const DEVICE_DAYS: Level = { ...DAYS, table: 'recording_device_day_counts' }
+type Range = readonly [Point, Point]
+
+const FAR = 2n ** 80n
+const BEFORE_ALL: Point = { micros: -FAR, text: '-infinity' }
+const AFTER_ALL: Point = { micros: FAR, text: 'infinity' }
 
 /**
- * The sum of `perRow` (a correlated subquery on `k`) over the rows of `table`: correlated, each runs as a
- * range scan of its index with that row's bounds, whatever the planner thinks of the bounds' spread.
+ * A statement answering one row, `total` (int8): how many recordings match. Its parameters are added
+ * through `param`; the same filter shape always gives the same text.
  */
-const sumOver = (table: string, perRow: string) => `(SELECT coalesce(sum((${perRow})), 0) FROM ${table} k)`
-
-/** A statement answering one row, `total` (int8): how many recordings match. */
-export function countedTotalSql(match: CountedMatch): string {
-  const levels = match.device === undefined ? [DAYS, HOURS, MINUTES] : [DEVICE_MONTHS, DEVICE_DAYS]
+export function countedTotalSql(match: CountedMatch, param: AddParam): string {
+  const { enterprise, device } = match
+  const levels = device === undefined ? ENTERPRISE_LEVELS : DEVICE_LEVELS
   const owner = (alias: string) =>
-    `${alias}.enterprise_id = ${match.enterprise}` +
-    (match.device === undefined ? '' : ` AND ${alias}.device_uid = ${match.device}`)
+    `${alias}.enterprise_id = ${enterprise}` +
+    (device === undefined ? '' : ` AND ${alias}.device_uid = ${device}`)
   const [first] = levels as [Level]
   if (match.start === undefined && match.end === undefined) {
     return `SELECT coalesce(sum(c.n), 0)::int8 AS total FROM ${first.table} c WHERE ${owner('c')}`
   }
-
-  // spans0 is the window; level i cuts each span of spans{i-1} into the whole units inside it (cut{i})
-  // and the two spans left over on either side (spans{i}), empty when lo >= hi. Unbounded sides are
-  // infinite, and stay so through utc_floor and the interval arithmetic.
-  const ctes = [
-    `spans0 (lo, hi) AS (SELECT ${match.start ?? "'-infinity'::timestamptz"}, ${match.end ?? "'infinity'::timestamptz"})`,
-  ]
+  const { whole, edges } = cutWindow(levels, pointOf(match.start, BEFORE_ALL), pointOf(match.end, AFTER_ALL))
+  // A slot without a range gets NULL bounds, which no row meets: the statement's shape stays fixed.
+  const bounds = (range: Range | undefined) =>
+    [param(range?.[0].text ?? null), param(range?.[1].text ?? null)].map((ref) => `${ref}::timestamptz`)
   const sums: string[] = []
-  levels.forEach((level, index) => {
-    const i = index + 1
-    ctes.push(
-      `cut${i} AS (SELECT s.lo, s.hi, w.lo AS whole_lo, greatest(w.hi, w.lo) AS whole_hi
-                     FROM spans${i - 1} s,
-                          LATERAL (SELECT ${level.next(`utc_floor('${level.unit}', s.lo - interval '1 microsecond')`)},
-                                          utc_floor('${level.unit}', s.hi)) AS w (lo, hi))`,
-      `spans${i} (lo, hi) AS (SELECT lo, least(whole_lo, hi) FROM cut${i} UNION ALL SELECT whole_hi, hi FROM cut${i})`,
-    )
-    sums.push(
-      sumOver(
-        `cut${i}`,
-        `SELECT sum(c.n) FROM ${level.table} c
-          WHERE ${owner('c')} AND c.bucket >= k.whole_lo AND c.bucket < k.whole_hi`,
-      ),
-    )
+  levels.forEach((level, i) => {
+    for (let slot = 0; slot < slotsAt(i); slot++) {
+      const [from, to] = bounds(whole[i]?.[slot])
+      sums.push(
+        `(SELECT coalesce(sum(c.n), 0) FROM ${level.table} c WHERE ${owner('c')} AND c.bucket >= ${from} AND c.bucket < ${to})`,
+      )
+    }
   })
-  sums.push(
-    sumOver(
-      `spans${levels.length}`,
-      `SELECT count(*) FROM recordings r WHERE ${owner('r')} AND r.recorded_at >= k.lo AND r.recorded_at < k.hi`,
-    ),
-  )
-  return `WITH ${ctes.join(',\n')}\nSELECT (${sums.join('\n + ')})::int8 AS total`
+  for (let slot = 0; slot < EDGE_SLOTS; slot++) {
+    const [from, to] = bounds(edges[slot])
+    sums.push(
+      `(SELECT count(*) FROM recordings r WHERE ${owner('r')} AND r.recorded_at >= ${from} AND r.recorded_at < ${to})`,
+    )
+  }
+  return `SELECT (${sums.join('\n + ')})::int8 AS total`
+}
+
+/**
+ * Whole units of the first level make at most one range; what is left is a piece at each end of the
+ * window, so every later level makes at most two, and two edges are left to count row by row.
+ */
+const slotsAt = (level: number) => (level === 0 ? 1 : 2)
+const EDGE_SLOTS = 2
+
+/**
+ * Cuts [lo, hi) level by level: each span left over is cut into the whole units inside it and the
+ * pieces on either side (empty ones dropped), which the next level cuts in turn.
+ */
+export function cutWindow(
+  levels: readonly Level[],
+  lo: Point,
+  hi: Point,
+): { whole: Range[][]; edges: Range[] } {
+  let spans: Range[] = [[lo, hi]]
+  const whole: Range[][] = []
+  levels.forEach((level, i) => {
+    const cut: Range[] = []
+    const left: Range[] = []
+    for (const [from, to] of spans) {
+      const wholeFrom = ceilTo(level.unit, from)
+      const wholeTo = later(floorTo(level.unit, to), wholeFrom)
+      if (wholeFrom.micros < wholeTo.micros) cut.push([wholeFrom, wholeTo])
+      left.push([from, earlier(wholeFrom, to)], [wholeTo, to])
+    }
+    if (cut.length > slotsAt(i)) throw new Error(`window cut into ${cut.length} ranges of ${level.unit}s`)
+    whole.push(cut)
+    spans = left.filter(([from, to]) => from.micros < to.micros)
+  })
+  if (spans.length > EDGE_SLOTS) throw new Error(`window cut into ${spans.length} edges`)
+  return { whole, edges: spans }
+}
+
+const earlier = (a: Point, b: Point) => (a.micros <= b.micros ? a : b)
+const later = (a: Point, b: Point) => (a.micros >= b.micros ? a : b)
+
+function pointOf(text: string | undefined, unbounded: Point): Point {
+  if (text === undefined) return unbounded
+  const micros = parseInstantMicros(text)
+  if (micros === undefined) throw new RangeError(`not an instant: ${text}`)
+  return { micros, text }
+}
+
+const MICROS: Record<Exclude<Unit, 'month'>, bigint> = {
+  day: 86_400_000_000n,
+  hour: 3_600_000_000n,
+  minute: 60_000_000n,
+}
+
+/** The start of the UTC unit holding the point; an infinite point stays itself. */
+function floorTo(unit: Unit, point: Point): Point {
+  if (point.micros === -FAR || point.micros === FAR) return point
+  if (unit !== 'month') {
+    const size = MICROS[unit]
+    const rest = ((point.micros % size) + size) % size
+    return utcPoint(point.micros - rest)
+  }
+  const at = new Date(Number(floorDiv(point.micros, 1000n)))
+  return utcPoint(monthStart(at.getUTCFullYear(), at.getUTCMonth()))
+}
+
+/** The start of the first UTC unit beginning at or after the point. */
+function ceilTo(unit: Unit, point: Point): Point {
+  const floor = floorTo(unit, point)
+  if (floor.micros === point.micros) return floor
+  if (unit !== 'month') return utcPoint(floor.micros + MICROS[unit])
+  const at = new Date(Number(floor.micros / 1000n))
+  return utcPoint(monthStart(at.getUTCFullYear(), at.getUTCMonth() + 1))
+}
+
+/** Epoch microseconds of the first instant of a UTC month (any year: Date.UTC would read 0–99 as 1900–1999). */
+function monthStart(year: number, month: number): bigint {
+  const at = new Date(0)
+  at.setUTCFullYear(year, month, 1)
+  return BigInt(at.getTime()) * 1000n
+}
+
+const floorDiv = (n: bigint, d: bigint) => (n % d < 0n ? n / d - 1n : n / d)
+const two = (n: number) => String(n).padStart(2, '0')
+
+/** A unit boundary (a whole minute) as PostgreSQL reads it, years before 1 AD written BC as it does. */
+function utcPoint(micros: bigint): Point {
+  const at = new Date(Number(micros / 1000n))
+  const year = at.getUTCFullYear()
+  const shown = String(year > 0 ? year : 1 - year).padStart(4, '0')
+  const time = `${two(at.getUTCHours())}:${two(at.getUTCMinutes())}:${two(at.getUTCSeconds())}`
+  const text = `${shown}-${two(at.getUTCMonth() + 1)}-${two(at.getUTCDate())}T${time}Z${year > 0 ? '' : ' BC'}`
+  return { micros, text }
 }
 
 /**

@@ -61,7 +61,7 @@ export function recordingData(row: RecordingRow, audioLink?: AudioLink): Recordi
 
 /** Milliseconds when the microseconds are whole ones (…00.000Z, as every other instant), else microseconds. */
 function utcInstant(micros: string): string {
-  return micros.replace(/(\.\d{3})000Z$/, '$1Z')
+  return micros.endsWith('000Z') ? `${micros.slice(0, -4)}Z` : micros
 }
 
 function audioPart(

@@ -7,7 +7,7 @@ import {
   type TranscriptSentence,
 } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
-import { type CountedMatch, countedTotalSql, lockRecordingCounters } from './recording-counts.js'
+import { countedTotalSql, lockRecordingCounters } from './recording-counts.js'
 import {
   type AudioLink,
   RECORDING_DATA_COLUMNS,
@@ -273,24 +273,22 @@ export async function queryRecordings(
   filter: ResolvedRecordingFilter,
   audioLink?: AudioLink,
 ): Promise<RecordingPage> {
-  const params: unknown[] = [enterpriseId]
+  const params: unknown[] = []
   const param = (value: unknown) => {
     params.push(value)
     return `$${params.length}`
   }
-  const match: CountedMatch = { enterprise: '$1' }
-  const where = ['enterprise_id = $1']
+  const enterprise = param(enterpriseId)
+  const device = filter.deviceUid === undefined ? undefined : param(filter.deviceUid)
+  const where = [`enterprise_id = ${enterprise}`]
   if (filter.audioId !== undefined) where.push(`audio_id = ${param(filter.audioId)}`)
-  if (filter.deviceUid !== undefined) match.device = param(filter.deviceUid)
-  if (filter.startTime !== undefined) match.start = `${param(filter.startTime)}::timestamptz`
-  if (filter.endTime !== undefined) match.end = `${param(filter.endTime)}::timestamptz`
-  if (match.device !== undefined) where.push(`device_uid = ${match.device}`)
-  if (match.start !== undefined) where.push(`recorded_at >= ${match.start}`)
-  if (match.end !== undefined) where.push(`recorded_at < ${match.end}`)
+  if (device !== undefined) where.push(`device_uid = ${device}`)
+  if (filter.startTime !== undefined) where.push(`recorded_at >= ${param(filter.startTime)}::timestamptz`)
+  if (filter.endTime !== undefined) where.push(`recorded_at < ${param(filter.endTime)}::timestamptz`)
   const conditions = where.join(' AND ')
   const counted =
     filter.audioId === undefined
-      ? countedTotalSql(match)
+      ? countedTotalSql({ enterprise, device, start: filter.startTime, end: filter.endTime }, param)
       : `SELECT count(*) AS total FROM recordings WHERE ${conditions}`
   const size = param(filter.size)
   const skipped = (filter.page - 1) * filter.size
