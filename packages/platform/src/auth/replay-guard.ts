@@ -24,8 +24,8 @@ export function nonceGuard(db: Database): NonceGuard {
   return batcher((uses: NonceUse[]) => acceptNonces(db, uses), {
     maxBatch: 512,
     // One statement at a time, also on PostgreSQL: the requests that arrive while it runs make the next
-    // one, so a busy instance sends fewer and larger statements (measured: a quarter less CPU per
-    // token request in the database, `npm run bench:cpu`).
+    // one, so a busy instance sends fewer and larger statements, and each costs a round trip and a
+    // commit however few nonces it holds.
     parallel: 1,
   })
 }
