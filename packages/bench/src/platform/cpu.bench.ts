@@ -21,8 +21,9 @@
  * read (64 KiB windows of a 4 MiB file stored through the admin API, read through its signed link).
  * BENCH_CPU_SCENARIOS=token,query,… runs only the scenarios whose names start with those words.
  *
- * BENCH_CPU_PROFILE=<directory>: after the rounds, one more token run with V8's CPU profiler on the
- * platform's main thread; the profile is kept there and its self time summed by package in the section.
+ * BENCH_CPU_PROFILE=<directory>: after the rounds, one more run of the first scenario chosen with V8's CPU
+ * profiler on the platform's main thread (sampling every BENCH_PROFILE_INTERVAL_US µs, default 1000); the
+ * profile is kept there and its self time summed by package in the section.
  */
 import { mkdirSync } from 'node:fs'
 import { AdminClient } from '@earshot/platform/admin-client'
@@ -226,10 +227,14 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
   if (!before.backends || !after.backends) return { sent, server, total: server }
   const delta = backendDelta(before.backends, after.backends)
   const backends = perRequest(delta.ticks)
-  const allPostgres =
+  // A postgres process that ended between the readings takes its time with it: a negative difference
+  // says only that, and is left out (shown as –).
+  const allSeconds =
     before.allPostgres !== undefined && after.allPostgres !== undefined
-      ? perRequest((after.allPostgres - before.allPostgres) * CLOCK_TICKS_PER_SECOND)
+      ? after.allPostgres - before.allPostgres
       : undefined
+  const allPostgres =
+    allSeconds !== undefined && allSeconds >= 0 ? perRequest(allSeconds * CLOCK_TICKS_PER_SECOND) : undefined
   return { sent, server, backends, total: server + backends, delta, allPostgres }
 }
 
@@ -537,6 +542,11 @@ function notesOf(reports: ScenarioReport[]): string[] {
 }
 
 const µs = (n: number) => format(n, n < 100 ? 1 : 0)
+/** The cross-check's median over the runs it was read in. */
+function allPostgresOf(runs: Run[]): string {
+  const read = runs.flatMap((run) => (run.allPostgres === undefined ? [] : [run.allPostgres]))
+  return read.length > 0 ? µs(median(read)) : '–'
+}
 const spread = (values: number[]) =>
   `${µs(Math.min(...values))} / **${µs(median(values))}** / ${µs(Math.max(...values))}`
 
@@ -560,7 +570,7 @@ function renderBackend(report: BackendReport): string {
     const rate = format(median(scenario.platform.map((run) => run.sent.responses / run.sent.seconds)))
     lines.push(
       postgres
-        ? `| ${scenario.name} | ${spread(bare)} | ${spread(scenario.platform.map((run) => run.server))} | ${spread(scenario.platform.map((run) => run.backends ?? Number.NaN))} | ${spread(total)} | ${ratio} | ${µs(median(scenario.platform.map((run) => run.allPostgres ?? Number.NaN)))} | ${rate} |`
+        ? `| ${scenario.name} | ${spread(bare)} | ${spread(scenario.platform.map((run) => run.server))} | ${spread(scenario.platform.map((run) => run.backends ?? Number.NaN))} | ${spread(total)} | ${ratio} | ${allPostgresOf(scenario.platform)} | ${rate} |`
         : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${rate} |`,
     )
   }
@@ -568,7 +578,7 @@ function renderBackend(report: BackendReport): string {
     const { scenario, run, summary } = report.profile
     lines.push(
       '',
-      `Profile of the platform, ${scenario}: one more run of ${format(requests)} of its requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, 1 ms, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
+      `Profile of the platform, ${scenario}: one more run of ${format(requests)} of its requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
       '',
       ...summary.areas.map((area) => `- ${area.name}: ${format(100 * area.share, 1)}%`),
       '',
@@ -590,7 +600,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. The data set of \`bench:platform\`: ${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed).${scale}`,
-    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. The media range read asks for ${format(MEDIA_WINDOW / 1024)} KiB windows in turn with \`Range\` and no body; bare node:http answers it with the same token-sized body as the rest (the platform's answer is ${format(MEDIA_WINDOW / 1024)} KiB).`,
+    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine, the median of the runs in which none of them ended; – when one ended in every run). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. The media range read asks for ${format(MEDIA_WINDOW / 1024)} KiB windows in turn with \`Range\` and no body; bare node:http answers it with the same token-sized body as the rest (the platform's answer is ${format(MEDIA_WINDOW / 1024)} KiB).`,
     ...reports.map(renderBackend),
   ],
   skipped,
