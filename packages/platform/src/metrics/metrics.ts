@@ -36,7 +36,7 @@ export function createMetrics(db: Queryable): PlatformMetrics {
     registry,
     push,
     instrumentHttp(app, listener) {
-      // Each series' handle is looked up once: prom-client hashes the labels on every call otherwise.
+      // Each series' handles are made on its first request: no label objects are built per request.
       const series = new Map<string, { count: () => void; time: (seconds: number) => void }>()
       app.addHook('onResponse', (request, reply, done) => {
         // The route pattern, never the raw URL: ids in paths would make one series per id.

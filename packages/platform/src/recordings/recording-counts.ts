@@ -107,11 +107,7 @@ const EDGE_SLOTS = 2
  * Cuts [lo, hi) level by level: each span left over is cut into the whole units inside it and the
  * pieces on either side (empty ones dropped), which the next level cuts in turn.
  */
-export function cutWindow(
-  levels: readonly Level[],
-  lo: Point,
-  hi: Point,
-): { whole: Range[][]; edges: Range[] } {
+function cutWindow(levels: readonly Level[], lo: Point, hi: Point): { whole: Range[][]; edges: Range[] } {
   let spans: Range[] = [[lo, hi]]
   const whole: Range[][] = []
   levels.forEach((level, i) => {
