@@ -125,14 +125,9 @@ function filledPool(make: () => PreparedRequest, amount: number): RequestPool {
   return pool
 }
 
-/** `amount` requests at `connections` connections, bodies from a pool filled beforehand. */
-async function send(
-  url: string,
-  path: string,
-  method: 'GET' | 'POST' = 'POST',
-  amount: number,
-  pool: RequestPool,
-): Promise<Sent> {
+/** `amount` of the scenario's requests at `connections` connections, bodies from a pool filled beforehand. */
+async function send(url: string, scenario: Scenario, amount: number, pool: RequestPool): Promise<Sent> {
+  const { path, method = 'POST' } = scenario
   let responses = 0
   let failed = 0
   const samples: string[] = []
@@ -220,7 +215,7 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
   // Bodies are sealed before the first reading, so that the sealing is in neither process's figure.
   const pool = filledPool(scenario.make, requests)
   const before = await read()
-  const sent = await send(url, scenario.path, scenario.method, requests, pool)
+  const sent = await send(url, scenario, requests, pool)
   const after = await read()
   const perRequest = (ticks: number) => (ticks * 1e6) / CLOCK_TICKS_PER_SECOND / sent.responses
   const server = perRequest(after.server - before.server)
@@ -335,9 +330,8 @@ async function measureScenario(
   readPlatform: Reader,
   readBare: Reader,
 ): Promise<ScenarioReport> {
-  const { path, method } = scenario
-  await send(bareUrl, path, method, warmupRequests, filledPool(scenario.make, warmupRequests))
-  await send(url, path, method, warmupRequests, filledPool(scenario.make, warmupRequests))
+  await send(bareUrl, scenario, warmupRequests, filledPool(scenario.make, warmupRequests))
+  await send(url, scenario, warmupRequests, filledPool(scenario.make, warmupRequests))
   const report: ScenarioReport = { name: scenario.name, bare: [], platform: [] }
   for (let round = 0; round < rounds; round++) {
     const bareRun = await measuredRun(readBare, bareUrl, scenario)

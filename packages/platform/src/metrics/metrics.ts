@@ -37,7 +37,7 @@ export function createMetrics(db: Queryable): PlatformMetrics {
     push,
     instrumentHttp(app, listener) {
       // Each series' handles are made on its first request: no label objects are built per request.
-      const series = new Map<string, { count: () => void; time: (seconds: number) => void }>()
+      const series = new Map<string, { counter: Counter.Internal; histogram: Histogram.Internal<string> }>()
       app.addHook('onResponse', (request, reply, done) => {
         // The route pattern, never the raw URL: ids in paths would make one series per id.
         const route = request.routeOptions.url ?? 'unmatched'
@@ -45,13 +45,14 @@ export function createMetrics(db: Queryable): PlatformMetrics {
         const key = `${request.method} ${route} ${status}`
         let handles = series.get(key)
         if (!handles) {
-          const counter = requests.labels(listener, request.method, route, status)
-          const histogram = duration.labels(listener, request.method, route)
-          handles = { count: () => counter.inc(), time: (seconds) => histogram.observe(seconds) }
+          handles = {
+            counter: requests.labels(listener, request.method, route, status),
+            histogram: duration.labels(listener, request.method, route),
+          }
           series.set(key, handles)
         }
-        handles.count()
-        handles.time(reply.elapsedTime / 1000)
+        handles.counter.inc()
+        handles.histogram.observe(reply.elapsedTime / 1000)
         done()
       })
     },
