@@ -3,6 +3,12 @@
 // means "every test file under DIR" on Node 20 but "DIR as one module" on Node 22 and later, so the
 // files are listed here. Exits non-zero when a test fails or when no test ran at all.
 //
+// A file whose process ends on its own has no failing test to show, so its exit code or signal and the
+// end of its stderr are printed. One killed by a signal (a crash of the runtime such as V8's, which
+// PGlite's WebAssembly has been seen to trigger, or the kernel's OOM killer) is run once more, by
+// itself: its second run stands in for the crash, and what its first run reported still counts (a
+// process killed may not have reported its last results).
+//
 // Test files run in parallel, one more than the machine's cores (most of them wait on sockets, child
 // processes and timers part of the time); --concurrency N sets another number.
 //
@@ -48,32 +54,83 @@ console.log(
   `run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time`,
 )
 
-let ran = 0
-let failed = 0
+const STDERR_LINES_KEPT = 40
 const concurrency = Number(values.concurrency)
 if (!Number.isInteger(concurrency) || concurrency < 1) {
   console.error(`run-tests: --concurrency must be a positive integer, not ${values.concurrency}`)
   process.exit(2)
 }
-const stream = run({ files, concurrency })
-stream.on('test:pass', ({ details }) => {
-  if (details?.type !== 'suite') ran++
-})
-stream.on('test:fail', ({ details }) => {
-  if (details?.type !== 'suite') {
-    ran++
-    failed++
+
+/**
+ * Runs the files, the spec report to stdout. Resolves to the tests run and failed (a file whose process
+ * died counts as one failed test), and the files whose process ended by itself: how, and the end of
+ * their stderr. A test's events name the module that declared it, which may not be the test file, so
+ * they are counted as a whole.
+ */
+function runFiles(files) {
+  const tally = { ran: 0, failed: 0 }
+  const stderrTails = new Map()
+  const ended = []
+  const stream = run({ files, concurrency })
+  stream.on('test:stderr', ({ file, message }) => {
+    const lines = [...(stderrTails.get(file) ?? []), ...message.replace(/\n$/, '').split('\n')]
+    stderrTails.set(file, lines.slice(-STDERR_LINES_KEPT))
+  })
+  stream.on('test:pass', ({ details }) => {
+    if (details?.type !== 'suite') tally.ran++
+  })
+  stream.on('test:fail', ({ details, file }) => {
+    if (details?.type !== 'suite') {
+      tally.ran++
+      tally.failed++
+    }
+    const { error } = details ?? {}
+    if (error?.failureType === 'testCodeFailure' && (error.exitCode != null || error.signal != null)) {
+      const how = error.signal ? `signal ${error.signal}` : `exit code ${error.exitCode}`
+      ended.push({ file, signal: error.signal, how })
+    }
+  })
+  const report = stream.compose(spec)
+  report.pipe(process.stdout, { end: false })
+  return new Promise((resolve) => {
+    report.once('end', () => {
+      for (const end of ended) end.tail = (stderrTails.get(end.file) ?? []).join('\n').trim() || '(nothing)'
+      resolve({ ...tally, ended })
+    })
+  })
+}
+
+/** Names each file whose process ended by itself, how, and the end of its stderr. */
+function reportEnded(ended, again = '') {
+  for (const { file, how, tail } of ended) {
+    console.error(`run-tests: ${file}'s process ended with ${how}${again}; the end of its stderr:\n${tail}\n`)
   }
-})
-const report = stream.compose(spec)
-report.pipe(process.stdout)
-report.once('end', () => {
-  const summary = `run-tests: ${ran} tests ran, ${failed} failed, in ${files.length} files`
-  if (ran === 0) {
-    console.error(`${summary}: no test ran`)
-    process.exitCode = 1
-  } else if (failed > 0) {
-    console.error(summary)
-    process.exitCode = 1
-  } else console.log(summary)
-})
+}
+
+const first = await runFiles(files)
+reportEnded(first.ended)
+// A crashed file's own failure is replaced by its second run; the failures it reported before still count.
+const crashed = first.ended.filter(({ signal }) => signal != null).map(({ file }) => file)
+let ran = first.ran - crashed.length
+let failed = first.failed - crashed.length
+if (crashed.length > 0) {
+  console.error(
+    `run-tests: running once more, by itself, each file killed by a signal: ${crashed.join(', ')}`,
+  )
+  for (const file of crashed) {
+    const again = await runFiles([file])
+    ran += again.ran
+    failed += again.failed
+    reportEnded(again.ended, ' again')
+  }
+}
+
+const rerun = crashed.length > 0 ? ` (${crashed.length} of them run twice after a crash)` : ''
+const summary = `run-tests: ${ran} tests ran, ${failed} failed, in ${files.length} files${rerun}`
+if (ran === 0) {
+  console.error(`${summary}: no test ran`)
+  process.exitCode = 1
+} else if (failed > 0) {
+  console.error(summary)
+  process.exitCode = 1
+} else console.log(summary)

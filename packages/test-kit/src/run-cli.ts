@@ -8,11 +8,16 @@ export interface CliRun {
   stderr: string
 }
 
-/** The environment without anything Earshot-related leaking in from the caller's shell, plus `extra`. */
+/**
+ * The environment without anything Earshot-related leaking in from the caller's shell, nor the variable
+ * node:test sets in a test file's process (with it, node:test's run() in the child would refuse to run),
+ * plus `extra`.
+ */
 export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {}
   for (const [name, value] of Object.entries(process.env)) {
-    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL') env[name] = value
+    if (!name.startsWith('EARSHOT_') && name !== 'DATABASE_URL' && name !== 'NODE_TEST_CONTEXT')
+      env[name] = value
   }
   return { ...env, ...extra }
 }

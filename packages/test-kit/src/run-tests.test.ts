@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict'
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before, describe, test } from 'node:test'
+import { fileURLToPath } from 'node:url'
+import { runCli } from './run-cli.js'
+
+/**
+ * scripts/run-tests.mjs, the runner of `npm test`, run on a repository of its own in a temporary
+ * directory: a file whose process dies is named with how it ended and the end of its stderr; one killed
+ * by a signal is run once more, its second run standing in for the crash; one that exits by itself is
+ * not run again.
+ */
+
+const script = fileURLToPath(new URL('../../../scripts/run-tests.mjs', import.meta.url))
+
+const FILES: Record<string, string> = {
+  'passes.test.js': `import { test } from 'node:test'
+test('one', () => {})
+test('two', () => {})
+`,
+  // Killed by SIGKILL the first time it runs in this repository (a marker file says so), then passes.
+  'killed-once.test.js': `import { test } from 'node:test'
+import { existsSync, writeFileSync } from 'node:fs'
+test('killed the first time', () => {
+  const marker = new URL('../../../killed-once', import.meta.url)
+  if (existsSync(marker)) return
+  writeFileSync(marker, '')
+  console.error('the last words of the first run')
+  process.kill(process.pid, 'SIGKILL')
+})
+`,
+  'killed-always.test.js': `import { test } from 'node:test'
+test('killed each time', () => {
+  console.error('the last words of every run')
+  process.kill(process.pid, 'SIGKILL')
+})
+`,
+  'exits.test.js': `import { test } from 'node:test'
+test('passes, then sets the exit code', () => {
+  console.error('exiting with 3')
+  process.exitCode = 3
+})
+`,
+}
+
+describe('run-tests', { timeout: 120_000 }, () => {
+  let repository: string
+
+  before(async () => {
+    repository = await mkdtemp(join(tmpdir(), 'earshot-run-tests-'))
+  })
+  after(async () => {
+    await rm(repository, { recursive: true, force: true })
+  })
+
+  /** run-tests in a repository of its own holding the test files named. */
+  async function runTests(name: string, files: string[]): Promise<{ code: number | null; output: string }> {
+    const root = join(repository, name)
+    const dist = join(root, 'packages', 'fixture', 'dist')
+    await mkdir(dist, { recursive: true })
+    await mkdir(join(root, 'scripts'))
+    await copyFile(script, join(root, 'scripts', 'run-tests.mjs'))
+    await writeFile(join(root, 'package.json'), '{"type":"module"}')
+    for (const file of files) await writeFile(join(dist, file), FILES[file] as string)
+    const { code, stdout, stderr } = await runCli(join(root, 'scripts', 'run-tests.mjs'), [], {})
+    return { code, output: `${stdout}${stderr}` }
+  }
+
+  test('a file killed once is named, run again alone, and passes on its second run', async () => {
+    const { code, output } = await runTests('killed-once', ['passes.test.js', 'killed-once.test.js'])
+    assert.equal(code, 0, output)
+    assert.match(
+      output,
+      /killed-once\.test\.js's process ended with signal SIGKILL; the end of its stderr:\n/,
+    )
+    assert.match(output, /the last words of the first run/)
+    assert.match(
+      output,
+      /running once more, by itself, each file killed by a signal: \S*killed-once\.test\.js/,
+    )
+    assert.match(output, /run-tests: 3 tests ran, 0 failed, in 2 files \(1 of them run twice after a crash\)/)
+  })
+
+  test('a file killed on both runs fails the run', async () => {
+    const { code, output } = await runTests('killed-always', ['passes.test.js', 'killed-always.test.js'])
+    assert.equal(code, 1, output)
+    assert.match(output, /killed-always\.test\.js's process ended with signal SIGKILL again/)
+    assert.match(output, /run-tests: \d+ tests ran, 1 failed, in 2 files/)
+  })
+
+  test('a file that exits with a code of its own is named and fails the run, without a second run', async () => {
+    const { code, output } = await runTests('exits', ['passes.test.js', 'exits.test.js'])
+    assert.equal(code, 1, output)
+    assert.match(
+      output,
+      /exits\.test\.js's process ended with exit code 3; the end of its stderr:\nexiting with 3/,
+    )
+    assert.doesNotMatch(output, /running once more/)
+    assert.match(output, /run-tests: \d+ tests ran, 1 failed, in 2 files\n/)
+  })
+})
