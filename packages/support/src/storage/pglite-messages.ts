@@ -1,3 +1,5 @@
+import type { PGliteOptions } from '@electric-sql/pglite'
+
 /**
  * The messages between openPglite (main thread) and the worker thread that runs PGlite
  * (pglite-worker.ts). Every request carries an id its reply repeats; a transaction is the `begin`
@@ -38,7 +40,12 @@ export interface WorkerData {
   dataDir: string | undefined
   /** A file `dump` wrote: the in-memory database starts as a copy of that one. */
   image: string | undefined
+  /** PGlite's WebAssembly, compiled once by this process; undefined: the worker compiles its own. */
+  wasm: PgliteWasm | undefined
 }
+
+/** PGlite's two WebAssembly modules, as PGlite.create takes them. */
+export type PgliteWasm = Required<Pick<PGliteOptions, 'pgliteWasmModule' | 'initdbWasmModule'>>
 
 export function errorData(error: unknown): ErrorData {
   if (!(error instanceof Error)) return { message: String(error), name: 'Error', fields: {} }

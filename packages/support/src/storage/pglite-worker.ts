@@ -43,10 +43,14 @@ const ROLLBACK = Symbol('rollback')
 /** PGlite open in the data directory main gave; undefined (and the error sent) when it cannot be opened. */
 async function openDatabase(): Promise<{ db: PGlite; statements: PreparedStatements } | undefined> {
   try {
-    const { dataDir, image } = workerData as WorkerData
+    const { dataDir, image, wasm } = workerData as WorkerData
     const pglite = await importOptional('@electric-sql/pglite', () => import('@electric-sql/pglite'))
     const loadDataDir = image === undefined ? undefined : new Blob([await readFile(image)])
-    const db = await pglite.PGlite.create(dataDir, { parsers: { [INT8_OID]: parseInt8 }, loadDataDir })
+    const db = await pglite.PGlite.create(dataDir, {
+      parsers: { [INT8_OID]: parseInt8 },
+      loadDataDir,
+      ...wasm,
+    })
     return { db, statements: preparedStatements(db, pglite) }
   } catch (error) {
     send({ id: READY_ID, error: errorData(error) }) // main terminates this thread

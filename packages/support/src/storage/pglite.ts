@@ -1,9 +1,17 @@
 import { mkdirSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
 import { dirname, resolve } from 'node:path'
 import { Worker } from 'node:worker_threads'
 import type { Database, Queryable } from './database.js'
 import { acquireLockFile, LockHeldError } from './lock-file.js'
-import { type ErrorData, READY_ID, type Reply, type Request, type WorkerData } from './pglite-messages.js'
+import {
+  type ErrorData,
+  type PgliteWasm,
+  READY_ID,
+  type Reply,
+  type Request,
+  type WorkerData,
+} from './pglite-messages.js'
 
 export interface PgliteOptions {
   /** The error for a data directory another live process holds; LockHeldError by default. */
@@ -46,11 +54,36 @@ export async function openPglite(
     release = acquireLockFile(`${directory}.lock`, (holderPid) => refuseLocked(directory, holderPid))
   }
   try {
-    return await startWorker({ dataDir: directory, image: directory ? undefined : image }, release)
+    const wasm = await compiledWasm()
+    return await startWorker({ dataDir: directory, image: directory ? undefined : image, wasm }, release)
   } catch (error) {
     release()
     throw error
   }
+}
+
+// The global of every Node this runs on, which @types/node 20 does not describe.
+declare const WebAssembly: { compile(bytes: Uint8Array): Promise<PgliteWasm['pgliteWasmModule']> }
+
+let compiling: Promise<PgliteWasm | undefined> | undefined
+
+/**
+ * PGlite's WebAssembly, compiled once for the whole process and shared by every worker: each worker
+ * compiling its own spends most of a second of CPU on it, and freeing that code again at each close is
+ * the churn under which V8 has been seen to crash. Undefined where PGlite is not installed (the worker
+ * then says so) or its files are not where they are looked for (each worker then compiles its own).
+ */
+function compiledWasm(): Promise<PgliteWasm | undefined> {
+  compiling ??= (async () => {
+    const entry = import.meta.resolve('@electric-sql/pglite')
+    const compile = async (file: string) => WebAssembly.compile(await readFile(new URL(file, entry)))
+    const [pgliteWasmModule, initdbWasmModule] = await Promise.all([
+      compile('pglite.wasm'),
+      compile('initdb.wasm'),
+    ])
+    return { pgliteWasmModule, initdbWasmModule }
+  })().catch(() => undefined)
+  return compiling
 }
 
 interface Pending {
