@@ -3,6 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import type { Change } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
+import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { deleteRecording, insertRecordings, updateRecording } from '../recordings/recording-store.js'
 import { readChanges } from './change-feed.js'
 
@@ -111,11 +112,16 @@ for (const backend of testBackends) {
       const readers = enterprises.map((enterpriseId) =>
         Array.from({ length: READERS_PER_ENTERPRISE }, () => reader(enterpriseId)),
       )
-      const abandoned = await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w))).finally(
-        () => {
+      // The readers stop at the end of the feed once writing is over and every change is numbered: numbering
+      // waits for every older transaction of the server, another database's (a suite beside this one) too.
+      const abandoned = await Promise.all(Array.from({ length: WRITERS }, (_, w) => writer(w)))
+        .then(async (counts) => {
+          for (const enterpriseId of enterprises) await everyChangeNumbered(platform, enterpriseId)
+          return counts
+        })
+        .finally(() => {
           writing = false
-        },
-      )
+        })
       assert.ok(
         abandoned.every((n) => n > 0),
         'every writer rolled some transactions back',

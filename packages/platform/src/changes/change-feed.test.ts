@@ -273,6 +273,8 @@ for (const backend of testBackends) {
         return
       }
       const { db } = platform.context
+      // Numbering waits for every older transaction of the server, another database's too: wait for it.
+      await everyChangeNumbered(platform, partner.enterpriseId)
       let head = (await page({})).page
       while (head.hasMore) head = (await page({ cursor: head.nextCursor })).page
       let release = () => {}
@@ -322,6 +324,7 @@ for (const backend of testBackends) {
         release()
         await holding
       }
+      await everyChangeNumbered(platform, partner.enterpriseId)
       const resumed = (await page({ cursor: head.nextCursor })).page
       assert.deepEqual(
         resumed.items.map((item) => item.audioId),

@@ -15,6 +15,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import { createPartner, partnerFor, type TestPartner } from '@earshot/test-kit/calls'
+import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import {
   type PostgresCluster,
@@ -206,6 +207,7 @@ describe('backup and restore on PostgreSQL, as the guide says', {
     cleanUp.push(() => restored.stop())
     const again = partnerFor(restored, partner)
     await assertRecordingAndAudio(again)
+    await everyChangeNumbered(restored, partner.enterpriseId)
     const feed = await again.call('/openapi/v1/audios/changes', {})
     const changes = (feed.plaintext as { items: { audioId: string; change: string }[] }).items
     assert.ok(changes.some((item) => item.audioId === AUDIO_ID && item.change === 'created'))
