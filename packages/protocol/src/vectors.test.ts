@@ -10,7 +10,7 @@ import {
 } from './errors.js'
 import { loadKey, SECRET_RULE } from './key.js'
 
-// The repository's copy of shared/vectors/envelope.json (.ci/run checks the copy is unchanged).
+// Envelope vectors made by an independent implementation, kept as test data (.ci/run checks the copy is unchanged).
 const vectorsUrl = new URL('../test-data/envelope.json', import.meta.url)
 
 interface Vector {
