@@ -13,6 +13,8 @@ export const CLOCK_TICKS_PER_SECOND = 100
 export interface ProcessTicks {
   /** utime + stime so far, clock ticks. */
   ticks: number
+  /** stime alone: the part spent in the kernel (system calls, the network stack). */
+  kernelTicks: number
   /** The process's start time (ticks since boot): tells a reused pid from the process read before. */
   startedAt: number
 }
@@ -27,7 +29,8 @@ export function processTicks(pid: number): ProcessTicks | undefined {
   }
   // pid (comm) state ppid ...: after the comm, utime and stime are the 12th and 13th fields, starttime the 20th.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return { ticks: Number(fields[11]) + Number(fields[12]), startedAt: Number(fields[19]) }
+  const kernelTicks = Number(fields[12])
+  return { ticks: Number(fields[11]) + kernelTicks, kernelTicks, startedAt: Number(fields[19]) }
 }
 
 /** One reading of a database's backends: each one's ticks, by pid and start time. */

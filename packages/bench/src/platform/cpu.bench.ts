@@ -7,14 +7,14 @@
  * (bench-server.ts, here through cpu-server.ts). Each scenario sends a fixed number of requests
  * (BENCH_CPU_REQUESTS, default 20,000) with autocannon at BENCH_CONNECTIONS connections (32), their bodies
  * sealed beforehand, each with a fresh nonce. CPU time is utime + stime of /proc/<pid>/stat (clock ticks,
- * 10 ms) read before and after the requests: of the platform's process, and on PostgreSQL of the bench
- * database's backends too (named by pg_stat_activity before and after: a backend read both times counts
- * its difference, one that appeared between the readings all its time; one that ended between them is
- * lost, and counted in a note). On PGlite the platform's process holds the database too. The bare
- * node:http server (bare-server.ts, its own child process) answers the same request bodies with a fixed
- * token-sized JSON body. After a warm-up of both, BENCH_CPU_ROUNDS rounds (3) interleave the two: bare,
- * platform, bare, platform…; the report gives min / median / max µs per request and the ratio platform ÷
- * bare.
+ * 10 ms; stime, the kernel's part, is also given as a share) read before and after the requests: of the
+ * platform's process, and on PostgreSQL of the bench database's backends too (named by pg_stat_activity
+ * before and after: a backend read both times counts its difference, one that appeared between the
+ * readings all its time; one that ended between them is lost, and counted in a note). On PGlite the
+ * platform's process holds the database too. The bare node:http server (bare-server.ts, its own child
+ * process) answers the same request bodies with a fixed token-sized JSON body. After a warm-up of both,
+ * BENCH_CPU_ROUNDS rounds (3) interleave the two: bare, platform, bare, platform…; the report gives min /
+ * median / max µs per request and the ratio platform ÷ bare.
  *
  * Scenarios: token, the filtered query (deviceUid + the year 2025) page 1 and page 50, callback (any
  * recording of the enterprise: answered 2000), the change feed (its last 100 changes) and a media range
@@ -56,6 +56,7 @@ import {
   backendDelta,
   backendReader,
   CLOCK_TICKS_PER_SECOND,
+  type ProcessTicks,
   processTicks,
 } from './cpu-proc.js'
 import { type PreparedRequest, RequestPool } from './load.js'
@@ -181,7 +182,7 @@ async function send(url: string, scenario: Scenario, amount: number, pool: Reque
 
 /** A reading of everything measured: the server's process, and the database's backends on PostgreSQL. */
 interface Reading {
-  server: number
+  server: ProcessTicks
   backends?: BackendReading
   /** Every process named postgres on this machine, seconds (a cross-check: the server's helpers too). */
   allPostgres?: number
@@ -191,6 +192,8 @@ interface Run {
   sent: Sent
   /** µs per response of the server's process, of the backends, and of the two. */
   server: number
+  /** The share of the server process's time spent in the kernel (stime). */
+  serverKernelShare: number
   backends?: number
   total: number
   allPostgres?: number
@@ -205,7 +208,7 @@ function childReader(child: RunningChild<unknown>, backendsRead?: () => Promise<
     const server = processTicks(child.pid)
     if (!server) throw new Error(`process ${child.pid} is gone`)
     return {
-      server: server.ticks,
+      server,
       ...(backends && { backends, allPostgres: postgresCpuSeconds() }),
     }
   }
@@ -218,8 +221,10 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
   const sent = await send(url, scenario, requests, pool)
   const after = await read()
   const perRequest = (ticks: number) => (ticks * 1e6) / CLOCK_TICKS_PER_SECOND / sent.responses
-  const server = perRequest(after.server - before.server)
-  if (!before.backends || !after.backends) return { sent, server, total: server }
+  const serverTicks = after.server.ticks - before.server.ticks
+  const server = perRequest(serverTicks)
+  const serverKernelShare = (after.server.kernelTicks - before.server.kernelTicks) / serverTicks
+  if (!before.backends || !after.backends) return { sent, server, serverKernelShare, total: server }
   const delta = backendDelta(before.backends, after.backends)
   const backends = perRequest(delta.ticks)
   // A postgres process that ended between the readings takes its time with it: a negative difference
@@ -230,7 +235,7 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
       : undefined
   const allPostgres =
     allSeconds !== undefined && allSeconds >= 0 ? perRequest(allSeconds * CLOCK_TICKS_PER_SECOND) : undefined
-  return { sent, server, backends, total: server + backends, delta, allPostgres }
+  return { sent, server, serverKernelShare, backends, total: server + backends, delta, allPostgres }
 }
 
 interface Scenario {
@@ -528,7 +533,7 @@ function notesOf(reports: ScenarioReport[]): string[] {
     const appeared = report.platform.reduce((sum, run) => sum + (run.delta?.appeared ?? 0), 0)
     if (vanished + appeared > 0) {
       notes.push(
-        `${report.name}: ${appeared} backends appeared during the measured runs (all their time counted) and ${vanished} ended (their time since the first reading is not counted)`,
+        `${report.name}: backends that appeared during the measured runs: ${appeared} (all their time counted); that ended: ${vanished} (their time since the first reading is not counted)`,
       )
     }
   }
@@ -552,9 +557,9 @@ function renderBackend(report: BackendReport): string {
     report.setup,
     '',
     postgres
-      ? '| scenario | bare node:http µs | platform process µs | its PostgreSQL backends µs | platform + backends µs | platform ÷ bare | all postgres processes µs | platform requests/s |'
-      : '| scenario | bare node:http µs | platform process µs (PGlite included) | platform ÷ bare | platform requests/s |',
-    postgres ? '|---|---:|---:|---:|---:|---:|---:|---:|' : '|---|---:|---:|---:|---:|',
+      ? '| scenario | bare node:http µs | platform process µs | its PostgreSQL backends µs | platform + backends µs | platform ÷ bare | all postgres processes µs | in the kernel: bare / platform process | platform requests/s |'
+      : '| scenario | bare node:http µs | platform process µs (PGlite included) | platform ÷ bare | in the kernel: bare / platform process | platform requests/s |',
+    postgres ? '|---|---:|---:|---:|---:|---:|---:|---:|---:|' : '|---|---:|---:|---:|---:|---:|',
   ]
   for (const scenario of report.scenarios) {
     const bare = scenario.bare.map((run) => run.total)
@@ -562,17 +567,20 @@ function renderBackend(report: BackendReport): string {
     const ratios = scenario.platform.map((run, i) => run.total / (scenario.bare[i] as Run).total)
     const ratio = `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
     const rate = format(median(scenario.platform.map((run) => run.sent.responses / run.sent.seconds)))
+    const kernel = [scenario.bare, scenario.platform]
+      .map((runs) => `${format(100 * median(runs.map((run) => run.serverKernelShare)))}%`)
+      .join(' / ')
     lines.push(
       postgres
-        ? `| ${scenario.name} | ${spread(bare)} | ${spread(scenario.platform.map((run) => run.server))} | ${spread(scenario.platform.map((run) => run.backends ?? Number.NaN))} | ${spread(total)} | ${ratio} | ${allPostgresOf(scenario.platform)} | ${rate} |`
-        : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${rate} |`,
+        ? `| ${scenario.name} | ${spread(bare)} | ${spread(scenario.platform.map((run) => run.server))} | ${spread(scenario.platform.map((run) => run.backends ?? Number.NaN))} | ${spread(total)} | ${ratio} | ${allPostgresOf(scenario.platform)} | ${kernel} | ${rate} |`
+        : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${kernel} | ${rate} |`,
     )
   }
   if (report.profile) {
     const { scenario, run, summary } = report.profile
     lines.push(
       '',
-      `Profile of the platform, ${scenario}: one more run of ${format(requests)} of its requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. Self time by package, share of the non-idle time:`,
+      `Profile of the platform, ${scenario}: one more run of ${format(requests)} of its requests after the rounds, with V8's CPU profiler (the \`--cpu-prof\` sampler, started through the inspector so that the seeding is not in the profile) on its main thread, its samples taken while the requests ran: ${µs(run.server)} µs per request in the platform process while profiled. Samples of ${format(summary.seconds, 1)} s; the main thread was idle ${format(100 * summary.idleShare)}% of it. The sampler reads the wall clock: a main thread descheduled inside a system call (the load generator shares these cores) counts against that call, so a call such as \`writev\` weighs more here than in the CPU time; ${format(100 * run.serverKernelShare)}% of the platform's CPU time in this run was the kernel's. Self time by package, share of the non-idle time:`,
       '',
       ...summary.areas.map((area) => `- ${area.name}: ${format(100 * area.share, 1)}%`),
       '',
@@ -594,7 +602,7 @@ const scale =
 const section = sectionText(
   [
     `Measured ${machine}. The data set of \`bench:platform\`: ${format(plan.recordings)} recordings, all in one of ${format(plan.enterprises)} enterprises, over its ${format(plan.devices)} devices (fixed seed).${scale}`,
-    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine, the median of the runs in which none of them ended; – when one ended in every run). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. The media range read asks for ${format(MEDIA_WINDOW / 1024)} KiB windows in turn with \`Range\` and no body; bare node:http answers it with the same token-sized body as the rest (the platform's answer is ${format(MEDIA_WINDOW / 1024)} KiB).`,
+    `CPU time per request measured from outside: utime + stime of /proc/<pid>/stat (clock ticks of 10 ms) read before and after ${format(requests)} requests (stime, the kernel's part, also shown as a share) sent by autocannon at ${connections} connections from the bench process, bodies sealed beforehand, each with a fresh nonce. The platform (rate limit off, logging silent) and the bare node:http baseline (answers the same bodies with a fixed token-sized JSON body) each run in a child process. On PostgreSQL the bench database's backends count with the platform: named by pg_stat_activity before and after each run (a backend read both times counts its difference, one that appeared all its time; one that ended between the readings is lost); the server's other processes (WAL writer, checkpointer…) are not in that figure, but are in the "all postgres processes" cross-check (every process named postgres on the machine, the median of the runs in which none of them ended; – when one ended in every run). On PGlite the platform's process holds the database. After a warm-up of ${format(warmupRequests)} requests to each, ${rounds} rounds interleave bare and platform; min / **median** / max µs per request of the rounds, and the median (range) of the rounds' ratios platform ÷ bare, all CPU counted. Queries use the year 2025 (${YEAR_RANGE.startTime} ≤ recordedAt < ${YEAR_RANGE.endTime}); page 1 on ordinary devices, page ${DEEP_PAGE} on busy ones. The media range read asks for ${format(MEDIA_WINDOW / 1024)} KiB windows in turn with \`Range\` and no body; bare node:http answers it with the same token-sized body as the rest (the platform's answer is ${format(MEDIA_WINDOW / 1024)} KiB).`,
     ...reports.map(renderBackend),
   ],
   skipped,
