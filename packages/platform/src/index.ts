@@ -1,5 +1,7 @@
 // The platform as a library: start it in a process of your own (tests, benchmarks, embedding), with
 // the configuration read and validated exactly as `earshot serve` does.
+export { accessTokens } from './auth/access-tokens.js'
+export { nonceGuard } from './auth/replay-guard.js'
 export { ConfigError, loadConfig, type PlatformConfig } from './config/config.js'
 export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
 export { createEnterprise, type EnterpriseCredentials } from './enterprises/enterprise-store.js'

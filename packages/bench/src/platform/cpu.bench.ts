@@ -14,7 +14,9 @@
  * platform's process holds the database too. The bare node:http server (bare-server.ts, its own child
  * process) answers the same request bodies with a fixed token-sized JSON body. After a warm-up of both,
  * BENCH_CPU_ROUNDS rounds (3) interleave the two: bare, platform, bare, platform…; the report gives min /
- * median / max µs per request and the ratio platform ÷ bare.
+ * median / max µs per request and the ratio platform ÷ bare. On PostgreSQL the token scenario also runs, in
+ * the same rounds, on the floor server (floor-server.ts): the token's own work on bare node:http, the least
+ * a token can cost with its nonce kept in PostgreSQL.
  *
  * Scenarios: token, the filtered query (deviceUid + the year 2025) page 1 and page 50, callback (any
  * recording of the enterprise: answered 2000), the change feed (its last 100 changes) and a media range
@@ -59,6 +61,7 @@ import {
   type ProcessTicks,
   processTicks,
 } from './cpu-proc.js'
+import type { FloorServerSpec } from './floor-server.js'
 import { type PreparedRequest, RequestPool } from './load.js'
 import { type ProfileSummary, summarizeProfile } from './media-profile.js'
 import { generatedBytes } from './media-source.js'
@@ -244,12 +247,21 @@ interface Scenario {
   /** POST unless said. */
   method?: 'GET' | 'POST'
   make: () => PreparedRequest
+  /** Also measured on the floor server (floor-server.ts), where there is one. */
+  floor?: boolean
+}
+
+/** The floor server and its reader, on PostgreSQL. */
+interface Floor {
+  url: string
+  read: Reader
 }
 
 interface ScenarioReport {
   name: string
   bare: Run[]
   platform: Run[]
+  floor?: Run[]
 }
 
 interface BackendReport {
@@ -290,9 +302,18 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
         closeReader = reader.close
         backendsRead = reader.read
       }
+      let floor: Floor | undefined
+      if (scratch && backendsRead) {
+        const spec: FloorServerSpec = { databaseUrl: scratch.url, enterprises: platform.ready.enterprises }
+        const child = await startChild<BareServerReady>(new URL('./floor-server.js', import.meta.url).href, {
+          BENCH_FLOOR_SPEC: JSON.stringify(spec),
+        })
+        children.push(child)
+        floor = { url: child.ready.url, read: childReader(child, backendsRead) }
+      }
       const readPlatform = childReader(platform, backendsRead)
       const readBare = childReader(bare)
-      return measureScenarios(backend, platform, bare, readPlatform, readBare)
+      return measureScenarios(backend, platform, bare, readPlatform, readBare, floor)
     },
   )
 }
@@ -303,6 +324,7 @@ async function measureScenarios(
   bare: RunningChild<BareServerReady>,
   readPlatform: Reader,
   readBare: Reader,
+  floor: Floor | undefined,
 ): Promise<BackendReport> {
   const { ready } = platform
   const partners = await partnersOf(ready.partnerUrl, ready.enterprises)
@@ -313,7 +335,16 @@ async function measureScenarios(
   const reports: ScenarioReport[] = []
   for (const scenario of chosen) {
     log(`${backend}: ${scenario.name}`)
-    reports.push(await measureScenario(scenario, ready.partnerUrl, bare.ready.url, readPlatform, readBare))
+    reports.push(
+      await measureScenario(
+        scenario,
+        ready.partnerUrl,
+        bare.ready.url,
+        readPlatform,
+        readBare,
+        scenario.floor ? floor : undefined,
+      ),
+    )
   }
   const profiled = chosen[0]
   const profile =
@@ -327,24 +358,33 @@ async function measureScenarios(
   }
 }
 
-/** After a warm-up of both (JIT, connection pools, caches; not measured), rounds alternating bare and platform. */
+/**
+ * After a warm-up of each (JIT, connection pools, caches; not measured), rounds alternating bare, the
+ * floor server where given, and the platform.
+ */
 async function measureScenario(
   scenario: Scenario,
   url: string,
   bareUrl: string,
   readPlatform: Reader,
   readBare: Reader,
+  floor: Floor | undefined,
 ): Promise<ScenarioReport> {
-  await send(bareUrl, scenario, warmupRequests, filledPool(scenario.make, warmupRequests))
-  await send(url, scenario, warmupRequests, filledPool(scenario.make, warmupRequests))
-  const report: ScenarioReport = { name: scenario.name, bare: [], platform: [] }
+  for (const target of [bareUrl, floor?.url, url]) {
+    if (target) await send(target, scenario, warmupRequests, filledPool(scenario.make, warmupRequests))
+  }
+  const report: ScenarioReport = { name: scenario.name, bare: [], platform: [], ...(floor && { floor: [] }) }
+  const described = (run: Run) =>
+    `${format(run.server, 1)}${run.backends === undefined ? '' : ` + backends ${format(run.backends, 1)}`} µs`
   for (let round = 0; round < rounds; round++) {
     const bareRun = await measuredRun(readBare, bareUrl, scenario)
+    const floorRun = floor && (await measuredRun(floor.read, floor.url, scenario))
     const platformRun = await measuredRun(readPlatform, url, scenario)
     report.bare.push(bareRun)
+    if (floorRun) report.floor?.push(floorRun)
     report.platform.push(platformRun)
     log(
-      `  round ${round + 1}: bare ${format(bareRun.total, 1)} µs, platform ${format(platformRun.server, 1)}${platformRun.backends === undefined ? '' : ` + backends ${format(platformRun.backends, 1)}`} µs per request (${format(platformRun.sent.responses / platformRun.sent.seconds)} requests/s)`,
+      `  round ${round + 1}: bare ${format(bareRun.total, 1)} µs,${floorRun ? ` floor ${described(floorRun)},` : ''} platform ${described(platformRun)} per request (${format(platformRun.sent.responses / platformRun.sent.seconds)} requests/s)`,
     )
   }
   return report
@@ -381,6 +421,7 @@ async function scenariosOf(ready: BenchServerReady, partners: Partner[]): Promis
         beside: { enterpriseId: partner.enterpriseId },
         bearer: false,
       })),
+      floor: true,
     },
     ...(await queryScenarios(url, first)),
     {
@@ -549,6 +590,22 @@ function allPostgresOf(runs: Run[]): string {
 const spread = (values: number[]) =>
   `${µs(Math.min(...values))} / **${µs(median(values))}** / ${µs(Math.max(...values))}`
 
+/** The ratio of each round's figure to its partner's: median (range). */
+function ratioOf(runs: Run[], to: Run[]): string {
+  const ratios = runs.map((run, i) => run.total / (to[i] as Run).total)
+  return `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
+}
+
+/** What the floor server measured beside a scenario, where it ran. */
+function floorLines(scenario: ScenarioReport): string[] {
+  const { floor } = scenario
+  if (!floor) return []
+  return [
+    '',
+    `The floor of ${scenario.name.split(' ')[0]}, measured in the same rounds (floor-server.ts: bare node:http doing the request's own work — parse, open the envelope, record its nonce through the platform's replay guard, sign a token with its signer, answer — with no framework, schema, hook, metric or log): process ${spread(floor.map((run) => run.server))} µs + backends ${spread(floor.map((run) => run.backends ?? Number.NaN))} µs = ${spread(floor.map((run) => run.total))} µs; floor ÷ bare ${ratioOf(floor, scenario.bare)}; platform ÷ floor ${ratioOf(scenario.platform, floor)}.`,
+  ]
+}
+
 function renderBackend(report: BackendReport): string {
   const postgres = report.backend === 'postgres'
   const lines = [
@@ -564,8 +621,7 @@ function renderBackend(report: BackendReport): string {
   for (const scenario of report.scenarios) {
     const bare = scenario.bare.map((run) => run.total)
     const total = scenario.platform.map((run) => run.total)
-    const ratios = scenario.platform.map((run, i) => run.total / (scenario.bare[i] as Run).total)
-    const ratio = `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
+    const ratio = ratioOf(scenario.platform, scenario.bare)
     const rate = format(median(scenario.platform.map((run) => run.sent.responses / run.sent.seconds)))
     const kernel = [scenario.bare, scenario.platform]
       .map((runs) => `${format(100 * median(runs.map((run) => run.serverKernelShare)))}%`)
@@ -576,6 +632,7 @@ function renderBackend(report: BackendReport): string {
         : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${kernel} | ${rate} |`,
     )
   }
+  lines.push(...report.scenarios.flatMap(floorLines))
   if (report.profile) {
     const { scenario, run, summary } = report.profile
     lines.push(
