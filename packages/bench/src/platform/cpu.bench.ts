@@ -247,7 +247,7 @@ interface Scenario {
   /** POST unless said. */
   method?: 'GET' | 'POST'
   make: () => PreparedRequest
-  /** Also measured on the floor server (floor-server.ts), where there is one. */
+  /** The token: also measured on the floor server (floor-server.ts), where there is one. */
   floor?: boolean
 }
 
@@ -294,6 +294,7 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
       children.push(bare)
 
       let backendsRead: (() => Promise<BackendReading>) | undefined
+      let floor: Floor | undefined
       if (scratch) {
         const reader = await backendReader(
           process.env.DATABASE_URL as string,
@@ -301,15 +302,12 @@ async function measureBackend(backend: Backend): Promise<BackendReport> {
         )
         closeReader = reader.close
         backendsRead = reader.read
-      }
-      let floor: Floor | undefined
-      if (scratch && backendsRead) {
         const spec: FloorServerSpec = { databaseUrl: scratch.url, enterprises: platform.ready.enterprises }
         const child = await startChild<BareServerReady>(new URL('./floor-server.js', import.meta.url).href, {
           BENCH_FLOOR_SPEC: JSON.stringify(spec),
         })
         children.push(child)
-        floor = { url: child.ready.url, read: childReader(child, backendsRead) }
+        floor = { url: child.ready.url, read: childReader(child, reader.read) }
       }
       const readPlatform = childReader(platform, backendsRead)
       const readBare = childReader(bare)
@@ -596,13 +594,13 @@ function ratioOf(runs: Run[], to: Run[]): string {
   return `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
 }
 
-/** What the floor server measured beside a scenario, where it ran. */
+/** What the floor server measured beside the token, where it ran. */
 function floorLines(scenario: ScenarioReport): string[] {
   const { floor } = scenario
   if (!floor) return []
   return [
     '',
-    `The floor of ${scenario.name.split(' ')[0]}, measured in the same rounds (floor-server.ts: bare node:http doing the request's own work — parse, open the envelope, record its nonce through the platform's replay guard, sign a token with its signer, answer — with no framework, schema, hook, metric or log): process ${spread(floor.map((run) => run.server))} µs + backends ${spread(floor.map((run) => run.backends ?? Number.NaN))} µs = ${spread(floor.map((run) => run.total))} µs; floor ÷ bare ${ratioOf(floor, scenario.bare)}; platform ÷ floor ${ratioOf(scenario.platform, floor)}.`,
+    `The token's floor, measured in the same rounds (floor-server.ts: bare node:http doing the request's own work — parse, open the envelope, record its nonce through the platform's replay guard, sign a token with its signer, answer — with no framework, schema, hook, metric or log): process ${spread(floor.map((run) => run.server))} µs + backends ${spread(floor.map((run) => run.backends ?? Number.NaN))} µs = ${spread(floor.map((run) => run.total))} µs; floor ÷ bare ${ratioOf(floor, scenario.bare)}; platform ÷ floor ${ratioOf(scenario.platform, floor)}.`,
   ]
 }
 

@@ -21,6 +21,8 @@ export interface FloorServerSpec {
 }
 
 const TOKEN_TTL_SECONDS = 7200
+/** The platform's default replay window for a token's nonce (EARSHOT_REPLAY_WINDOW): a year. */
+const NONCE_WINDOW_MS = 365 * 86_400_000
 const spec = JSON.parse(process.env.BENCH_FLOOR_SPEC ?? 'null') as FloorServerSpec | null
 if (!spec) throw new Error('BENCH_FLOOR_SPEC is not set: this module is started by cpu.bench.js')
 const keys = new Map<string, EnvelopeKey>(
@@ -37,7 +39,7 @@ async function issueToken(body: Buffer): Promise<Buffer> {
   const { keyVersion, nonce } = envelope
   open(envelope, keys.get(`${enterpriseId}:${keyVersion}`) as EnvelopeKey)
   const now = Date.now()
-  if (!(await acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: now + 86_400_000 }))) {
+  if (!(await acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: now + NONCE_WINDOW_MS }))) {
     throw new Error(`nonce ${nonce} replayed`)
   }
   const expiresAt = Math.floor(now / 1000) + TOKEN_TTL_SECONDS
