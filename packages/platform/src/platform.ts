@@ -5,6 +5,7 @@ import { credentialCache, listenForCredentialChanges } from './auth/credential-c
 import { loadEnterpriseKey } from './auth/credentials.js'
 import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
 import { watchFeedLag } from './changes/feed-lag.js'
+import { adoptRestoredChanges } from './changes/restored-changes.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context.js'
 import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
@@ -138,7 +139,8 @@ export async function startPlatform({
 }
 
 /**
- * What runs beside the requests: bounded growth (expired nonces and old confirmed deliveries go, a short
+ * What runs beside the requests, once changes a restored database brought from another server are ready
+ * to be numbered: bounded growth (expired nonces and old confirmed deliveries go, a short
  * statement at a time), database upkeep, the feed's lag watch, and removing stored audio no longer named.
  */
 async function startChores(
@@ -146,6 +148,12 @@ async function startChores(
   log: FastifyBaseLogger,
 ): Promise<{ stop(): Promise<void> }> {
   const { db, config, clock, media } = context
+  const restored = await adoptRestoredChanges(db)
+  if (restored > 0) {
+    log
+      .child({ component: 'changes' })
+      .info({ changes: restored }, 'changes queued on another PostgreSQL server are numbered in the feed now')
+  }
   const janitor = setInterval(() => {
     forgetExpiredNonces(db, clock()).catch((error: unknown) =>
       log.warn({ err: error }, 'nonce cleanup failed'),

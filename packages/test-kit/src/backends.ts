@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { after, before } from 'node:test'
 import {
   loadConfig,
   type PlatformConfig,
@@ -94,6 +98,49 @@ export async function startTestPlatform(
     async stop() {
       await platform.close()
       await scratch?.drop()
+    },
+  }
+}
+
+/** Platforms of one suite on storage that outlives each of them: a PGlite data directory or a scratch database. */
+export interface DurablePlatforms {
+  /** Where the storage is, as configuration (valid once the suite has begun). */
+  readonly overrides: Partial<Pick<PlatformConfig, 'dataDir' | 'databaseUrl'>>
+  /** Starts a platform on the storage; the suite stops it at the end if the test did not. */
+  start(overrides?: Partial<PlatformConfig>): Promise<TestPlatform>
+}
+
+/** Called in a describe: makes the storage before its tests, stops its platforms and removes it after. */
+export function durablePlatforms(backend: BackendName): DurablePlatforms {
+  let storage: {
+    overrides: Partial<Pick<PlatformConfig, 'dataDir' | 'databaseUrl'>>
+    dispose(): Promise<void>
+  }
+  const running: TestPlatform[] = []
+  before(async () => {
+    if (backend === 'postgres') {
+      const scratch = await scratchPostgresDatabase()
+      storage = { overrides: { databaseUrl: scratch.url }, dispose: () => scratch.drop() }
+    } else {
+      const directory = mkdtempSync(join(tmpdir(), 'earshot-storage-'))
+      storage = {
+        overrides: { dataDir: join(directory, 'data') },
+        dispose: async () => rmSync(directory, { recursive: true, force: true }),
+      }
+    }
+  })
+  after(async () => {
+    for (const platform of running) await platform.stop()
+    await storage?.dispose()
+  })
+  return {
+    get overrides() {
+      return storage.overrides
+    },
+    async start(overrides = {}) {
+      const platform = await startTestPlatform(backend, { ...storage.overrides, ...overrides })
+      running.push(platform)
+      return platform
     },
   }
 }

@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict'
 import { createCipheriv, randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import {
   type Envelope,
@@ -13,9 +10,7 @@ import {
   seal,
 } from '@earshot/protocol'
 import {
-  type BackendName,
-  type ScratchDatabase,
-  scratchPostgresDatabase,
+  durablePlatforms,
   startTestPlatform,
   type TestPlatform,
   testBackends,
@@ -120,21 +115,6 @@ function changeCharAt(text: string, i: number): string {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
   const at = alphabet.indexOf(text.charAt(i))
   return `${text.slice(0, i)}${alphabet[at ^ 1]}${text.slice(i + 1)}`
-}
-
-/** A PGlite data directory or a PostgreSQL scratch database that outlives one platform instance. */
-async function durableStore(
-  backend: BackendName,
-): Promise<{ overrides: { dataDir?: string; databaseUrl?: string }; dispose(): Promise<void> }> {
-  if (backend === 'postgres') {
-    const scratch: ScratchDatabase = await scratchPostgresDatabase()
-    return { overrides: { databaseUrl: scratch.url }, dispose: () => scratch.drop() }
-  }
-  const directory = mkdtempSync(join(tmpdir(), 'earshot-auth-test-'))
-  return {
-    overrides: { dataDir: join(directory, 'data') },
-    dispose: async () => rmSync(directory, { recursive: true, force: true }),
-  }
 }
 
 for (const backend of testBackends) {
@@ -565,44 +545,29 @@ for (const backend of testBackends) {
   })
 
   describe(`tokens outlive an instance (${backend})`, { timeout: 120_000 }, () => {
-    let store: Awaited<ReturnType<typeof durableStore>>
-    const running: TestPlatform[] = []
-
-    before(async () => {
-      store = await durableStore(backend)
-    })
-    after(async () => {
-      for (const each of running) await each.stop()
-      await store?.dispose()
-    })
+    const durable = durablePlatforms(backend)
 
     test('a token survives a platform restart', async () => {
-      const first = await startTestPlatform(backend, store.overrides)
-      running.push(first)
+      const first = await durable.start()
       const partner = await createPartner(first, 'Durable Co')
       const issued = await partner.token()
       expectCode(await partner.call(AUDIOS, {}, issued), 2000)
       const replayed = envelopeOf(partner)
       expectCode(await postJson(first, AUDIOS, replayed, issued), 2000)
       await first.stop()
-      running.pop()
 
-      const second = await startTestPlatform(backend, store.overrides)
-      running.push(second)
+      const second = await durable.start()
       const again = partnerFor(second, partner)
       expectCode(await again.call(AUDIOS, {}, issued), 2000)
       // Accepted nonces survive too.
       expectCode(await postJson(second, AUDIOS, replayed, issued), 4090)
       await second.stop()
-      running.pop()
     })
 
     if (backend === 'postgres') {
       test('two instances on one database: a token from one works on the other', async () => {
-        const a = await startTestPlatform(backend, store.overrides)
-        running.push(a)
-        const b = await startTestPlatform(backend, store.overrides)
-        running.push(b)
+        const a = await durable.start()
+        const b = await durable.start()
         const onA = await createPartner(a, 'Shared Co')
         const onB = partnerFor(b, onA)
         const fromA = await onA.token()
