@@ -117,42 +117,42 @@ function seeded(seed: number): () => number {
   }
 }
 
-export async function runMediaLoad(spec: MediaLoadSpec): Promise<MediaLoadResult> {
+/** What the loops have seen so far; only the measured run's responses count and are timed. */
+interface Tally {
+  bytes: number
+  responses: number
+  sent: number
+  verified: number
+  errors: number
+  failureSamples: string[]
+  latencies: number[]
+  measuring: boolean
+  stopping: boolean
+}
+
+const failed = (tally: Tally, problem: string) => {
+  tally.errors++
+  if (tally.failureSamples.length < 3) tally.failureSamples.push(problem)
+}
+
+/** One GET of a window (or of the whole file), every response checked, every verifyEvery-th hashed. */
+function windowRequester(spec: MediaLoadSpec, pool: Pool, tally: Tally): () => Promise<void> {
   const target = new URL(spec.url)
   const path = `${target.pathname}${target.search}`
   const size = spec.file.length
   const window = spec.window === undefined ? undefined : Math.min(spec.window, size)
   const random = seeded(spec.seed)
-  const pool = new Pool(target.origin, { connections: spec.connections, pipelining: 1 })
-  const latencies: number[] = []
-  let bytes = 0
-  let responses = 0
-  let sent = 0
-  let verified = 0
-  let errors = 0
-  let measuring = false
-  let stopping = false
-  const failureSamples: string[] = []
-  const fail = (problem: string) => {
-    errors++
-    if (failureSamples.length < 3) failureSamples.push(problem)
-  }
-
-  const request = () =>
+  return () =>
     new Promise<void>((resolve) => {
       const start = window === undefined ? 0 : Math.floor(random() * (size - window + 1))
       const end = window === undefined ? size - 1 : start + window - 1
       const expected = end - start + 1
-      const hash = sent++ % spec.verifyEvery === 0 ? createHash('sha256') : undefined
+      const hash = tally.sent++ % spec.verifyEvery === 0 ? createHash('sha256') : undefined
       const began = performance.now()
       let received = 0
       let problem: string | undefined
       pool.dispatch(
-        {
-          path,
-          method: 'GET',
-          headers: window === undefined ? {} : { range: `bytes=${start}-${end}` },
-        },
+        { path, method: 'GET', headers: window === undefined ? {} : { range: `bytes=${start}-${end}` } },
         {
           // Its presence marks the handler as undici's current kind (else the deprecated callbacks are used).
           onRequestStart() {},
@@ -166,7 +166,7 @@ export async function runMediaLoad(spec: MediaLoadSpec): Promise<MediaLoadResult
               problem = `Content-Range ${headers['content-range']} (expected ${range})`
           },
           onResponseData(_controller, chunk) {
-            bytes += chunk.length
+            tally.bytes += chunk.length
             received += chunk.length
             hash?.update(chunk)
           },
@@ -180,74 +180,94 @@ export async function runMediaLoad(spec: MediaLoadSpec): Promise<MediaLoadResult
                   : createHash('sha256')
                       .update(spec.file.subarray(start, end + 1))
                       .digest('hex')
-              if (hash.digest('hex') === want) verified++
+              if (hash.digest('hex') === want) tally.verified++
               else problem = `bytes ${start}-${end}: SHA-256 differs from the file's`
             }
-            if (problem !== undefined) fail(problem)
-            if (measuring) {
-              responses++
-              latencies.push(performance.now() - began)
+            if (problem !== undefined) failed(tally, problem)
+            if (tally.measuring) {
+              tally.responses++
+              tally.latencies.push(performance.now() - began)
             }
             resolve()
           },
           onResponseError(_controller, error) {
-            if (!stopping) fail(`bytes ${start}-${end}: ${error.message}`)
+            if (!tally.stopping) failed(tally, `bytes ${start}-${end}: ${error.message}`)
             resolve()
           },
         },
       )
     })
+}
 
+/** The CPU and GC readings around the measured run. */
+async function readUsage(spec: MediaLoadSpec) {
+  const generator = process.cpuUsage()
+  const machineBusy = machineBusySeconds()
+  const mainThread = threadCpuSeconds(spec.serverPid)
+  const [server, gc] = await Promise.all([spec.serverUsage(), spec.serverGc()])
+  return { generator, machineBusy, mainThread, server, gc }
+}
+
+export async function runMediaLoad(spec: MediaLoadSpec): Promise<MediaLoadResult> {
+  const pool = new Pool(new URL(spec.url).origin, { connections: spec.connections, pipelining: 1 })
+  const tally: Tally = {
+    bytes: 0,
+    responses: 0,
+    sent: 0,
+    verified: 0,
+    errors: 0,
+    failureSamples: [],
+    latencies: [],
+    measuring: false,
+    stopping: false,
+  }
+  const request = windowRequester(spec, pool, tally)
   const loop = async () => {
-    while (!stopping) await request()
+    while (!tally.stopping) await request()
   }
   const loops = Array.from({ length: spec.connections }, loop)
   await sleep(spec.warmupSeconds * 1000)
 
-  measuring = true
-  const startBytes = bytes
+  tally.measuring = true
+  const startBytes = tally.bytes
   const startedAt = performance.now()
   const from = monotonicMicros()
-  const generatorBefore = process.cpuUsage()
-  const machineBefore = machineBusySeconds()
-  const mainThreadBefore = threadCpuSeconds(spec.serverPid)
-  const [serverBefore, gcBefore] = await Promise.all([spec.serverUsage(), spec.serverGc()])
+  const before = await readUsage(spec)
   await sleep(Math.max(0, spec.seconds * 1000 - (performance.now() - startedAt)))
-  measuring = false
+  tally.measuring = false
   const to = monotonicMicros()
-  const measuredBytes = bytes - startBytes
+  const measuredBytes = tally.bytes - startBytes
   const seconds = (performance.now() - startedAt) / 1000
-  const generatorCpu = process.cpuUsage(generatorBefore)
-  const machineBusy = machineBusySeconds() - machineBefore
-  const mainThreadBusy = threadCpuSeconds(spec.serverPid) - mainThreadBefore
-  stopping = true
-  const [serverAfter, gcAfter] = await Promise.all([spec.serverUsage(), spec.serverGc()])
+  const after = await readUsage(spec)
+  tally.stopping = true
   // The responses still in flight are cut off (and not counted): destroying the pool ends them.
   await Promise.all([pool.destroy(), ...loops])
 
-  latencies.sort((a, b) => a - b)
+  const latencies = tally.latencies.sort((a, b) => a - b)
   const at = (q: number) => latencies[Math.max(0, Math.ceil(latencies.length * q) - 1)] ?? Number.NaN
   const percentOfRun = (micros: number) => micros / 10_000 / seconds
   return {
     seconds,
     bytes: measuredBytes,
-    responses,
+    responses: tally.responses,
     mibPerSecond: measuredBytes / 2 ** 20 / seconds,
-    requestsPerSecond: responses / seconds,
+    requestsPerSecond: tally.responses / seconds,
     p50: at(0.5),
     p99: at(0.99),
-    verified,
-    errors,
-    failureSamples,
-    serverCpuPercent: percentOfRun(serverAfter.cpuMicros - serverBefore.cpuMicros),
-    generatorCpuPercent: percentOfRun(generatorCpu.user + generatorCpu.system),
-    serverMainThreadCpuPercent: (100 * mainThreadBusy) / seconds,
+    verified: tally.verified,
+    errors: tally.errors,
+    failureSamples: tally.failureSamples,
+    serverCpuPercent: percentOfRun(after.server.cpuMicros - before.server.cpuMicros),
+    generatorCpuPercent: percentOfRun(
+      after.generator.user + after.generator.system - before.generator.user - before.generator.system,
+    ),
+    serverMainThreadCpuPercent: (100 * (after.mainThread - before.mainThread)) / seconds,
     serverGc: {
-      majorPerSecond: (gcAfter.major - gcBefore.major) / seconds,
-      minorPerSecond: (gcAfter.minor - gcBefore.minor) / seconds,
-      msPerSecond: (gcAfter.milliseconds - gcBefore.milliseconds) / seconds,
+      majorPerSecond: (after.gc.major - before.gc.major) / seconds,
+      minorPerSecond: (after.gc.minor - before.gc.minor) / seconds,
+      msPerSecond: (after.gc.milliseconds - before.gc.milliseconds) / seconds,
     },
-    machineCpuPercent: (100 * machineBusy) / seconds,
+    machineCpuPercent: (100 * (after.machineBusy - before.machineBusy)) / seconds,
     monotonicMicros: { from, to },
   }
 }

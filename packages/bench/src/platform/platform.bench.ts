@@ -186,21 +186,8 @@ async function measureBackend(backend: Backend, bare: ScenarioResult): Promise<B
   )
 }
 
-async function measurePlatform(
-  backend: Backend,
-  child: RunningChild<BenchServerReady>,
-  bare: ScenarioResult,
-  stage: Stage,
-  /** The same run's figures at TARGET_TOTAL_ROWS, to judge these against. */
-  base: Figures | undefined,
-): Promise<BackendReport> {
-  const { ready } = child
-  const url = ready.partnerUrl
-  const partners = await partnersOf(url, ready.enterprises)
-  const first = partners[0] as Partner
-  const failures: string[] = []
-
-  // The query targets, checked once over HTTP against the counts the server took in SQL.
+/** The query targets, checked once over HTTP against the counts the server took in SQL; the deep page's items. */
+async function checkQueryTargets(url: string, first: Partner, failures: string[]): Promise<number> {
   const [quietDevice, busyDevice] = [first.quiet[0], first.busy[0]] as [DeviceMatches, DeviceMatches]
   const page1 = await callOnce(url, first, '/openapi/v1/audios', {
     deviceUid: quietDevice.deviceUid,
@@ -219,13 +206,24 @@ async function measurePlatform(
       `query totals over HTTP (${page1.plaintext.total}, ${deep.plaintext.total}) differ from SQL counts (${quietDevice.matches}, ${busyDevice.matches})`,
     )
   }
+  return deep.plaintext.items.length
+}
+
+interface Scenario {
+  scenario: string
+  path: string
+  make: () => PreparedRequest
+}
+
+/** Token, the filtered queries (page 1 and the deep page) and callback, each with its requests. */
+function throughputScenarios(partners: Partner[], deepItems: number): Scenario[] {
+  const first = partners[0] as Partner
   const range = (devices: DeviceMatches[]) => {
     const values = devices.map((device) => device.matches)
     const low = Math.min(...values)
     const high = Math.max(...values)
     return low === high ? format(low) : `${format(low)}–${format(high)}`
   }
-  const deepItems = deep.plaintext.items.length
   const holders = partners.filter((p) => p.recordings > 0)
   const callbackIds = holders.reduce((sum, p) => sum + p.callbackAudioIds.length, 0)
   /** Round robin over the first enterprise's devices of a kind. */
@@ -239,8 +237,7 @@ async function measurePlatform(
       },
       bearer: true,
     }))
-
-  const scenarios: { scenario: string; path: string; make: () => PreparedRequest }[] = [
+  return [
     {
       scenario: `token (round robin over ${partners.length} enterprises)`,
       path: '/openapi/v1/token',
@@ -269,7 +266,16 @@ async function measurePlatform(
       })),
     },
   ]
+}
 
+/** Each scenario for the run's duration, after its warm-up; the bare baseline first. */
+async function runThroughput(
+  backend: Backend,
+  child: RunningChild<BenchServerReady>,
+  bare: ScenarioResult,
+  scenarios: Scenario[],
+): Promise<Row[]> {
+  const url = child.ready.partnerUrl
   const rows: Row[] = [{ scenario: 'bare node:http, fixed JSON body (baseline)', connections, result: bare }]
   for (const { scenario, path, make } of scenarios) {
     log(`${backend}: ${scenario}`)
@@ -292,8 +298,17 @@ async function measurePlatform(
       }),
     })
   }
+  return rows
+}
 
-  // The exact total of the first enterprise, one request at a time, each checked against count(*).
+/** The exact total of the first enterprise, one request at a time, each checked against count(*). */
+async function measureTotals(
+  backend: Backend,
+  ready: BenchServerReady,
+  first: Partner,
+  failures: string[],
+): Promise<BackendReport['totals']> {
+  const url = ready.partnerUrl
   const forms: { form: TotalForm; label: string; filter: JsonObject; expected: number }[] = [
     { form: 'none', label: 'no filter', filter: {}, expected: first.recordings },
     {
@@ -331,11 +346,11 @@ async function measurePlatform(
       result: { p50: at(0.5), p99: at(0.99), errors },
     })
   }
-  const totalP50 = Object.fromEntries(totals.map(({ form, result }) => [form, result.p50])) as Record<
-    TotalForm,
-    number
-  >
+  return totals
+}
 
+/** The runs' errors (each a failure) and the notes on how they ran. */
+function runProblems(rows: Row[], failures: string[]): string[] {
   const notes: string[] = []
   for (const row of rows) {
     const { result } = row
@@ -353,21 +368,29 @@ async function measurePlatform(
         (result.failureSamples.length > 0 ? `; e.g. \`${result.failureSamples[0]}\`` : ''),
     )
   }
+  return notes
+}
 
+/** The issue's targets at this stage, each with its figures. */
+function targetsOf(
+  backend: Backend,
+  rows: Row[],
+  totals: BackendReport['totals'],
+  figures: Figures,
+  first: Partner,
+  bare: ScenarioResult,
+): string[] {
+  const worstQueryP99 = Math.max(
+    ...rows.filter((row) => row.scenario.startsWith('query')).map((row) => row.result.p99),
+  )
   const token = rows.find((row) => row.scenario.startsWith('token'))
   const callback = rows.find((row) => row.scenario.startsWith('callback'))
-  const queries = rows.filter((row) => row.scenario.startsWith('query'))
-  const worstQueryP99 = Math.max(...queries.map((row) => row.result.p99))
-  const figures: Figures = {
-    query: { page1P99: queries[0]?.result.p99 ?? Number.NaN, deepP99: queries[1]?.result.p99 ?? Number.NaN },
-    totalP50,
-  }
   const totalMs = TARGET_TOTAL_MS[backend]
   const totalFigures = totals.map(({ form, result }) => `${form} ${ms(result.p50)} ms`).join(', ')
   const share = (name: string, row: Row | undefined, target: number) =>
     `${name} ≥ ${target * 100}% of bare node:http: ${yes((row?.vsBare ?? 0) >= target)} (${format(100 * (row?.vsBare ?? 0))}%: ${format(row?.result.requestsPerSecond ?? 0)} vs ${format(bare.requestsPerSecond)} requests/s)`
   const queryP99 = TARGET_QUERY_P99_MS[backend]
-  const targets = [
+  return [
     share('token', token, TARGET_TOKEN_RATIO[backend]),
     share('callback', callback, TARGET_CALLBACK_RATIO[backend]),
     connections === TARGET_QUERY_CONNECTIONS
@@ -377,6 +400,33 @@ async function measurePlatform(
       ? `exact total over ${format(TARGET_TOTAL_ROWS)}+ rows in one enterprise, p50 ≤ ${totalMs} ms for each form: ${yes(totals.every(({ result }) => result.p50 <= totalMs))} (${format(first.recordings)} rows: ${totalFigures})`
       : `exact total over ${format(TARGET_TOTAL_ROWS)}+ rows in one enterprise, p50 ≤ ${totalMs} ms: not assessed (${format(first.recordings)} rows at this scale: ${totalFigures})`,
   ]
+}
+
+async function measurePlatform(
+  backend: Backend,
+  child: RunningChild<BenchServerReady>,
+  bare: ScenarioResult,
+  stage: Stage,
+  /** The same run's figures at TARGET_TOTAL_ROWS, to judge these against. */
+  base: Figures | undefined,
+): Promise<BackendReport> {
+  const { ready } = child
+  const partners = await partnersOf(ready.partnerUrl, ready.enterprises)
+  const first = partners[0] as Partner
+  const failures: string[] = []
+  const deepItems = await checkQueryTargets(ready.partnerUrl, first, failures)
+  const rows = await runThroughput(backend, child, bare, throughputScenarios(partners, deepItems))
+  const totals = await measureTotals(backend, ready, first, failures)
+  const notes = runProblems(rows, failures)
+  const queries = rows.filter((row) => row.scenario.startsWith('query'))
+  const figures: Figures = {
+    query: { page1P99: queries[0]?.result.p99 ?? Number.NaN, deepP99: queries[1]?.result.p99 ?? Number.NaN },
+    totalP50: Object.fromEntries(totals.map(({ form, result }) => [form, result.p50])) as Record<
+      TotalForm,
+      number
+    >,
+  }
+  const targets = targetsOf(backend, rows, totals, figures, first, bare)
   if (base) targets.push(scaleTarget(figures, base))
 
   const usage = await child.usage()

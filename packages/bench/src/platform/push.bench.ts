@@ -462,12 +462,18 @@ function failuresOf(report: BackendReport): string[] {
 
 const atIssueScale = recordings >= ISSUE_RECORDINGS
 
-function renderBackend(report: BackendReport): string {
+/** The backlog drain against the raw loop at the same number in flight. */
+function drainAgainstRaw(report: BackendReport) {
+  const drained = drainFigures(report.drain)
+  const baseline = report.raw.find((run) => run.inFlight === report.settings.pushConcurrency) ?? report.raw[0]
+  return { drained, baseline, ratio: drained.confirmedPerSecond / (baseline?.rowsPerSecond ?? Number.NaN) }
+}
+
+/** The table's rows: the raw loops, the drains, the paced run. */
+function runRows(report: BackendReport): string[] {
   const { settings, drain, paced } = report
-  const drained = drainFigures(drain)
+  const { drained, ratio } = drainAgainstRaw(report)
   const pacedRun = pacedFigures(paced)
-  const baseline = report.raw.find((run) => run.inFlight === settings.pushConcurrency) ?? report.raw[0]
-  const ratio = drained.confirmedPerSecond / (baseline?.rowsPerSecond ?? Number.NaN)
   const latencies = (stats: DeliveryStats) =>
     `${ms(stats.firstP50)} / ${ms(stats.firstP99)} / ${ms(stats.firstMax)} | ${ms(stats.confirmP50)} / ${ms(stats.confirmP99)} / ${ms(stats.confirmMax)}`
   const attempts = (stats: DeliveryStats) => `${format(stats.attempts)} (${format(stats.repeated)} repeated)`
@@ -478,7 +484,7 @@ function renderBackend(report: BackendReport): string {
       .map((percent) => format(percent))
       .join(' / ')
 
-  const rows = [
+  return [
     ...report.raw.map(
       (run) =>
         `| raw SKIP LOCKED loop, ${run.inFlight} completions in flight${run.inFlight === settings.pushConcurrencyPerUrl && run.inFlight !== settings.pushConcurrency ? ' (the per-URL limit, for reference)' : ''}: no HTTP, no crypto | ${format(run.rows)} | **${format(run.rowsPerSecond)} rows/s** (${format(run.seconds, 2)} s, ${format(run.claims)} claims) | – | – | – | ${format(run.cpuPercent)} (loop process) |`,
@@ -493,7 +499,14 @@ function renderBackend(report: BackendReport): string {
     }),
     `| paced, beside the slow partner: ${paceBatch} per import every ${format(paceIntervalMs, 1)} ms (${format(rate)}/s asked, **${format(pacedRun.creationPerSecond)}/s achieved**; import p99 ${ms(pacedRun.importP99)} ms${paced.lateImports > 0 ? `, ${paced.lateImports} imports sent late` : ''}) | ${format(paced.stats.deliveries)} | ${format(pacedRun.confirmedPerSecond)} confirmed/s (first creation → last confirmation) | ${latencies(paced.stats)} | ${attempts(paced.stats)} | ${cpu(paced)} |`,
   ]
+}
 
+/** The issue's targets, each with its figures; off its scale, not assessed. */
+function targetsOf(report: BackendReport): string[] {
+  const { settings, paced } = report
+  const onPostgres = report.backend === 'postgres'
+  const { drained, baseline, ratio } = drainAgainstRaw(report)
+  const pacedRun = pacedFigures(paced)
   /** A PostgreSQL target: judged there, shown for reference on PGlite; not assessed off the issue's scale. */
   const target = (text: string, holds: boolean, figures: string, offScale?: string) =>
     `${text}: ${offScale ? `not assessed (${offScale})` : onPostgres ? yes(holds) : 'a PostgreSQL target, shown for reference'} (${figures})`
@@ -563,7 +576,12 @@ function renderBackend(report: BackendReport): string {
       heldOffScale,
     ),
   )
+  return targets
+}
 
+function renderBackend(report: BackendReport): string {
+  const { settings, drain, paced } = report
+  const onPostgres = report.backend === 'postgres'
   const notes = [
     `the slow partner received ${format(paced.slow.received)} pushes by the end of the paced run (${format(paced.slow.pushes)} answered), its ${Math.min(settings.pushConcurrencyPerUrl, SLOW_BACKLOG)} per-URL slots busy throughout`,
     `push attempt duration (delivery_attempts.duration_ms: the HTTP exchange as the dispatcher times it) p50 / p99: ${ms(drain.stats.attemptP50)} / ${ms(drain.stats.attemptP99)} ms in the drain, ${ms(paced.stats.attemptP50)} / ${ms(paced.stats.attemptP99)} ms in the paced run`,
@@ -578,11 +596,11 @@ function renderBackend(report: BackendReport): string {
     '',
     `| run | recordings | throughput | creation → first attempt p50 / p99 / max ms | creation → confirmed p50 / p99 / max ms | push attempts | CPU % platform / receiver${onPostgres ? ' / PostgreSQL server' : ''} |`,
     '|---|---:|---|---:|---:|---:|---:|',
-    ...rows,
+    ...runRows(report),
     '',
     'Targets:',
     '',
-    ...targets.map((target) => `- ${target}`),
+    ...targetsOf(report).map((target) => `- ${target}`),
     '',
     ...notes.map((note) => `Note: ${note}.`),
   ]

@@ -68,6 +68,54 @@ const refusal = (response: ServerResponse, status: number, code: number, msg: st
   return status
 }
 
+/**
+ * Answers with the stored audio as the platform's signed links do (ETag, Repr-Digest, ranges from an offset,
+ * If-Range), or as a plain web server does; `send` writes the body, `lie` states a wrong digest. Returns the
+ * status.
+ */
+function serveFile(
+  request: IncomingMessage,
+  response: ServerResponse,
+  id: string,
+  file: StoredAudio,
+  lie: boolean,
+  send: (body: Buffer) => void,
+): number {
+  const digest = sha256(lie ? Buffer.concat([file.body, Buffer.from('x')]) : file.body)
+  const etag = `"${sha256(file.body).toString('hex')}"`
+  const size = file.body.length
+  const headers: Record<string, string> = {
+    'content-type': file.contentType,
+    'cache-control': 'private',
+    'content-disposition': `attachment; filename="${id}.audio"`,
+    ...(!file.plain && {
+      'accept-ranges': 'bytes',
+      etag,
+      'repr-digest': `sha-256=:${digest.toString('base64')}:`,
+    }),
+  }
+  if (!file.plain && request.headers['if-none-match'] === etag) {
+    response.writeHead(304, headers).end()
+    return 304
+  }
+  const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? '')?.[1] ?? Number.NaN)
+  const ifRange = request.headers['if-range']
+  const ranged = !file.plain && Number.isSafeInteger(start) && (ifRange === undefined || ifRange === etag)
+  if (ranged && start >= size) {
+    response.writeHead(416, { ...headers, 'content-range': `bytes */${size}` }).end()
+    return 416
+  }
+  const from = ranged ? start : 0
+  const status = ranged ? 206 : 200
+  response.writeHead(status, {
+    ...headers,
+    'content-length': String(size - from),
+    ...(ranged && { 'content-range': `bytes ${from}-${size - 1}/${size}` }),
+  })
+  send(file.body.subarray(from))
+  return status
+}
+
 export async function startMediaServer(): Promise<MediaServer> {
   const files = new Map<string, StoredAudio>()
   const links = new Map<string, LinkInfo>()
@@ -91,43 +139,7 @@ export async function startMediaServer(): Promise<MediaServer> {
     if (!file || file.version !== info.version) {
       return refusal(response, 404, 4040, 'the recording was deleted or its audio replaced')
     }
-    return serveFile(request, response, info.id, file)
-  }
-
-  const serveFile = (request: IncomingMessage, response: ServerResponse, id: string, file: StoredAudio) => {
-    const digest = sha256(lie ? Buffer.concat([file.body, Buffer.from('x')]) : file.body)
-    const etag = `"${sha256(file.body).toString('hex')}"`
-    const size = file.body.length
-    const headers: Record<string, string> = {
-      'content-type': file.contentType,
-      'cache-control': 'private',
-      'content-disposition': `attachment; filename="${id}.audio"`,
-      ...(!file.plain && {
-        'accept-ranges': 'bytes',
-        etag,
-        'repr-digest': `sha-256=:${digest.toString('base64')}:`,
-      }),
-    }
-    if (!file.plain && request.headers['if-none-match'] === etag) {
-      response.writeHead(304, headers).end()
-      return 304
-    }
-    const start = Number(/^bytes=(\d+)-$/.exec(request.headers.range ?? '')?.[1] ?? Number.NaN)
-    const ifRange = request.headers['if-range']
-    const ranged = !file.plain && Number.isSafeInteger(start) && (ifRange === undefined || ifRange === etag)
-    if (ranged && start >= size) {
-      response.writeHead(416, { ...headers, 'content-range': `bytes */${size}` }).end()
-      return 416
-    }
-    const from = ranged ? start : 0
-    const status = ranged ? 206 : 200
-    response.writeHead(status, {
-      ...headers,
-      'content-length': String(size - from),
-      ...(ranged && { 'content-range': `bytes ${from}-${size - 1}/${size}` }),
-    })
-    sendBody(request, response, file.body.subarray(from))
-    return status
+    return serveFile(request, response, info.id, file, lie, (body) => sendBody(request, response, body))
   }
 
   const sendBody = (request: IncomingMessage, response: ServerResponse, body: Buffer) => {
