@@ -117,13 +117,19 @@ export async function withCleanup<T>(cleanup: () => Promise<void>, fn: () => Pro
  * Processes that ended between two readings are not counted, so a difference can only understate.
  */
 export function postgresCpuSeconds(): number | undefined {
+  const ticks = postgresCpuTicks()
+  return ticks && [...ticks.values()].reduce((sum, n) => sum + n, 0) / CLOCK_TICKS_PER_SECOND
+}
+
+/** The clock ticks (utime + stime) used so far by each process of this machine named `postgres`, by pid. */
+export function postgresCpuTicks(): Map<number, number> | undefined {
   let pids: string[]
   try {
     pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
   } catch {
     return undefined
   }
-  let ticks = 0
+  const ticks = new Map<number, number>()
   for (const pid of pids) {
     try {
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
@@ -131,12 +137,12 @@ export function postgresCpuSeconds(): number | undefined {
       const close = stat.lastIndexOf(')')
       if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue
       const fields = stat.slice(close + 2).split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
+      ticks.set(Number(pid), Number(fields[11]) + Number(fields[12]))
     } catch {
       // The process ended meanwhile.
     }
   }
-  return ticks / CLOCK_TICKS_PER_SECOND
+  return ticks
 }
 
 /** USER_HZ: the unit of /proc's CPU times on Linux. */

@@ -4,6 +4,7 @@ import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
 import { loadEnterpriseKey } from './auth/credentials.js'
 import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
+import { tokenSigningKey } from './auth/token-signing-key.js'
 import { watchFeedLag } from './changes/feed-lag.js'
 import { adoptRestoredChanges } from './changes/restored-changes.js'
 import type { PlatformConfig } from './config/config.js'
@@ -186,18 +187,6 @@ async function closeWithin(servers: FastifyInstance[], graceMs: number): Promise
   } finally {
     clearTimeout(timer)
   }
-}
-
-/** The key that signs access tokens, shared by every instance on the database; made once. */
-async function tokenSigningKey(db: Database, randomBytes: (size: number) => Buffer): Promise<Buffer> {
-  await db.query(
-    `INSERT INTO platform_settings (name, value) VALUES ('token_signing_key', $1) ON CONFLICT (name) DO NOTHING`,
-    [randomBytes(32).toString('base64')],
-  )
-  const [row] = await db.query<{ value: string }>(
-    `SELECT value FROM platform_settings WHERE name = 'token_signing_key'`,
-  )
-  return Buffer.from((row as { value: string }).value, 'base64')
 }
 
 async function pruneDeliveries(db: Database, retentionSeconds: number): Promise<void> {

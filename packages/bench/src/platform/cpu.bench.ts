@@ -14,9 +14,9 @@
  * platform's process holds the database too. The bare node:http server (bare-server.ts, its own child
  * process) answers the same request bodies with a fixed token-sized JSON body. After a warm-up of both,
  * BENCH_CPU_ROUNDS rounds (3) interleave the two: bare, platform, bare, platform…; the report gives min /
- * median / max µs per request and the ratio platform ÷ bare. On PostgreSQL the token scenario also runs, in
- * the same rounds, on the floor server (floor-server.ts): the token's own work on bare node:http, the least
- * a token can cost with its nonce kept in PostgreSQL.
+ * median / max µs per request and the ratio platform ÷ bare. On PostgreSQL the token, query and callback
+ * scenarios also run, in the same rounds, on the floor server (floor-server.ts): each request's own work on
+ * bare node:http through the platform's own statements, the least it can cost with its data in PostgreSQL.
  *
  * Scenarios: token, the filtered query (deviceUid + the year 2025) page 1 and page 50, callback (any
  * recording of the enterprise: answered 2000), the change feed (its last 100 changes) and a media range
@@ -42,7 +42,7 @@ import {
   machineLine,
   measureBackends,
   median,
-  postgresCpuSeconds,
+  postgresCpuTicks,
   publishSection,
   sectionText,
   withCleanup,
@@ -187,8 +187,8 @@ async function send(url: string, scenario: Scenario, amount: number, pool: Reque
 interface Reading {
   server: ProcessTicks
   backends?: BackendReading
-  /** Every process named postgres on this machine, seconds (a cross-check: the server's helpers too). */
-  allPostgres?: number
+  /** Every process named postgres on this machine, ticks by pid (a cross-check: the server's helpers too). */
+  allPostgres?: Map<number, number> | undefined
 }
 
 interface Run {
@@ -205,6 +205,17 @@ interface Run {
 
 type Reader = () => Promise<Reading>
 
+/**
+ * The ticks every postgres process used between two readings, one that started meanwhile all its time;
+ * undefined when one ended meanwhile, which takes its time with it.
+ */
+function allPostgresTicks(before?: Map<number, number>, after?: Map<number, number>): number | undefined {
+  if (!before || !after || [...before.keys()].some((pid) => !after.has(pid))) return undefined
+  let ticks = 0
+  for (const [pid, n] of after) ticks += n - (before.get(pid) ?? 0)
+  return ticks
+}
+
 function childReader(child: RunningChild<unknown>, backendsRead?: () => Promise<BackendReading>): Reader {
   return async () => {
     const backends = await backendsRead?.()
@@ -212,7 +223,7 @@ function childReader(child: RunningChild<unknown>, backendsRead?: () => Promise<
     if (!server) throw new Error(`process ${child.pid} is gone`)
     return {
       server,
-      ...(backends && { backends, allPostgres: postgresCpuSeconds() }),
+      ...(backends && { backends, allPostgres: postgresCpuTicks() }),
     }
   }
 }
@@ -230,14 +241,8 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
   if (!before.backends || !after.backends) return { sent, server, serverKernelShare, total: server }
   const delta = backendDelta(before.backends, after.backends)
   const backends = perRequest(delta.ticks)
-  // A postgres process that ended between the readings takes its time with it: a negative difference
-  // says only that, and is left out (shown as –).
-  const allSeconds =
-    before.allPostgres !== undefined && after.allPostgres !== undefined
-      ? after.allPostgres - before.allPostgres
-      : undefined
-  const allPostgres =
-    allSeconds !== undefined && allSeconds >= 0 ? perRequest(allSeconds * CLOCK_TICKS_PER_SECOND) : undefined
+  const allTicks = allPostgresTicks(before.allPostgres, after.allPostgres)
+  const allPostgres = allTicks === undefined ? undefined : perRequest(allTicks)
   return { sent, server, serverKernelShare, backends, total: server + backends, delta, allPostgres }
 }
 
@@ -247,7 +252,7 @@ interface Scenario {
   /** POST unless said. */
   method?: 'GET' | 'POST'
   make: () => PreparedRequest
-  /** The token: also measured on the floor server (floor-server.ts), where there is one. */
+  /** Also measured on the floor server (floor-server.ts), where there is one: the token, query and callback. */
   floor?: boolean
 }
 
@@ -429,6 +434,7 @@ async function scenariosOf(ready: BenchServerReady, partners: Partner[]): Promis
         plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
         bearer: true,
       })),
+      floor: true,
     },
     await feedScenario(url, first),
     await mediaScenario(ready, partners[partners.length - 1] as Partner),
@@ -462,6 +468,7 @@ async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> 
       name: `query: deviceUid + the year 2025, page ${page}, size ${PAGE_SIZE} (${devices.length} ${kind} devices in turn; ${sample.items.length} items, total ${format(sample.total)} on the first)`,
       path: '/openapi/v1/audios',
       make: deviceQuery(devices, page),
+      floor: true,
     })
   }
   return scenarios
@@ -594,13 +601,21 @@ function ratioOf(runs: Run[], to: Run[]): string {
   return `${format(median(ratios), 1)}x (${format(Math.min(...ratios), 1)}–${format(Math.max(...ratios), 1)})`
 }
 
-/** What the floor server measured beside the token, where it ran. */
-function floorLines(scenario: ScenarioReport): string[] {
-  const { floor } = scenario
-  if (!floor) return []
+/** What the floor server measured beside the token, the query and the callback, where it ran. */
+function floorLines(scenarios: ScenarioReport[]): string[] {
+  const floored = scenarios.filter((scenario) => scenario.floor)
+  if (floored.length === 0) return []
+  const rows = floored.map((scenario) => {
+    const floor = scenario.floor as Run[]
+    return `| ${scenario.name} | ${spread(floor.map((run) => run.server))} | ${spread(floor.map((run) => run.backends ?? Number.NaN))} | ${spread(floor.map((run) => run.total))} | ${ratioOf(floor, scenario.bare)} | ${ratioOf(scenario.platform, floor)} |`
+  })
   return [
     '',
-    `The token's floor, measured in the same rounds (floor-server.ts: bare node:http doing the request's own work — parse, open the envelope, record its nonce through the platform's replay guard, sign a token with its signer, answer — with no framework, schema, hook, metric or log): process ${spread(floor.map((run) => run.server))} µs + backends ${spread(floor.map((run) => run.backends ?? Number.NaN))} µs = ${spread(floor.map((run) => run.total))} µs; floor ÷ bare ${ratioOf(floor, scenario.bare)}; platform ÷ floor ${ratioOf(scenario.platform, floor)}.`,
+    "The floors, measured in the same rounds (floor-server.ts): bare node:http doing each request's own work with no framework, schema, hook, metric or log — parse the body, check the bearer token, open the envelope, record its nonce through the platform's replay guard, then sign a token with the platform's signer, read the page and its total with the platform's statement and seal them, or record the receipt with the platform's batched statement, and answer.",
+    '',
+    '| scenario | floor process µs | floor backends µs | floor total µs | floor ÷ bare | platform ÷ floor |',
+    '|---|---:|---:|---:|---:|---:|',
+    ...rows,
   ]
 }
 
@@ -630,7 +645,7 @@ function renderBackend(report: BackendReport): string {
         : `| ${scenario.name} | ${spread(bare)} | ${spread(total)} | ${ratio} | ${kernel} | ${rate} |`,
     )
   }
-  lines.push(...report.scenarios.flatMap(floorLines))
+  lines.push(...floorLines(report.scenarios))
   if (report.profile) {
     const { scenario, run, summary } = report.profile
     lines.push(

@@ -1,16 +1,35 @@
 /**
- * Child process of `cpu.bench.ts` on PostgreSQL: the token request's own work and nothing else, on bare
- * node:http — parse the body, open the envelope under the enterprise's key (held in memory), record its
- * nonce durably through the platform's own replay guard (its batched statement, on its PostgreSQL layer),
- * sign a token with the platform's own signer and answer it. No framework, schema, hook, metric, log or
- * error handling: the least CPU a token can cost with its nonce kept in PostgreSQL, beside which the
- * platform's figure is read.
+ * Child process of `cpu.bench.ts` on PostgreSQL: a request's own work and nothing else, on bare
+ * node:http, for the token, the query and the callback. Each parses the body, opens the envelope under the
+ * enterprise's key (held in memory) and records its nonce durably through the platform's own replay guard
+ * (its batched statement, on its PostgreSQL layer); then the token is signed with the platform's signer,
+ * the query's page and total are read by the platform's own statement and sealed, the callback's receipt
+ * is recorded by the platform's own batched statement. The query and the callback first check the bearer
+ * token with the platform's signing key, read from the database they share. No framework, schema, hook,
+ * metric, log or error handling: the least CPU each request can cost with its data kept in PostgreSQL,
+ * beside which the platform's figure is read.
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { accessTokens, nonceGuard, openDatabase } from '@earshot/platform'
-import { type EnvelopeKey, loadKey, open, parseEnvelope } from '@earshot/protocol'
+import {
+  accessTokens,
+  nonceGuard,
+  openDatabase,
+  queryRecordings,
+  receiptBatcher,
+  tokenSigningKey,
+} from '@earshot/platform'
+import {
+  type EnvelopeKey,
+  type JsonObject,
+  loadKey,
+  open,
+  parseEnvelope,
+  type ResolvedRecordingFilter,
+  SPEC_VERSION,
+  seal,
+} from '@earshot/protocol'
 import { serveParent } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
 import type { BenchEnterprise } from './bench-server.js'
@@ -23,42 +42,88 @@ export interface FloorServerSpec {
 const TOKEN_TTL_SECONDS = 7200
 /** The platform's default replay window for a token's nonce (EARSHOT_REPLAY_WINDOW): a year. */
 const NONCE_WINDOW_MS = 365 * 86_400_000
+/** A bearer request's nonce outlives its token by the platform's allowance for clock skew. */
+const CLOCK_SKEW_SECONDS = 300
 const spec = JSON.parse(process.env.BENCH_FLOOR_SPEC ?? 'null') as FloorServerSpec | null
 if (!spec) throw new Error('BENCH_FLOOR_SPEC is not set: this module is started by cpu.bench.js')
 const keys = new Map<string, EnvelopeKey>(
   spec.enterprises.map((e) => [`${e.enterpriseId}:${e.keyVersion}`, loadKey(e.secret)]),
 )
-const tokens = accessTokens(randomBytes(32))
 const db = await openDatabase({ databaseUrl: spec.databaseUrl })
+const tokens = accessTokens(await tokenSigningKey(db, randomBytes))
 const acceptNonce = nonceGuard(db)
+const confirmReceipt = receiptBatcher(db)
 
-async function issueToken(body: Buffer): Promise<Buffer> {
+interface Opened {
+  enterpriseId: number
+  key: EnvelopeKey
+  keyVersion: number
+  eventId: string
+  plaintext: JsonObject
+}
+
+/** The envelope opened and its nonce recorded, for an enterprise named by the body or by the token. */
+async function openOnce(body: Buffer, nonceExpiresAtMs: number, enterprise?: number): Promise<Opened> {
   const request = JSON.parse(body.toString('utf8')) as { enterpriseId: number }
   const envelope = parseEnvelope(request)
-  const { enterpriseId } = request
-  const { keyVersion, nonce } = envelope
-  open(envelope, keys.get(`${enterpriseId}:${keyVersion}`) as EnvelopeKey)
-  const now = Date.now()
-  if (!(await acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: now + NONCE_WINDOW_MS }))) {
+  const enterpriseId = enterprise ?? request.enterpriseId
+  const { keyVersion, nonce, eventId } = envelope
+  const key = keys.get(`${enterpriseId}:${keyVersion}`) as EnvelopeKey
+  const { plaintext } = open(envelope, key)
+  if (!(await acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: nonceExpiresAtMs }))) {
     throw new Error(`nonce ${nonce} replayed`)
   }
+  return { enterpriseId, key, keyVersion, eventId, plaintext }
+}
+
+/** openOnce for a request made with a bearer token, checked first. */
+function openWithToken(authorization: string | undefined, body: Buffer): Promise<Opened> {
+  const checked = tokens.check((authorization ?? '').slice('Bearer '.length), Math.floor(Date.now() / 1000))
+  if (!checked.ok) throw new Error(`token ${checked.reason}`)
+  const { enterpriseId, expiresAt } = checked.claims
+  return openOnce(body, (expiresAt + CLOCK_SKEW_SECONDS) * 1000, enterpriseId)
+}
+
+const answer = (data?: JsonObject) =>
+  Buffer.from(JSON.stringify({ code: 2000, msg: 'success', requestId: randomUUID(), ...(data && { data }) }))
+
+async function issueToken(body: Buffer): Promise<Buffer> {
+  const now = Date.now()
+  const { enterpriseId, keyVersion } = await openOnce(body, now + NONCE_WINDOW_MS)
   const expiresAt = Math.floor(now / 1000) + TOKEN_TTL_SECONDS
   const accessToken = tokens.issue({ enterpriseId, keyVersion, expiresAt }, randomBytes(12))
-  return Buffer.from(
-    JSON.stringify({
-      code: 2000,
-      msg: 'success',
-      requestId: randomUUID(),
-      data: { accessToken, expiresIn: TOKEN_TTL_SECONDS, tokenType: 'Bearer' },
-    }),
-  )
+  return answer({ accessToken, expiresIn: TOKEN_TTL_SECONDS, tokenType: 'Bearer' })
+}
+
+async function queryPage(authorization: string | undefined, body: Buffer): Promise<Buffer> {
+  const opened = await openWithToken(authorization, body)
+  const filter = opened.plaintext as unknown as ResolvedRecordingFilter
+  const page = await queryRecordings(db, opened.enterpriseId, filter)
+  const data = { specVersion: SPEC_VERSION, page: filter.page, size: filter.size, ...page }
+  return answer({ ...seal(opened.key, opened.keyVersion, opened.eventId, data) })
+}
+
+async function callback(authorization: string | undefined, body: Buffer): Promise<Buffer> {
+  const opened = await openWithToken(authorization, body)
+  const { audioId } = opened.plaintext as { audioId: string }
+  if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId })))
+    throw new Error(`no ${audioId}`)
+  return answer()
+}
+
+const routes: Record<string, (authorization: string | undefined, body: Buffer) => Promise<Buffer>> = {
+  '/openapi/v1/token': (_, body) => issueToken(body),
+  '/openapi/v1/audios': queryPage,
+  '/openapi/v1/callback': callback,
 }
 
 const server = createServer((request, response) => {
   const chunks: Buffer[] = []
   request.on('data', (chunk: Buffer) => chunks.push(chunk))
   request.on('end', () => {
-    issueToken(Buffer.concat(chunks)).then(
+    const route =
+      routes[request.url ?? ''] ?? (() => Promise.reject(new Error(`no floor for ${request.url}`)))
+    route(request.headers.authorization, Buffer.concat(chunks)).then(
       (body) => {
         response.writeHead(200, {
           'content-type': 'application/json; charset=utf-8',

@@ -1,11 +1,9 @@
 import { CallbackPlaintext, CallbackPlaintextSchema, ResponseCode } from '@earshot/protocol'
-import { batcher } from '@earshot/support/batcher'
 import { authenticate, BEARER_REFUSALS } from '../auth/authenticate.js'
 import type { PartnerEnv } from '../auth/envelope-request.js'
-import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
-import { confirmReceipts, type Receipt } from './receipts.js'
+import { receiptBatcher } from './receipts.js'
 import { CHECK_AUDIO_ID_PREFIX, recordCheckCallback } from './receiver-check-store.js'
 
 /** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
@@ -21,7 +19,7 @@ export const callbackRoute: RouteSpec<PartnerEnv> = {
   answer: { description: 'Confirmed', payload: { result: null, sealed: false } },
   refusals: [...BEARER_REFUSALS, ResponseCode.NOT_FOUND],
   handle: ({ context, rateLimit }) => {
-    const confirmReceipt = receiptBatcher(context)
+    const confirmReceipt = receiptBatcher(context.db)
     return async function callback(request, reply) {
       const opened = await authenticate(context, request, rateLimit)
       const { audioId } = CallbackPlaintext.parse(opened.plaintext)
@@ -43,30 +41,4 @@ export const callbackRoute: RouteSpec<PartnerEnv> = {
       return reply.send(ok)
     }
   },
-}
-
-const DEADLOCK_DETECTED = '40P01'
-
-/**
- * Group commit of receipt callbacks: those in flight are recorded by one statement per turn of the event
- * loop, each answered once it has committed. One batch at a time, so that this instance's statements
- * never wait for each other.
- */
-function receiptBatcher(context: PlatformContext): (receipt: Receipt) => Promise<boolean> {
-  const { db } = context
-  return batcher(
-    async (receipts: Receipt[]) => {
-      try {
-        return await confirmReceipts(db, receipts)
-      } catch (error) {
-        // Locks are taken in one order, but another instance's concurrent ack or receipt of the same
-        // recordings may still meet ours in a cycle; PostgreSQL then cancels one. Each alone cannot.
-        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || receipts.length === 1) throw error
-        const results: boolean[] = []
-        for (const receipt of receipts) results.push(...(await confirmReceipts(db, [receipt])))
-        return results
-      }
-    },
-    { maxBatch: 256 },
-  )
 }

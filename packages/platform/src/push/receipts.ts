@@ -1,4 +1,5 @@
 import { PushEventType } from '@earshot/protocol'
+import { batcher } from '@earshot/support/batcher'
 import { sqlList } from '@earshot/support/queue'
 import type { Queryable } from '../storage/database.js'
 import { deliveryMachine, RECEIPT_STATES } from './delivery-states.js'
@@ -60,4 +61,29 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   )
   const owned = new Set(rows.map((row) => `${row.enterprise_id}:${row.audio_id}`))
   return receipts.map((receipt) => owned.has(`${receipt.enterpriseId}:${receipt.audioId}`))
+}
+
+const DEADLOCK_DETECTED = '40P01'
+
+/**
+ * Group commit of receipt callbacks: those in flight are recorded by one statement per turn of the event
+ * loop, each answered once it has committed. One batch at a time, so that this instance's statements
+ * never wait for each other.
+ */
+export function receiptBatcher(db: Queryable): (receipt: Receipt) => Promise<boolean> {
+  return batcher(
+    async (receipts: Receipt[]) => {
+      try {
+        return await confirmReceipts(db, receipts)
+      } catch (error) {
+        // Locks are taken in one order, but another instance's concurrent ack or receipt of the same
+        // recordings may still meet ours in a cycle; PostgreSQL then cancels one. Each alone cannot.
+        if ((error as { code?: string }).code !== DEADLOCK_DETECTED || receipts.length === 1) throw error
+        const results: boolean[] = []
+        for (const receipt of receipts) results.push(...(await confirmReceipts(db, [receipt])))
+        return results
+      }
+    },
+    { maxBatch: 256 },
+  )
 }
