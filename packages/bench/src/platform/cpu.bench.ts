@@ -603,12 +603,14 @@ function ratioOf(runs: Run[], to: Run[]): string {
 
 /** What the floor server measured beside the token, the query and the callback, where it ran. */
 function floorLines(scenarios: ScenarioReport[]): string[] {
-  const floored = scenarios.filter((scenario) => scenario.floor)
-  if (floored.length === 0) return []
-  const rows = floored.map((scenario) => {
-    const floor = scenario.floor as Run[]
-    return `| ${scenario.name} | ${spread(floor.map((run) => run.server))} | ${spread(floor.map((run) => run.backends ?? Number.NaN))} | ${spread(floor.map((run) => run.total))} | ${ratioOf(floor, scenario.bare)} | ${ratioOf(scenario.platform, floor)} |`
-  })
+  const rows = scenarios.flatMap(({ name, bare, platform, floor }) =>
+    floor
+      ? [
+          `| ${name} | ${spread(floor.map((run) => run.server))} | ${spread(floor.map((run) => run.backends ?? Number.NaN))} | ${spread(floor.map((run) => run.total))} | ${ratioOf(floor, bare)} | ${ratioOf(platform, floor)} |`,
+        ]
+      : [],
+  )
+  if (rows.length === 0) return []
   return [
     '',
     "The floors, measured in the same rounds (floor-server.ts): bare node:http doing each request's own work with no framework, schema, hook, metric or log — parse the body, check the bearer token, open the envelope, record its nonce through the platform's replay guard, then sign a token with the platform's signer, read the page and its total with the platform's statement and seal them, or record the receipt with the platform's batched statement, and answer.",
