@@ -564,6 +564,7 @@ function notesOf(reports: ScenarioReport[]): string[] {
   for (const report of reports) {
     for (const [side, runs] of [
       ['bare node:http', report.bare],
+      ['floor', report.floor ?? []],
       ['platform', report.platform],
     ] as const) {
       const errors = runs.reduce((sum, run) => sum + run.sent.errors, 0)
@@ -688,7 +689,10 @@ const errors = reports.reduce(
     sum +
     report.scenarios.reduce(
       (n, scenario) =>
-        n + [...scenario.bare, ...scenario.platform].filter((run) => run.sent.errors > 0).length,
+        n +
+        [...scenario.bare, ...(scenario.floor ?? []), ...scenario.platform].filter(
+          (run) => run.sent.errors > 0,
+        ).length,
       0,
     ),
   0,
