@@ -193,6 +193,38 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.deepEqual(confirmCalls, [`${sentinel} failed`, sentinel, event.audioId])
   })
 
+  test("a receiver check's push (the header and a check_ audioId) is answered and called back, never handed over", async () => {
+    await setUp()
+    const check = pushEvent({ audioId: 'check_run_valid' })
+    const deletion = deletionEvent('check_run_deleted')
+    for (const event of [check, deletion]) {
+      const answer = await receiver.handle({
+        body: body(sealed(event)),
+        headers: { ...json, 'X-Earshot-Check': '1' },
+      })
+      assert.deepEqual(answer.body, { code: 2000, msg: 'success' })
+      answer.afterResponse()
+    }
+    await eventually(
+      async () => (await outbox.callbacks({ audioId: check.audioId }))[0]?.state === 'confirmed',
+      10_000,
+      "the check push's callback confirmed",
+    )
+    assert.deepEqual([stored, deleted], [[], []])
+    // Either alone is a real push: a header cannot make the receiver skip a recording, nor can a name.
+    const named = pushEvent({ audioId: 'check_without_header' })
+    const marked = pushEvent()
+    const answers = await Promise.all([
+      receiver.handle({ body: body(sealed(named)), headers: json }),
+      receiver.handle({ body: body(sealed(marked)), headers: { ...json, 'x-earshot-check': '1' } }),
+    ])
+    assert.deepEqual(
+      answers.map((answer) => answer.body.code),
+      [2000, 2000],
+    )
+    assert.deepEqual(stored.map((event) => event.audioId).sort(), [marked.audioId, named.audioId].sort())
+  })
+
   test('a transcript push hands over its sentences parsed', async () => {
     await setUp()
     const sentences = [{ text: 'hello there', beginTime: 0, endTime: 900 }]

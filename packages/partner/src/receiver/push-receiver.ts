@@ -1,9 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import {
+  CHECK_HEADER,
   catalogueEntry,
   type EnvelopeKey,
   httpStatusOf,
   InvalidParameterError,
+  isCheckPush,
   isTranscriptData,
   type KeyResolver,
   loadKey,
@@ -197,6 +199,7 @@ class Receiver {
     const text =
       typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, size).toString('utf8')
     const { envelope, event } = openPush(text, this.#keys)
+    const check = isCheckPush(headerOf(headers, CHECK_HEADER), event.audioId)
     const nonceKey = `${envelope.keyVersion}:${envelope.nonce}`
     if (this.#nonces.has(nonceKey))
       throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
@@ -205,14 +208,14 @@ class Receiver {
       const admission = await this.#outbox.admit(envelope)
       if (admission === 'replayed')
         throw new Refusal(ResponseCode.REPLAYED, 'this envelope nonce was already used')
-      return await this.#receiveAdmitted(event, admission === 'duplicate')
+      return await this.#receiveAdmitted(event, admission === 'duplicate', check)
     } finally {
       this.#nonces.delete(nonceKey)
     }
   }
 
   /** An envelope whose nonce was taken: a new event stored (once, however often it arrives at once). */
-  async #receiveAdmitted(event: Received, known: boolean): Promise<PushAnswer> {
+  async #receiveAdmitted(event: Received, known: boolean, check: boolean): Promise<PushAnswer> {
     const wake = () => this.#outbox.wake(event.eventId)
     if (known) return this.#duplicate(event, wake)
     for (;;) {
@@ -221,7 +224,7 @@ class Receiver {
       // The platform pushed again while we were still on the first push (it timed out waiting).
       if (await earlier) return this.#duplicate(event, wake)
     }
-    const storing = this.#store(event)
+    const storing = this.#store(event, check)
     this.#events.set(event.eventId, storing)
     try {
       if (!(await storing)) {
@@ -243,11 +246,15 @@ class Receiver {
     return answer(ResponseCode.OK, 'success (already received)', wake)
   }
 
-  /** onRecording or onDeleted, then the receipt; false (nothing recorded) when it throws. */
-  async #store(event: Received): Promise<boolean> {
+  /**
+   * onRecording or onDeleted, then the receipt; false (nothing recorded) when it throws. A receiver check's
+   * push is recorded with its callback, as the check expects, but handed to neither.
+   */
+  async #store(event: Received, check: boolean): Promise<boolean> {
     const ids = { eventId: event.eventId, audioId: event.audioId }
     try {
-      if (event.eventType !== PushEventType.DELETED) await this.#onRecording(event)
+      if (check) this.#logger.info('receiver check push; answered without storing it', ids)
+      else if (event.eventType !== PushEventType.DELETED) await this.#onRecording(event)
       else if (this.#onDeleted) await this.#onDeleted(event)
       else {
         this.#logger.error('a recording was deleted but the receiver has no onDeleted; answering 5000', ids)
@@ -381,6 +388,14 @@ function keyResolver(options: PushReceiverOptions): KeyResolver {
   }
   if (byVersion.size === 0) throw new EarshotConfigError('keys must hold at least one secret')
   return (keyVersion) => byVersion.get(keyVersion)
+}
+
+/** A header's value, its name matched in any case (a PushRequest's headers may come from any transport). */
+function headerOf(headers: PushRequest['headers'], name: string): string | string[] | undefined {
+  const exact = headers[name]
+  if (exact !== undefined) return exact
+  const key = Object.keys(headers).find((each) => each.toLowerCase() === name)
+  return key === undefined ? undefined : headers[key]
 }
 
 /** application/json, any case, parameters (charset) allowed. */

@@ -10,6 +10,8 @@ import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { EarshotClient } from '../client/earshot-client.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
+import { type Database, openDatabase } from '../storage/database.js'
+import { databaseRecordingStore } from '../storage/recording-store.js'
 import { createPushReceiver } from './push-receiver.js'
 
 /*
@@ -74,6 +76,7 @@ describe('the receiver check', { timeout: 120_000 }, () => {
   let platform: TestPlatform
   let partner: TestPartner
   let outbox: CallbackOutbox | undefined
+  let partnerDb: Database | undefined
 
   before(async () => {
     // A push times out after 2 s, so a callback made before its answer is given up on after 1 s.
@@ -84,21 +87,32 @@ describe('the receiver check', { timeout: 120_000 }, () => {
     for (const server of servers) server.closeAllConnections()
     await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))))
     await outbox?.close()
+    await partnerDb?.close()
     await platform?.stop()
   })
 
-  test("the kit's receiver passes every item, and its callbacks are no receipts", async () => {
+  test("the kit's receiver passes every item, stores nothing of it, and its callbacks are no receipts", async () => {
     const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
+    partnerDb = await openDatabase({})
+    const store = await databaseRecordingStore(partnerDb)
     outbox = await openCallbackOutbox({
+      database: partnerDb,
       confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
     })
+    const handed: string[] = []
     const receiver = createPushReceiver({
       secret: partner.secret,
       keyVersion: partner.keyVersion,
       outbox,
       logger: silentLogger,
-      onRecording: async () => {},
-      onDeleted: async () => {},
+      onRecording: async (push) => {
+        handed.push(`onRecording ${push.audioId}`)
+        await store.save(push)
+      },
+      onDeleted: async (deletion) => {
+        handed.push(`onDeleted ${deletion.audioId}`)
+        await store.delete(deletion)
+      },
     })
     const url = await serve(receiver.handler)
     const report = await adminClientOf(platform).checkReceiver(partner.enterpriseId, url, 10)
@@ -110,6 +124,9 @@ describe('the receiver check', { timeout: 120_000 }, () => {
     )
     assert.equal(report.items.length, 9)
     assert.match(report.items.find((item) => item.id === 'callbacks')?.evidence ?? '', /ms after the answer/)
+    assert.deepEqual(handed, [], "a check push is never handed to the partner's handlers")
+    assert.deepEqual(await partnerDb.query('SELECT audio_id FROM recordings'), [], 'nothing stored')
+    assert.deepEqual(await partnerDb.query('SELECT audio_id FROM deleted_recordings'), [])
     const { db } = platform.context
     assert.deepEqual(await db.query('SELECT * FROM receipts'), [], 'a check callback is no receipt')
     const unrecorded = await db.query(

@@ -278,6 +278,31 @@ for (const backend of testBackends) {
       assert.equal(await countRecordings(enterpriseId), 0)
     })
 
+    test("an audioId beginning check_ (the receiver check's) is refused, imported or ingested alone", async () => {
+      const { enterpriseId } = await createPartner(platform, 'Check Named')
+      const msg = await refused(enterpriseId, [line('fine-1'), line('check_1')].join('\n'))
+      assert.match(
+        msg,
+        /^nothing was imported; [^\n]*\nline 2: audioId: must not begin "check_": the receiver check/,
+      )
+      assert.doesNotMatch(msg, /line 1/)
+      const alone = await admin<{ code: number; msg: string }>(
+        platform,
+        'POST',
+        `/enterprises/${enterpriseId}/recordings`,
+        JSON.parse(line('check_alone')),
+      )
+      assert.equal(alone.status, 400)
+      assert.equal(alone.body.code, 4001)
+      assert.match(alone.body.msg, /^audioId: must not begin "check_"/)
+      assert.equal(await countRecordings(enterpriseId), 0)
+      // Only the prefix is reserved.
+      assert.deepEqual((await imported(enterpriseId, [line('a_check_1'), line('Check_1')])).summary, {
+        imported: 2,
+        skipped: 0,
+      })
+    })
+
     test('repeats are found across chunks; identical lines without audioId stay distinct and re-import as skipped', async () => {
       const { enterpriseId } = await createPartner(platform, 'Far apart')
       const filler = (from: number) => Array.from({ length: 600 }, (_, i) => line(`far-${from + i}`))

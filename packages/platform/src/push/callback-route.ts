@@ -1,10 +1,15 @@
-import { CallbackPlaintext, CallbackPlaintextSchema, ResponseCode } from '@earshot/protocol'
+import {
+  CallbackPlaintext,
+  CallbackPlaintextSchema,
+  CHECK_AUDIO_ID_PREFIX,
+  ResponseCode,
+} from '@earshot/protocol'
 import { authenticate, BEARER_REFUSALS } from '../auth/authenticate.js'
 import type { PartnerEnv } from '../auth/envelope-request.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { receiptBatcher } from './receipts.js'
-import { CHECK_AUDIO_ID_PREFIX, recordCheckCallback } from './receiver-check-store.js'
+import { recordCheckCallback } from './receiver-check-store.js'
 
 /** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
 export const callbackRoute: RouteSpec<PartnerEnv> = {

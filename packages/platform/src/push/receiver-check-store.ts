@@ -9,9 +9,6 @@ import type { Queryable } from '../storage/database.js'
  * "called back right after" without comparing two instances' clocks.
  */
 
-/** Prefix of every audioId a receiver check pushes. */
-export const CHECK_AUDIO_ID_PREFIX = 'check_'
-
 /**
  * A check's rows outlive it by an hour, so that a callback arriving after the check ended (a receiver's
  * outbox calling back again for a repeated push) is still answered 2000; the next check removes them.

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import { setTimeout as delay } from 'node:timers/promises'
 import {
+  CHECK_AUDIO_ID_PREFIX,
+  CHECK_HEADER,
   type EnvelopeKey,
   generateSecret,
   type JsonObject,
@@ -13,21 +15,13 @@ import type { PlatformContext } from '../context.js'
 import { currentKey } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
 import { createPushSender, type PushSender, type SendOutcome } from './push-sender.js'
-import {
-  CHECK_AUDIO_ID_PREFIX,
-  type CheckCallback,
-  checkCallbacks,
-  markAnswered,
-  registerCheck,
-} from './receiver-check-store.js'
+import { type CheckCallback, checkCallbacks, markAnswered, registerCheck } from './receiver-check-store.js'
 
 /*
  * The receiver check: a scripted series of pushes to a partner's URL, sealed with its enterprise's current
  * key and marked X-Earshot-Check: 1, and a verdict on each item with what came back. Its audioIds begin
  * `check_`; their receipt callbacks are recorded by receiver-check-store.ts, never as receipts.
  */
-
-export const CHECK_HEADER = 'x-earshot-check'
 
 export type CheckItemId =
   | 'valid-push'

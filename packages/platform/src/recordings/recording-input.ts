@@ -1,4 +1,5 @@
 import {
+  CHECK_AUDIO_ID_PREFIX,
   checkInstant,
   InvalidParameterError,
   ISO_INSTANT_RULE,
@@ -82,6 +83,12 @@ export const RecordingInputSchema = Type.Object(
 export type RecordingInput = Static<typeof RecordingInputSchema>
 
 export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
+  if (input.audioId?.startsWith(CHECK_AUDIO_ID_PREFIX)) {
+    throw new InvalidParameterError(
+      'audioId',
+      `must not begin "${CHECK_AUDIO_ID_PREFIX}": the receiver check's pushes use those audioIds, and partners' receivers answer them without storing them`,
+    )
+  }
   checkRecordedAt(input.recordedAt)
   checkExternalAudio(input.denoiseUrl)
   if ((input.denoiseUrl === undefined) !== (input.recordDuration === undefined)) {
