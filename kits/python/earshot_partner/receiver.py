@@ -28,6 +28,9 @@ logger = logging.getLogger("earshot_partner.receiver")
 DEFAULT_BODY_LIMIT = 1024 * 1024
 #: Where the platform pushes unless told otherwise (what the Node kit serves too).
 DEFAULT_PUSH_PATH = "/earshot/push"
+#: The operator's receiver check marks its pushes with this header (value "1") and audioIds with this prefix.
+CHECK_HEADER = "x-earshot-check"
+CHECK_AUDIO_ID_PREFIX = "check_"
 
 Headers = Union[Mapping[str, Any], Iterable[Tuple[Any, Any]]]
 
@@ -100,8 +103,10 @@ class Receiver:
     ``on_event(event)`` must store the event durably before it returns (an upsert keyed by audioId:
     a push is delivered at least once); the push is acknowledged only once it returned, and answered
     5000 when it raises, so that the platform pushes it again. A ``recording.deleted`` is handed to it
-    too (``event.is_deletion``): delete your copy. Give ``secret`` (and optionally ``key_version``) or
-    ``keys`` by keyVersion, e.g. ``{1: old_secret, 2: new_secret}`` during a key rotation.
+    too (``event.is_deletion``): delete your copy. A push of the operator's receiver check (header
+    X-Earshot-Check: 1, audioId ``check_…``) is answered and called back but never handed to it. Give
+    ``secret`` (and optionally ``key_version``) or ``keys`` by keyVersion, e.g. ``{1: old_secret, 2:
+    new_secret}`` during a key rotation.
     """
 
     def __init__(
@@ -141,12 +146,13 @@ class Receiver:
         if len(body) > self.body_limit:
             raise _Refusal(PAYLOAD_TOO_LARGE, f"the body is over {self.body_limit} bytes")
         envelope, event = self._open(body)
+        check = is_check_push(headers.get(CHECK_HEADER), event.audio_id)
         admission = self._outbox.admit(envelope["keyVersion"], envelope["nonce"], event.event_id)
         if admission == NONCE_REPLAYED:
             raise _Refusal(REPLAYED, "this envelope nonce was already used")
         if admission == DUPLICATE:
             return self._acknowledge(event, repeated=True)
-        return self._store_once(event)
+        return self._store_once(event, check)
 
     def _open(self, body: bytes) -> tuple[dict, PushEvent]:
         try:
@@ -164,7 +170,7 @@ class Receiver:
             raise _Refusal(INVALID_PARAMETER, "eventId: must equal the envelope's eventId")
         return opened.envelope, event
 
-    def _store_once(self, event: PushEvent) -> PushAnswer:
+    def _store_once(self, event: PushEvent, check: bool) -> PushAnswer:
         """Hands a new event to on_event and records it; the same eventId pushed again meanwhile waits."""
         while True:
             with self._lock:
@@ -183,7 +189,7 @@ class Receiver:
                 if self._outbox.is_received(event.event_id):
                     storing.stored = True
                     return self._acknowledge(event, repeated=True)
-                storing.stored = self._store(event)
+                storing.stored = self._store(event, check)
                 if not storing.stored:
                     return answer(INTERNAL_ERROR, "the recording could not be stored; push again later")
                 return self._acknowledge(event, repeated=False)
@@ -192,8 +198,15 @@ class Receiver:
                 with self._lock:
                     del self._storing[event.event_id]
 
-    def _store(self, event: PushEvent) -> bool:
-        """on_event; False when it raised (nothing is then recorded)."""
+    def _store(self, event: PushEvent, check: bool) -> bool:
+        """on_event; False when it raised (nothing is then recorded).
+
+        A receiver check's push is recorded with its callback, as the check expects, but not handed over.
+        """
+        if check:
+            logger.info("receiver check push %s (eventId %s): answered without storing it", event.audio_id,
+                        event.event_id)
+            return True
         try:
             self._on_event(event)
         except Exception:
@@ -220,6 +233,16 @@ class Receiver:
         if callback_id is None:
             return answer(OK, msg)
         return answer(OK, msg, lambda: self._outbox.release(callback_id))
+
+
+def is_check_push(check_header: Optional[str], audio_id: str) -> bool:
+    """A push of the operator's receiver check: the header X-Earshot-Check: 1 and a ``check_`` audioId.
+
+    Only ever asked of a push that opened with the enterprise's key. Neither alone suffices, so a forged
+    header cannot make the receiver skip a recording, nor can an audioId named alike (the platform refuses
+    such audioIds anyway).
+    """
+    return check_header == "1" and audio_id.startswith(CHECK_AUDIO_ID_PREFIX)
 
 
 def is_json_content_type(value: Optional[str]) -> bool:

@@ -144,13 +144,15 @@ class PushTest(PlatformTestCase):
         confirmed = [each for each in admin.deliveries(enterprise_id) if each["state"] == "confirmed"]
         self.assertEqual(len(confirmed), 3)
 
-    def test_the_receiver_passes_every_item_of_the_platforms_receiver_check(self) -> None:
+    def test_the_receiver_passes_every_item_of_the_platforms_receiver_check_storing_nothing(self) -> None:
         url = f"http://127.0.0.1:{self.server.server_port}/earshot/push"
         path = f"/admin/v1/enterprises/{self.enterprise['enterpriseId']}/endpoints/check"
         report = self.platform.admin.call("POST", path, {"url": url, "callbackWithinSeconds": 30})
         self.assertEqual(len(report["items"]), 9)
         self.assertEqual([(item["id"], item["evidence"]) for item in report["items"] if not item["passed"]], [])
         self.assertTrue(report["passed"])
+        # Answered and called back, yet never handed to on_event: the check leaves no recording behind.
+        self.assertEqual([(each.audio_id, each.event_type) for each in list(self.stored.queue)], [])
 
     def test_a_deletion_is_acknowledged_and_confirmed_without_a_callback(self) -> None:
         admin, enterprise_id = self.platform.admin, self.enterprise["enterpriseId"]

@@ -155,6 +155,16 @@ class CheckSequenceTest(ReceiverCase):
             if kind == "callback":
                 before = steps[: index + 1]
                 self.assertLessEqual(before.count(("callback", audio_id)), before.count(("answer", audio_id)))
+        # ... and none of it handed to on_event.
+        self.assertEqual([each.audio_id for each in self.events], [])
+
+    def test_only_the_header_and_a_check_audio_id_together_make_a_check_push(self) -> None:
+        with_header = {**JSON, "X-Earshot-Check": "1"}
+        for pushed, headers in ((event("aud_real"), with_header), (event("check_no_header"), JSON),
+                                (event("check_other_value"), {**JSON, "X-Earshot-Check": "0"})):
+            with self.subTest(audio_id=pushed["audioId"]):
+                self.assertEqual(code_of(self.receiver.handle_push(sealed(pushed), headers)), 2000)
+        self.assertEqual([each.audio_id for each in self.events], ["aud_real", "check_no_header", "check_other_value"])
 
 
 class RefusedTest(ReceiverCase):
