@@ -157,10 +157,6 @@ type PushEvent struct {
 	Sentences []Sentence
 	// Raw is the whole plaintext as received, unknown fields included.
 	Raw json.RawMessage
-	// Check marks a push of the operator's receiver check (`earshot endpoints check`: header
-	// X-Earshot-Check: 1 and an audioId starting "check_"). It is acknowledged and called back like
-	// any other; Store may leave it out of your data.
-	Check bool
 }
 
 // Deleted reports a recording.deleted push: delete your copy.

@@ -30,7 +30,8 @@ type ReceiverConfig struct {
 	// (compare OccurredAt), or, for recording.deleted, the removal of your copy. The push is answered
 	// 2000 only once it returned nil; an error is answered 5000 and the platform pushes again. It is
 	// called once per eventId, except when the process stops between it and the outbox's record, or
-	// receivers sharing the database get one event at once: store idempotently.
+	// receivers sharing the database get one event at once: store idempotently. A push of the operator's
+	// receiver check (header X-Earshot-Check: 1 and an audioId starting "check_") never reaches it.
 	Store func(ctx context.Context, event *PushEvent) error
 	// BodyLimit: larger bodies are refused with 4130; default 1 MiB.
 	BodyLimit int64
@@ -156,7 +157,7 @@ func (r *Receiver) receive(req *http.Request, body []byte) pushAnswer {
 	if err != nil {
 		return refuse(CodeInvalidParameter, err.Error())
 	}
-	event.Check = isCheckPush(req, event)
+	check := isCheckPush(req, event)
 	nonce := strconv.Itoa(env.KeyVersion) + ":" + env.Nonce
 	r.mu.Lock()
 	if r.nonces[nonce] {
@@ -177,12 +178,13 @@ func (r *Receiver) receive(req *http.Request, body []byte) pushAnswer {
 	if !taken {
 		return refuse(CodeReplayed, "this envelope nonce was already used")
 	}
-	return r.storeOnce(ctx, event)
+	return r.storeOnce(ctx, event, check)
 }
 
 // storeOnce stores a new event, once however often it arrives at the same time: a push of an
-// eventId being stored waits for it, then finds it stored (or stores it, when the first failed).
-func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent) pushAnswer {
+// eventId being stored waits for it, then finds it stored (or stores it, when the first failed). A push
+// of the receiver check is recorded and called back, as the check expects, but never handed to Store.
+func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent, check bool) pushAnswer {
 	mine := make(chan struct{})
 	for {
 		r.mu.Lock()
@@ -212,10 +214,12 @@ func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent) pushAnswer {
 	if known {
 		return pushAnswer{code: CodeOK, msg: "success (already received)", eventID: event.EventID}
 	}
-	if err := r.store(ctx, event); err != nil {
-		r.logf("earshot: Store failed for push %s (%s); answering 5000 so that the platform pushes again: %v",
-			event.EventID, event.AudioID, err)
-		return refuse(CodeInternalError, "the recording could not be stored; push again later")
+	if !check {
+		if err := r.store(ctx, event); err != nil {
+			r.logf("earshot: Store failed for push %s (%s); answering 5000 so that the platform pushes again: %v",
+				event.EventID, event.AudioID, err)
+			return refuse(CodeInternalError, "the recording could not be stored; push again later")
+		}
 	}
 	// Stored: recorded even when the platform gave up waiting, so that its next push is a duplicate.
 	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -231,7 +235,9 @@ func (r *Receiver) databaseFailure(event *PushEvent, err error) pushAnswer {
 	return refuse(CodeInternalError, "the push could not be recorded; push again later")
 }
 
-// isCheckPush tells a push of the operator's receiver check (`earshot endpoints check`).
+// isCheckPush tells a push of the operator's receiver check (`earshot endpoints check`). It is asked
+// only of a push that opened with the enterprise's key, and takes both the header and the audioId's
+// prefix (which no recording may have): a forged header cannot make the receiver skip a recording.
 func isCheckPush(req *http.Request, event *PushEvent) bool {
 	return req.Header.Get("X-Earshot-Check") == "1" && strings.HasPrefix(event.AudioID, "check_")
 }

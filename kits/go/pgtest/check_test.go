@@ -2,6 +2,7 @@ package pgtest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,13 +10,20 @@ import (
 )
 
 // The platform's receiver check (earshot endpoints check) passes the kit's receiver on every item, the
-// warning item included.
+// warning item included, and none of its pushes reaches Store.
 func TestReceiverPassesThePlatformsCheck(t *testing.T) {
 	ctx := testContext(t, 60*time.Second)
 	p := testPlatform(t)
 	db, _ := testDB(t)
 	creds, client := newEnterprise(ctx, t, p)
-	pushURL := serveReceiver(t, db, creds, client, func(context.Context, *earshot.PushEvent) error { return nil })
+	var mu sync.Mutex
+	var stored []string
+	pushURL := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		stored = append(stored, event.AudioID+" "+event.EventType)
+		return nil
+	})
 
 	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, pushURL, 30)
 	if err != nil {
@@ -31,5 +39,10 @@ func TestReceiverPassesThePlatformsCheck(t *testing.T) {
 	}
 	if !report.Passed {
 		t.Fatalf("the check failed: %+v", report)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(stored) != 0 {
+		t.Fatalf("the check's pushes were handed to Store: %v", stored)
 	}
 }

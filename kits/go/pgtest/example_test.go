@@ -25,17 +25,7 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	binary := buildBinary(ctx, t, "./examples/receiver")
-	address := freeAddress(t)
-	example := exec.Command(binary)
-	example.Env = append(kitEnv(dbURL, p, creds), "LISTEN_ADDR="+address)
-	example.Stdout, example.Stderr = os.Stderr, os.Stderr
-	if err := example.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = example.Process.Kill(); _ = example.Wait() }()
-	pushURL := "http://" + address + earshot.DefaultPushPath
-	waitListening(t, ctx, pushURL)
+	pushURL := startExample(ctx, t, p, dbURL, creds)
 	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +60,50 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if strings.Join(got, ", ") != "_audio  true, _both Interview false" {
 		t.Fatalf("stored: %v", got)
 	}
+}
+
+// The platform's receiver check against the README's receiver passes, and leaves its table empty.
+func TestReceiverExampleStoresNothingOfTheCheck(t *testing.T) {
+	ctx := testContext(t, 60*time.Second)
+	p := testPlatform(t)
+	db, dbURL := testDB(t)
+	creds, err := p.CreateEnterprise(ctx, t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, startExample(ctx, t, p, dbURL, creds), 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !report.Passed {
+		t.Fatalf("the check failed: %+v", report)
+	}
+	var stored int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM recordings`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != 0 {
+		t.Fatalf("the check left %d rows in the example's recordings table", stored)
+	}
+}
+
+// startExample builds and starts the README's receiver on the database, and returns its push URL once
+// it listens; the process is killed when the test ends.
+func startExample(ctx context.Context, t *testing.T, p *platformtest.Platform, dbURL string,
+	creds platformtest.Credentials) string {
+	t.Helper()
+	binary := buildBinary(ctx, t, "./examples/receiver")
+	address := freeAddress(t)
+	example := exec.Command(binary)
+	example.Env = append(kitEnv(dbURL, p, creds), "LISTEN_ADDR="+address)
+	example.Stdout, example.Stderr = os.Stderr, os.Stderr
+	if err := example.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = example.Process.Kill(); _ = example.Wait() })
+	pushURL := "http://" + address + earshot.DefaultPushPath
+	waitListening(t, ctx, pushURL)
+	return pushURL
 }
 
 func freeAddress(t *testing.T) string {

@@ -25,9 +25,10 @@ type partner struct {
 	outbox   *earshot.Outbox
 	mu       sync.Mutex
 	stored   []*earshot.PushEvent
-	flushed  map[string]bool // eventIds whose answer was written and flushed
-	calls    chan string     // audioIds called back
-	failWith error           // Store's error, when set
+	posted   map[string]string // audioIds by eventId, of the pushes posted that open with secret
+	flushed  map[string]bool   // eventIds whose answer was written and flushed
+	calls    chan string       // audioIds called back
+	failWith error             // Store's error, when set
 }
 
 // newPartner serves a Receiver; confirm (nil: record the callback) is the outbox's callback.
@@ -70,8 +71,8 @@ func (p *partner) store(_ context.Context, event *earshot.PushEvent) error {
 func (p *partner) confirm(_ context.Context, audioID string) error {
 	p.mu.Lock()
 	answered := false
-	for _, event := range p.stored {
-		answered = answered || (event.AudioID == audioID && p.flushed[event.EventID])
+	for eventID, posted := range p.posted {
+		answered = answered || (posted == audioID && p.flushed[eventID])
 	}
 	p.mu.Unlock()
 	if !answered {
@@ -161,6 +162,7 @@ func (p *partner) post(ctx context.Context, body []byte, header map[string]strin
 		EventID string `json:"eventId"`
 	}
 	_ = json.Unmarshal(body, &env)
+	p.notePosted(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url, strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-Earshot-Event-Id", env.EventID)
@@ -180,6 +182,28 @@ func (p *partner) post(ctx context.Context, body []byte, header map[string]strin
 		p.t.Fatalf("answer %q: %v", text, err)
 	}
 	return resp.StatusCode, answer.Code
+}
+
+// notePosted notes the audioId of a push that opens with secret, whether or not it gets stored.
+func (p *partner) notePosted(body []byte) {
+	key, err := earshot.LoadKey(secret)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	env, plaintext, err := key.Open(body)
+	if err != nil {
+		return
+	}
+	var event struct {
+		AudioID string `json:"audioId"`
+	}
+	_ = json.Unmarshal(plaintext, &event)
+	p.mu.Lock()
+	if p.posted == nil {
+		p.posted = map[string]string{}
+	}
+	p.posted[env.EventID] = event.AudioID
+	p.mu.Unlock()
 }
 
 func expectAnswer(t *testing.T, what string, status, code, wantCode int) {
@@ -209,17 +233,11 @@ func TestReceiverCheckSeries(t *testing.T) {
 	status, code := p.post(ctx, valid, check)
 	expectAnswer(t, "a valid push", status, code, earshot.CodeOK)
 	p.waitCall(ctx, "check_1")
-	if p.storedCount() != 1 || !p.stored[0].Check || p.stored[0].Data.RecordedAt != "2026-11-02T01:00:00Z" {
-		t.Fatalf("stored %+v", p.stored)
-	}
 
 	again := seal(t, secret, 1, pushEvent("evt-check-1", earshot.EventAudioReady, "check_1", audioData()))
 	status, code = p.post(ctx, again, check)
 	expectAnswer(t, "the same eventId with a fresh nonce", status, code, earshot.CodeOK)
 	p.waitCall(ctx, "check_1")
-	if p.storedCount() != 1 {
-		t.Fatal("a repeated eventId was stored again")
-	}
 
 	tag, _ := base64.StdEncoding.DecodeString(mustField(t, valid, "tag"))
 	tag[0] ^= 1
@@ -251,15 +269,12 @@ func TestReceiverCheckSeries(t *testing.T) {
 	status, code = p.post(ctx, withField(t, seal(t, secret, 1, extra), "newEnvelopeField", "x"), check)
 	expectAnswer(t, "unknown extra fields", status, code, earshot.CodeOK)
 	p.waitCall(ctx, "check_5")
-	if s := p.stored[len(p.stored)-1]; len(s.Sentences) != 1 || s.Sentences[0].EndTime != 900 || !strings.Contains(string(s.Data.Raw), "newDataField") {
-		t.Fatalf("stored %+v", s)
-	}
 
 	deletion := seal(t, secret, 1, pushEvent("evt-check-6", earshot.EventDeleted, "check_1", map[string]interface{}{}))
 	status, code = p.post(ctx, deletion, check)
 	expectAnswer(t, "a recording.deleted", status, code, earshot.CodeOK)
-	if s := p.stored[len(p.stored)-1]; !s.Deleted() || s.AudioID != "check_1" {
-		t.Fatalf("stored %+v", s)
+	if p.storedCount() != 0 {
+		t.Fatalf("a check push was handed to Store: %+v", p.stored)
 	}
 
 	for eventID, state := range map[string]string{"evt-check-1": earshot.CallbackConfirmed,
@@ -269,6 +284,36 @@ func TestReceiverCheckSeries(t *testing.T) {
 	callbacks, err := p.outbox.Callbacks(ctx, "")
 	if err != nil || len(callbacks) != 4 {
 		t.Fatalf("callbacks %+v %v", callbacks, err)
+	}
+	p.noCallPending()
+}
+
+// Only the header and a check_ audioId together make a push the check's: either alone is stored.
+func TestReceiverStoresAPushWithTheCheckHeaderOrPrefixAlone(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	p := newPartner(t, nil)
+	extra := pushEvent("evt-marked", earshot.EventTranscriptReady, "aud_marked", map[string]interface{}{
+		"deviceUid": "DEV-1", "title": "Call", "transcriptId": 7001, "transcriptText": "Hello.",
+		"transcriptSentences": `[{"text":"Hello.","beginTime":0,"endTime":900,"speaker":"A"}]`,
+		"durationMs":          900, "wordsCount": 1, "newDataField": map[string]int{"x": 1},
+	})
+	extra["newEventField"] = []int{1, 2}
+	status, code := p.post(ctx, withField(t, seal(t, secret, 1, extra), "newEnvelopeField", "x"),
+		map[string]string{"X-Earshot-Check": "1"})
+	expectAnswer(t, "the header on a recording's push", status, code, earshot.CodeOK)
+	p.waitCall(ctx, "aud_marked")
+	named := seal(t, secret, 1, pushEvent("evt-named", earshot.EventAudioReady, "check_named", audioData()))
+	status, code = p.post(ctx, named, nil)
+	expectAnswer(t, "a check_ audioId without the header", status, code, earshot.CodeOK)
+	p.waitCall(ctx, "check_named")
+	if p.storedCount() != 2 {
+		t.Fatalf("stored %+v", p.stored)
+	}
+	if s := p.stored[0]; len(s.Sentences) != 1 || s.Sentences[0].EndTime != 900 || !strings.Contains(string(s.Data.Raw), "newDataField") {
+		t.Fatalf("stored %+v", s)
+	}
+	if s := p.stored[1]; s.AudioID != "check_named" || s.Data.RecordedAt != "2026-11-02T01:00:00Z" {
+		t.Fatalf("stored %+v", s)
 	}
 	p.noCallPending()
 }
