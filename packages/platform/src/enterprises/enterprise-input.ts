@@ -45,7 +45,10 @@ export const EnterpriseChangesSchema = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field an update changes; give requireIssuedAt' },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a field an update changes; give requireIssuedAt',
+  },
 )
 export const EnterpriseChanges = messageParser(EnterpriseChangesSchema, (changes) => {
   if (changes.requireIssuedAt === undefined) {
