@@ -54,17 +54,18 @@ async function post(path, body, token) {
   return answer.data
 }
 
+// Every plaintext carries issuedAt, when it was sealed (Unix seconds): replayed later than 5 minutes, refused.
+const sealNow = (plaintext) =>
+  seal(key, keyVersion, randomUUID(), { ...plaintext, issuedAt: Math.floor(Date.now() / 1000) })
+
 // 1. A token: an envelope of {} with the enterpriseId in plaintext beside it. Its answer is not sealed:
 //    {accessToken, expiresIn (seconds, 7200 by default), tokenType: 'Bearer'}. Reuse it until it expires.
-const { accessToken } = await post('/openapi/v1/token', {
-  ...seal(key, keyVersion, randomUUID(), {}),
-  enterpriseId,
-})
+const { accessToken } = await post('/openapi/v1/token', { ...sealNow({}), enterpriseId })
 
 // 2. A query: the filter is sealed, and so is the answer's `data`; open it with the same key. The filter
 //    may also hold audioId, deviceUid, startTime/endTime (ISO 8601 with an offset) and page (size ≤ 100);
 //    the answer is {specVersion, page, size, total, items: [{audioId, data}]}, newest first.
-const data = await post('/openapi/v1/audios', seal(key, keyVersion, randomUUID(), { size: 5 }), accessToken)
+const data = await post('/openapi/v1/audios', sealNow({ size: 5 }), accessToken)
 const list = open(data, key).plaintext
 
 console.log(`${list.total} recordings in all; the first ${list.items.length}:`)

@@ -186,7 +186,7 @@ func (c *Client) fetchToken(fetch *tokenFetch) {
 func (c *Client) requestToken(ctx context.Context) (string, int64, error) {
 	eventID := newEventID()
 	data, err := c.withRetries(ctx, func(ctx context.Context) (json.RawMessage, error) {
-		env, err := c.key.Seal(c.keyVersion, eventID, struct{}{})
+		env, err := c.seal(eventID, struct{}{})
 		if err != nil {
 			return nil, err
 		}
@@ -320,11 +320,26 @@ func (c *Client) sealedCall(ctx context.Context, path string, plaintext interfac
 	return nil
 }
 
+// seal seals the plaintext now, with issuedAt (seconds since the Unix epoch): replayed past the
+// platform's max age, the request is refused.
+func (c *Client) seal(eventID string, plaintext interface{}) (*Envelope, error) {
+	text, err := json.Marshal(plaintext)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPlaintext, err)
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(text, &fields); err != nil {
+		return nil, fmt.Errorf("%w: the plaintext must be a JSON object", ErrInvalidPlaintext)
+	}
+	fields["issuedAt"] = json.RawMessage(strconv.FormatInt(c.now().Unix(), 10))
+	return c.key.Seal(c.keyVersion, eventID, fields)
+}
+
 // authorized sends a bearer request; refused with 4010 or 4011, it is sent once more with a new token.
 func (c *Client) authorized(ctx context.Context, path, eventID string, plaintext interface{}) (json.RawMessage, error) {
 	send := func(token string) (json.RawMessage, error) {
 		return c.withRetries(ctx, func(ctx context.Context) (json.RawMessage, error) {
-			env, err := c.key.Seal(c.keyVersion, eventID, plaintext)
+			env, err := c.seal(eventID, plaintext)
 			if err != nil {
 				return nil, err
 			}

@@ -228,6 +228,26 @@ func TestPlatformChangeFeedFollowsNextCursor(t *testing.T) {
 	}
 }
 
+func TestPlatformEnterpriseRequiringIssuedAtTakesEveryRequest(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	prefix := "i" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	p := testPlatform(t)
+	client, creds, _ := newEnterprise(t, ctx, p, recordingsJSONL(prefix, 1))
+	if err := p.RequireIssuedAt(ctx, creds.EnterpriseID, true); err != nil {
+		t.Fatal(err)
+	}
+	page, err := client.QueryAudios(ctx, Filter{})
+	if err != nil || page.Total != 1 {
+		t.Fatalf("query: %+v %v", page, err)
+	}
+	if _, err := client.Changes(ctx, "", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ConfirmReceipt(ctx, prefix+"_00"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestPlatformRefusalsAreTypedErrors(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
 	p := testPlatform(t)

@@ -27,6 +27,8 @@ type fakePlatform struct {
 	// callback answers the n-th callback (from 1) sent with token: a code, or 0 to hang.
 	callback  func(n int, token string) int
 	callbacks int
+	// issuedAt is each request's plaintext issuedAt, in the order they arrived (nil when it had none).
+	issuedAt []interface{}
 }
 
 func newFakePlatform(t *testing.T) (*fakePlatform, *Client) {
@@ -43,12 +45,15 @@ func newFakePlatform(t *testing.T) (*fakePlatform, *Client) {
 
 func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	env, _, err := f.key.Open(body)
+	env, plaintext, err := f.key.Open(body)
 	if err != nil {
 		f.answer(w, CodeDecryptionFailed, nil)
 		return
 	}
+	var fields map[string]interface{}
+	_ = json.Unmarshal(plaintext, &fields)
 	f.mu.Lock()
+	f.issuedAt = append(f.issuedAt, fields["issuedAt"])
 	replayed := f.nonces[env.Nonce]
 	f.nonces[env.Nonce] = true
 	f.mu.Unlock()
@@ -102,6 +107,26 @@ func TestExpiredTokenIsDroppedAndTheRequestSentOnceMore(t *testing.T) {
 	}
 	if fmt.Sprint(used) != "[token-1 token-2]" {
 		t.Fatalf("tokens used: %v", used)
+	}
+}
+
+func TestEveryRequestCarriesIssuedAtFromTheClientsClock(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	now := time.Date(2026, 11, 1, 0, 0, 0, 900_000_000, time.UTC)
+	client.now = func() time.Time { return now }
+	fake.callback = func(n int, token string) int { return CodeOK }
+	ctx := testContext(t, 10*time.Second)
+	if err := client.ConfirmReceipt(ctx, "aud_1"); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(7 * time.Second)
+	if err := client.ConfirmReceipt(ctx, "aud_2"); err != nil {
+		t.Fatal(err)
+	}
+	// JSON numbers decode as float64: the token request, then the two callbacks.
+	want := fmt.Sprint([]interface{}{1793491200.0, 1793491200.0, 1793491207.0})
+	if got := fmt.Sprint(fake.issuedAt); got != want {
+		t.Fatalf("issuedAt sent: %s, want %s", got, want)
 	}
 }
 

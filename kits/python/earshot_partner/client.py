@@ -79,6 +79,7 @@ class Client:
         opener: Optional[urllib.request.OpenerDirector] = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError("base_url must be an http:// or https:// URL")
@@ -99,6 +100,7 @@ class Client:
         self._opener = opener or urllib.request.build_opener(_NoRedirects)
         self._sleep = sleep
         self._clock = clock
+        self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._token: Optional[_Token] = None
         self._token_flight: Optional[Future] = None
@@ -199,7 +201,7 @@ class Client:
         requested_at = self._clock()
 
         def body() -> dict:
-            envelope = seal(self._key, self.key_version, event_id, {})
+            envelope = self._seal(event_id, {})
             return {**envelope, "enterpriseId": self.enterprise_id}
 
         data, status = self._with_retries(lambda: self._post(TOKEN_PATH, body(), None))
@@ -239,12 +241,17 @@ class Client:
             raise EarshotResponseError(message, status) from None
         return opened.plaintext
 
+    def _seal(self, event_id: str, plaintext: Mapping[str, Any]) -> dict:
+        """Sealed now, with issuedAt (epoch seconds): replayed past the platform's max age, it is refused."""
+        issued_at = int(self._wall_clock())
+        return seal(self._key, self.key_version, event_id, {**plaintext, "issuedAt": issued_at})
+
     def _authorized(self, path: str, event_id: str, plaintext: dict) -> tuple[Any, int]:
         """A bearer request; refused with 4010 or 4011 it is sent once more with a new token."""
 
         def send(token: str) -> tuple[Any, int]:
             return self._with_retries(
-                lambda: self._post(path, seal(self._key, self.key_version, event_id, plaintext), token)
+                lambda: self._post(path, self._seal(event_id, plaintext), token)
             )
 
         token = self.token()

@@ -24,7 +24,9 @@ class ClientTest(TimedTestCase):
         self.addCleanup(self.fake.close)
         self.sleeps: list[float] = []
         self.now = 1000.0
-        self.client = Client(self.fake.url, 42, 1, SECRET, sleep=self.sleeps.append, clock=lambda: self.now)
+        self.wall = 1_793_491_200.9
+        self.client = Client(self.fake.url, 42, 1, SECRET, sleep=self.sleeps.append, clock=lambda: self.now,
+                             wall_clock=lambda: self.wall)
 
     def nonces(self, path: str) -> list[str]:
         return [each["envelope"]["nonce"] for each in self.fake.requests_to(path)]
@@ -33,7 +35,7 @@ class ClientTest(TimedTestCase):
         self.assertEqual(self.client.token(), "token-1")
         [request] = self.fake.requests_to(TOKEN)
         self.assertEqual(request["envelope"]["enterpriseId"], 42)
-        self.assertEqual(request["plaintext"], {})
+        self.assertEqual(request["plaintext"], {"issuedAt": 1_793_491_200})
         self.assertIsNone(request["token"])
 
     def test_concurrent_threads_share_one_token_request(self) -> None:
@@ -90,7 +92,7 @@ class ClientTest(TimedTestCase):
         calls = self.fake.requests_to(AUDIOS)
         self.assertEqual([each["token"] for each in calls], ["token-1", "token-2"])
         self.assertEqual(len(set(self.nonces(AUDIOS))), 2)
-        self.assertEqual(calls[0]["plaintext"], {"size": 5})
+        self.assertEqual(calls[0]["plaintext"], {"size": 5, "issuedAt": 1_793_491_200})
 
     def test_a_second_token_refusal_is_raised_not_retried_again(self) -> None:
         self.fake.answers[AUDIOS] = [(401, refusal(4010, "missing or invalid bearer token"))]
@@ -178,7 +180,19 @@ class ClientTest(TimedTestCase):
         cursors = [page["nextCursor"] for page in self.client.iterate_changes(size=10)]
         self.assertEqual(cursors, ["Mjox", "Mjoy", "Mjoz"])
         sent = [each["plaintext"] for each in self.fake.requests_to("/openapi/v1/audios/changes")]
-        self.assertEqual(sent, [{"size": 10}, {"cursor": "Mjox", "size": 10}, {"cursor": "Mjoy", "size": 10}])
+        stamp = {"issuedAt": 1_793_491_200}
+        self.assertEqual(sent, [{"size": 10, **stamp}, {"cursor": "Mjox", "size": 10, **stamp},
+                                {"cursor": "Mjoy", "size": 10, **stamp}])
+
+    def test_every_request_carries_issued_at_from_the_wall_clock_as_sealed_each_attempt(self) -> None:
+        self.fake.answers[AUDIOS] = [(503, refusal(5030, "busy")), None]
+        self.fake.answers[AUDIOS][1] = lambda request: (200, ok(self.fake.sealed(request, PAGE)))
+        self.client.token()
+        self.wall += 5
+        self.client.query_audios({})
+        self.client.confirm_receipt("aud_1")
+        stamps = [each["plaintext"].get("issuedAt") for each in self.fake.requests]
+        self.assertEqual(stamps, [1_793_491_200, 1_793_491_205, 1_793_491_205, 1_793_491_205])
 
     def test_options_are_checked_and_the_secret_never_echoed(self) -> None:
         with self.assertRaises(ValueError) as refused:

@@ -88,6 +88,20 @@ class ClientOnPlatformTest(PlatformTestCase):
         self.assertEqual(undecryptable.exception.code, 4012)
 
 
+class IssuedAtRequiredTest(PlatformTestCase):
+    def test_every_request_carries_issued_at_so_an_enterprise_requiring_it_accepts_them(self) -> None:
+        admin = self.platform.admin
+        enterprise = self.platform.new_enterprise("python-kit issuedAt")
+        enterprise_id = enterprise["enterpriseId"]
+        updated = admin.call("PATCH", f"/admin/v1/enterprises/{enterprise_id}", {"requireIssuedAt": True})
+        self.assertTrue(updated["requireIssuedAt"])
+        admin.import_recordings(enterprise_id, [recording("aud_pyi_1")])
+        client = client_of(enterprise, self.platform)
+        self.assertEqual(client.query_audios({"size": 1})["total"], 1)
+        self.assertEqual(len(client.changes(size=10)["items"]), 1)
+        client.confirm_receipt("aud_pyi_1")
+
+
 class ChangeFeedTest(PlatformTestCase):
     def test_the_feed_is_read_to_its_end_then_goes_on_from_the_stored_cursor(self) -> None:
         platform = self.platform

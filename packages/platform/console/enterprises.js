@@ -1,4 +1,7 @@
-/** The enterprises page: create, list, rotate keys, set push URLs, disable; each one's endpoints a link away. */
+/**
+ * The enterprises page: create, list, require issuedAt, rotate keys, set push URLs, disable; each one's
+ * endpoints a link away.
+ */
 import { api, enterpriseOptions } from './admin-api.js'
 import {
   alertBox,
@@ -160,7 +163,7 @@ function showSecret(panel, title, credentials) {
 
 function enterpriseTable(page, list) {
   if (list.length === 0) return h('p', {}, 'No enterprise yet.')
-  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'Created', 'Actions']
+  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'issuedAt', 'Created', 'Actions']
   return table(
     'Enterprises',
     columns,
@@ -182,8 +185,9 @@ function enterpriseTable(page, list) {
           retiring.map((k) => h('small', { class: 'block' }, `v${k.keyVersion} until `, stamp(k.retiresAt))),
         ),
         cell(columns[4], e.disabled ? badge('disabled') : badge('active')),
-        cell(columns[5], stamp(e.createdAt)),
-        cell(columns[6], e.disabled ? endpointsLink(e) : enterpriseActions(page, e)),
+        cell(columns[5], issuedAtToggle(page, e)),
+        cell(columns[6], stamp(e.createdAt)),
+        cell(columns[7], e.disabled ? endpointsLink(e) : enterpriseActions(page, e)),
       )
     }),
   )
@@ -272,6 +276,28 @@ function pushUrlForm(page, e) {
       formAlert,
     ),
   )
+}
+
+/** Whether the enterprise's sealed requests must carry issuedAt; changed at once, on every instance within 1 s. */
+function issuedAtToggle(page, e) {
+  const id = `require-issued-at-${e.enterpriseId}`
+  const toggle = h('input', {
+    id,
+    type: 'checkbox',
+    role: 'switch',
+    'aria-label': `Require issuedAt of enterprise ${e.enterpriseId}`,
+    checked: e.requireIssuedAt,
+    disabled: e.disabled,
+    onchange: () =>
+      page.act(async () => {
+        const body = { requireIssuedAt: toggle.checked }
+        const updated = await api('updateEnterprise', { params: { enterpriseId: e.enterpriseId }, body })
+        page.status.textContent = updated.requireIssuedAt
+          ? `Enterprise ${e.enterpriseId} now refuses requests without issuedAt (4001).`
+          : `Enterprise ${e.enterpriseId} accepts requests without issuedAt again.`
+      }),
+  })
+  return h('label', { for: id, class: 'toggle' }, toggle, ' Required')
 }
 
 function rotateButton(page, e) {

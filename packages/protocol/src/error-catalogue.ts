@@ -65,9 +65,10 @@ const occasions: Record<ResponseCodeName, string> = {
   OK: 'success',
   INVALID_REQUEST: 'the body is not JSON, the envelope is malformed, or its plaintext is not a JSON object',
   INVALID_PARAMETER:
-    'a field breaks its rule (size over 100, a bad time, an unknown field, a missing audioId); msg names the field',
+    'a field breaks its rule (size over 100, a bad time, an unknown field, a missing audioId, a malformed issuedAt or none where the enterprise requires it); msg names the field',
   UNAUTHORIZED: 'the bearer token is missing, malformed or unknown',
-  TOKEN_EXPIRED: "the token's validity has passed",
+  TOKEN_EXPIRED:
+    "the token's validity has passed, or the request's issuedAt is older than EARSHOT_REQUEST_MAX_AGE or over 60 s ahead of the platform's clock (msg says which, and by how much)",
   DECRYPTION_FAILED:
     'the envelope does not open: wrong key, unknown or retired keyVersion, unknown enterprise on the token request, or an enterpriseId not matching the token; one message for all',
   FORBIDDEN: 'the enterprise is disabled',

@@ -5,6 +5,7 @@ import { InvalidParameterError } from './errors.js'
 import {
   AccessToken,
   CallbackPlaintext,
+  ChangesRequest,
   EnvelopeSchema,
   isTranscriptData,
   MAX_ENTERPRISE_ID,
@@ -14,6 +15,7 @@ import {
   RecordingFilter,
   RecordingList,
   RULE,
+  readIssuedAt,
   TokenPlaintext,
   TokenPlaintextSchema,
   UNKNOWN_FIELD_RULE,
@@ -194,6 +196,30 @@ describe('other messages', { timeout: 10_000 }, () => {
       ).field,
       'occurredAt',
     )
+  })
+})
+
+describe('issuedAt', { timeout: 10_000 }, () => {
+  test('every request plaintext may carry it, in whole seconds from 0 to 2^32 − 1', () => {
+    const issuedAt = 1_793_491_200
+    assert.equal(RecordingFilter.parse({ issuedAt }).issuedAt, issuedAt)
+    assert.equal(ChangesRequest.parse({ issuedAt }).size, 100)
+    assert.deepEqual(CallbackPlaintext.parse({ audioId: 'a', issuedAt }), { audioId: 'a', issuedAt })
+    assert.deepEqual(TokenPlaintext.parse({ issuedAt }), { issuedAt })
+    assert.equal(readIssuedAt({ issuedAt: 0 }), 0)
+    assert.equal(readIssuedAt({ issuedAt: 2 ** 32 - 1 }), 2 ** 32 - 1)
+    assert.equal(readIssuedAt({ size: 3 }), undefined)
+  })
+
+  test('a malformed one is refused naming it: not an integer, negative, or milliseconds', () => {
+    for (const issuedAt of [1.5, -1, 2 ** 32, 1_793_491_200_000, '1793491200', null]) {
+      assert.equal(refusal(() => readIssuedAt({ issuedAt })).field, 'issuedAt')
+      assert.equal(refusal(() => RecordingFilter.parse({ issuedAt })).field, 'issuedAt')
+      assert.match(
+        refusal(() => CallbackPlaintext.parse({ audioId: 'a', issuedAt })).message,
+        /^issuedAt: must be an integer number of seconds/,
+      )
+    }
   })
 })
 

@@ -31,6 +31,35 @@ export const MAX_ENTERPRISE_ID = Number.MAX_SAFE_INTEGER
 const EnterpriseId = (description: string) =>
   Type.Integer({ minimum: 1, maximum: MAX_ENTERPRISE_ID, description })
 
+/**
+ * Annotations that word a schema's refusals for people, kept in the schema so that its published
+ * description (OpenAPI allows x- extensions in a schema) states the same rules. On a field's schema,
+ * RULE is the rule stated when the field breaks any of its keywords (its `required` aside); on an
+ * object's, UNKNOWN_FIELD_RULE is the rule stated for a field the object does not have.
+ */
+export const RULE = 'x-earshot-rule'
+export const UNKNOWN_FIELD_RULE = 'x-earshot-unknown-field'
+
+/** issuedAt above this (2^32 − 1 s, in 2106) is refused as malformed: milliseconds sent for seconds, say. */
+export const MAX_ISSUED_AT = 2 ** 32 - 1
+export const ISSUED_AT_RULE = `must be an integer number of seconds since the Unix epoch, from 0 to ${MAX_ISSUED_AT}`
+
+/**
+ * The field every sealed request's plaintext may carry: when the client sealed it. The platform refuses a
+ * request sealed too long ago or too far ahead of its clock (4011), and keeps its nonce only that long.
+ */
+export const IssuedAtField = {
+  issuedAt: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_ISSUED_AT,
+      description:
+        'when the client sealed the request, in whole seconds since the Unix epoch; refused (4011) when older than EARSHOT_REQUEST_MAX_AGE or over 60 s ahead of the platform clock',
+      [RULE]: ISSUED_AT_RULE,
+    }),
+  ),
+}
+
 /** The envelope (docs/protocol.md) (open() checks it by hand for speed; this schema documents it). */
 export const EnvelopeSchema = Type.Object({
   specVersion: Type.Literal(SPEC_VERSION),
@@ -56,6 +85,7 @@ export type TokenRequest = Static<typeof TokenRequestSchema>
 /** The token request's plaintext may be {}; an enterpriseId inside must match the outer one. */
 export const TokenPlaintextSchema = Type.Object({
   enterpriseId: Type.Optional(EnterpriseId('the enterprise the token is for')),
+  ...IssuedAtField,
 })
 export type TokenPlaintext = Static<typeof TokenPlaintextSchema>
 
@@ -80,6 +110,7 @@ export const RecordingFilterSchema = Type.Object(
     ),
     startTime: Type.Optional(Instant('inclusive lower bound on recordedAt')),
     endTime: Type.Optional(Instant('exclusive upper bound on recordedAt')),
+    ...IssuedAtField,
   },
   closed,
 )
@@ -132,7 +163,10 @@ export const RecordingListSchema = Type.Object({
 export type RecordingList = Static<typeof RecordingListSchema>
 
 /** The receipt callback's plaintext. */
-export const CallbackPlaintextSchema = Type.Object({ audioId: Id('id of the received recording') }, closed)
+export const CallbackPlaintextSchema = Type.Object(
+  { audioId: Id('id of the received recording'), ...IssuedAtField },
+  closed,
+)
 export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
 
 export const PushEventType = {
@@ -195,6 +229,7 @@ export const ChangesRequestSchema = Type.Object(
     size: Type.Optional(
       Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: 'changes per page, default 100' }),
     ),
+    ...IssuedAtField,
   },
   closed,
 )
@@ -253,15 +288,6 @@ export const ResponseBodySchema = Type.Object({
   data: Type.Optional(Type.Unknown()),
 })
 export type ResponseBody<Data = unknown> = { code: number; msg?: string; requestId?: string; data?: Data }
-
-/**
- * Annotations that word a schema's refusals for people, kept in the schema so that its published
- * description (OpenAPI allows x- extensions in a schema) states the same rules. On a field's schema,
- * RULE is the rule stated when the field breaks any of its keywords (its `required` aside); on an
- * object's, UNKNOWN_FIELD_RULE is the rule stated for a field the object does not have.
- */
-export const RULE = 'x-earshot-rule'
-export const UNKNOWN_FIELD_RULE = 'x-earshot-unknown-field'
 
 export interface MessageParser<T> {
   readonly schema: TSchema
@@ -384,6 +410,12 @@ const recordingFilter = messageParser(RecordingFilterSchema, (filter) => {
 })
 
 export const TokenPlaintext = messageParser(TokenPlaintextSchema)
+const issuedAtOnly = messageParser(Type.Object(IssuedAtField))
+/** A sealed request's issuedAt, undefined when it has none; malformed, InvalidParameterError naming it. */
+export function readIssuedAt(plaintext: Record<string, unknown>): number | undefined {
+  if (!Object.hasOwn(plaintext, 'issuedAt')) return undefined
+  return issuedAtOnly.parse({ issuedAt: plaintext.issuedAt }).issuedAt
+}
 export const AccessToken = messageParser(AccessTokenSchema)
 export const RecordingList = messageParser(RecordingListSchema)
 export const CallbackPlaintext = messageParser(CallbackPlaintextSchema)

@@ -182,6 +182,14 @@ func (p *Platform) SetPushURL(ctx context.Context, enterpriseID int64, url strin
 	return p.admin(ctx, http.MethodPut, path, "application/json", mustJSON(map[string]string{"pushUrl": url}), nil)
 }
 
+// RequireIssuedAt sets whether the enterprise refuses sealed requests without issuedAt (the route
+// behind `earshot enterprise update --require-issued-at`).
+func (p *Platform) RequireIssuedAt(ctx context.Context, enterpriseID int64, required bool) error {
+	path := fmt.Sprintf("/admin/v1/enterprises/%d", enterpriseID)
+	body := mustJSON(map[string]bool{"requireIssuedAt": required})
+	return p.admin(ctx, http.MethodPatch, path, "application/json", body, nil)
+}
+
 // DeleteRecording deletes a recording: a recording.deleted push goes out.
 func (p *Platform) DeleteRecording(ctx context.Context, enterpriseID int64, audioID string) error {
 	path := fmt.Sprintf("/admin/v1/enterprises/%d/recordings/%s", enterpriseID, audioID)

@@ -94,10 +94,12 @@ describe('downloading a recording’s audio', { timeout: 60_000 }, () => {
     assert.deepEqual(await leftovers(id), [`${id}.mp3`], 'no .part or .etag left')
     assert.ok(progress.length > 1, 'progress is reported as the bytes arrive')
     assert.deepEqual(progress.at(-1), { bytes: SIZE, total: SIZE })
+    const queries = api.calls.filter((call) => call.path === '/openapi/v1/audios')
     assert.deepEqual(
-      api.calls.filter((call) => call.path === '/openapi/v1/audios').map((call) => call.plaintext),
+      queries.map(({ plaintext: { issuedAt, ...filter } }) => filter),
       [{ audioId: id }],
     )
+    assert.ok(queries.every((call) => Number.isSafeInteger(call.plaintext.issuedAt)))
   })
 
   test('a connection cut half-way is resumed with Range and If-Range, and completed by a 206', async () => {

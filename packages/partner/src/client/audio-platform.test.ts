@@ -42,7 +42,8 @@ for (const backend of testBackends) {
       partner = await createPartner(platform, 'Listener')
       receiver = await startTestReceiver(partner.secret)
       await adminClientOf(platform).setPushUrl(partner.enterpriseId, receiver.url)
-      client = new EarshotClient({ ...partner, baseUrl: proxy.url, timeoutMs: 10_000 })
+      // The platform's clock, moved a day on to expire links: the client's requests are sealed by it too.
+      client = new EarshotClient({ ...partner, baseUrl: proxy.url, timeoutMs: 10_000, clock: () => now })
       dir = await mkdtemp(join(tmpdir(), 'earshot-kit-audio-'))
     })
     after(async () => {

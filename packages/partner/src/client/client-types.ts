@@ -13,7 +13,7 @@ export interface EarshotClientOptions {
   /** Retries after a transient failure (network, timeout, 5000, 5030, 4290); default 3. */
   retries?: number
   fetch?: typeof fetch
-  /** Epoch milliseconds; decides when a cached token is renewed. */
+  /** Epoch milliseconds: each request's issuedAt, and when a cached token is renewed. */
   clock?: () => number
   /**
    * Waits out the Retry-After of a refused attempt (4290, 5030) before the retry; rejects with

@@ -180,7 +180,12 @@ describe('EarshotClient against the platform', () => {
   })
 
   before(async () => {
-    platform = await startTestPlatform('pglite', {}, { clock: () => Date.now() + platformOffsetMs })
+    // Requests are accepted up to a day after their issuedAt: tests move the platform's clock 2 h ahead.
+    platform = await startTestPlatform(
+      'pglite',
+      { requestMaxAgeSeconds: 86_400 },
+      { clock: () => Date.now() + platformOffsetMs },
+    )
     partner = await createPartner(platform, 'Client Co')
     for (let i = 0; i < RECORDINGS; i++) await ingest(platform, partner.enterpriseId, recording(i))
   })
@@ -245,27 +250,67 @@ describe('EarshotClient against the platform', () => {
 
     test('a token is renewed 5 minutes before it expires (by the injected clock)', async () => {
       let now = Date.now()
+      // The platform's clock moves with the client's, so that its issuedAt stays fresh.
+      const advance = (ms: number) => {
+        now += ms
+        platformOffsetMs += ms
+      }
       const recorder = recordingFetch()
       const client = new EarshotClient(options({ fetch: recorder.fetch, clock: () => now }))
-      const first = await client.accessToken()
-      assert.equal(first.expiresIn, 7200)
-      assert.equal(first.expiresAt, now + 7_200_000)
-      now += 7_200_000 - 5 * 60_000 - 1
-      assert.equal(await client.token(), first.accessToken)
-      assert.equal(recorder.count('/openapi/v1/token'), 1)
-      now += 1
-      const second = await client.token()
-      assert.notEqual(second, first.accessToken)
-      assert.equal(recorder.count('/openapi/v1/token'), 2)
-      await client.queryAudios({ size: 1 })
-      assert.equal(recorder.sent.at(-1)?.authorization, `Bearer ${second}`)
+      try {
+        const first = await client.accessToken()
+        assert.equal(first.expiresIn, 7200)
+        assert.equal(first.expiresAt, now + 7_200_000)
+        advance(7_200_000 - 5 * 60_000 - 1)
+        assert.equal(await client.token(), first.accessToken)
+        assert.equal(recorder.count('/openapi/v1/token'), 1)
+        advance(1)
+        const second = await client.token()
+        assert.notEqual(second, first.accessToken)
+        assert.equal(recorder.count('/openapi/v1/token'), 2)
+        await client.queryAudios({ size: 1 })
+        assert.equal(recorder.sent.at(-1)?.authorization, `Bearer ${second}`)
+      } finally {
+        platformOffsetMs = 0
+      }
+    })
+
+    test("every request carries issuedAt, the client clock's seconds: an enterprise requiring it takes them", async () => {
+      const strict = await createPartner(platform, 'Strict Co')
+      const updated = await admin(platform, 'PATCH', `/enterprises/${strict.enterpriseId}`, {
+        requireIssuedAt: true,
+      })
+      assert.equal(updated.status, 200)
+      const audioId = await ingest(platform, strict.enterpriseId, recording(RECORDINGS))
+      const now = Date.now() + 0.999
+      const recorder = recordingFetch()
+      const client = new EarshotClient({
+        baseUrl: platform.partnerUrl,
+        enterpriseId: strict.enterpriseId,
+        keyVersion: strict.keyVersion,
+        secret: strict.secret,
+        fetch: recorder.fetch,
+        clock: () => now,
+      })
+      assert.equal((await client.queryAudios({ size: 1 })).total, 1)
+      await client.changes({ size: 1 })
+      await client.confirmReceipt(audioId)
+      const sent = recorder.sent.map((each) => [each.path, open(each.body, strict.key).plaintext.issuedAt])
+      const issuedAt = Math.floor(now / 1000)
+      assert.deepEqual(sent, [
+        ['/openapi/v1/token', issuedAt],
+        ['/openapi/v1/audios', issuedAt],
+        ['/openapi/v1/audios/changes', issuedAt],
+        ['/openapi/v1/callback', issuedAt],
+      ])
     })
 
     test('a short-lived token (platform TTL 2 s) is renewed at half its life', async () => {
       const shortLived = await startTestPlatform('pglite', { tokenTtlSeconds: 2 })
       try {
         const other = await createPartner(shortLived, 'Short Co')
-        let now = 0
+        const start = Date.now()
+        let now = start
         const recorder = recordingFetch()
         const client = new EarshotClient({
           baseUrl: shortLived.partnerUrl,
@@ -276,9 +321,9 @@ describe('EarshotClient against the platform', () => {
           clock: () => now,
         })
         const first = await client.token()
-        now = 999
+        now = start + 999
         assert.equal(await client.token(), first)
-        now = 1000
+        now = start + 1000
         assert.notEqual(await client.token(), first)
         assert.equal(recorder.count('/openapi/v1/token'), 2)
       } finally {
@@ -626,9 +671,12 @@ describe('EarshotClient against the platform', () => {
         assert.notEqual(first.body.nonce, second.body.nonce)
         assert.notEqual(first.body.ciphertext, second.body.ciphertext)
         assert.equal(first.body.eventId, second.body.eventId)
-        // Both envelopes are authentic and carry the same filter.
-        assert.deepEqual(open(first.body, partner.key).plaintext, { size: 3 })
-        assert.deepEqual(open(second.body, partner.key).plaintext, { size: 3 })
+        // Both envelopes are authentic and carry the same filter, each with when it was sealed.
+        for (const each of [first, second]) {
+          const { issuedAt, ...filter } = open(each.body, partner.key).plaintext
+          assert.deepEqual(filter, { size: 3 })
+          assert.ok(Number.isSafeInteger(issuedAt))
+        }
       } finally {
         await proxy.close()
       }

@@ -239,7 +239,7 @@ export class EarshotClient {
     const reply = await this.#withRetries({}, () =>
       this.#post(
         TOKEN_PATH,
-        () => ({ ...seal(this.#key, this.keyVersion, eventId, {}), enterpriseId: this.enterpriseId }),
+        () => ({ ...this.#seal(eventId, {}), enterpriseId: this.enterpriseId }),
         undefined,
         {},
       ),
@@ -264,13 +264,17 @@ export class EarshotClient {
     return this.#token
   }
 
+  /** The request sealed now, with issuedAt: replayed later than the platform's max age, it is refused. */
+  #seal(eventId: string, plaintext: JsonObject) {
+    const issuedAt = Math.floor(this.#clock() / 1000)
+    return seal(this.#key, this.keyVersion, eventId, { ...plaintext, issuedAt })
+  }
+
   /** A request with the bearer token; refused as 4010/4011, it is sent once more with a new token. */
   async #authorized(path: string, eventId: string, plaintext: JsonObject, options: RequestOptions) {
     checkTimeout(options.timeoutMs ?? this.#timeoutMs)
     const send = (token: string) =>
-      this.#withRetries(options, () =>
-        this.#post(path, () => seal(this.#key, this.keyVersion, eventId, plaintext), token, options),
-      )
+      this.#withRetries(options, () => this.#post(path, () => this.#seal(eventId, plaintext), token, options))
     const token = await this.token(options)
     try {
       return await send(token)

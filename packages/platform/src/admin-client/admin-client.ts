@@ -1,5 +1,10 @@
 import type { Static } from 'typebox'
-import type { EnterpriseCredentials, EnterpriseSummary, RotatedKey } from '../enterprises/enterprise-store.js'
+import type {
+  EnterpriseChanges,
+  EnterpriseCredentials,
+  EnterpriseSummary,
+  RotatedKey,
+} from '../enterprises/enterprise-store.js'
 import type { ImportProgressLine } from '../imports/json-lines-import.js'
 import type { DeliveryView } from '../push/delivery-views.js'
 import type { EndpointChangesSchema, NewEndpointSchema } from '../push/endpoint-input.js'
@@ -23,7 +28,7 @@ export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '.
 export type { EndpointView as Endpoint } from '../push/endpoint-store.js'
 export type { PushUrlState, PushUrlView as PushUrl } from '../push/push-url-health.js'
 export type { CheckItem, ReceiverCheckReport } from '../push/receiver-check.js'
-export type { EnterpriseCredentials, RotatedKey }
+export type { EnterpriseChanges, EnterpriseCredentials, RotatedKey }
 export type Enterprise = EnterpriseSummary
 /** What an audio upload stored. */
 export interface UploadedAudio {
@@ -143,6 +148,11 @@ export class AdminClient {
 
   async listEnterprises(): Promise<Enterprise[]> {
     return (await this.call<{ enterprises: Enterprise[] }>('listEnterprises')).enterprises
+  }
+
+  /** Changes an enterprise's settings (the fields given); answers the enterprise as it is now. */
+  updateEnterprise(enterpriseId: number, changes: EnterpriseChanges): Promise<Enterprise> {
+    return this.call('updateEnterprise', { params: { enterpriseId }, body: changes })
   }
 
   disableEnterprise(enterpriseId: number): Promise<{ enterpriseId: number; disabled: true }> {

@@ -8,6 +8,7 @@ export const adminOperations = {
   metrics: { method: 'GET', path: '/metrics' },
   createEnterprise: { method: 'POST', path: '/admin/v1/enterprises' },
   listEnterprises: { method: 'GET', path: '/admin/v1/enterprises' },
+  updateEnterprise: { method: 'PATCH', path: '/admin/v1/enterprises/:enterpriseId' },
   disableEnterprise: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/disable' },
   rotateKey: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/rotate-key' },
   setPushUrl: { method: 'PUT', path: '/admin/v1/enterprises/:enterpriseId/push-url' },

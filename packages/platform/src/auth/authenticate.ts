@@ -33,7 +33,7 @@ export const BEARER_REFUSALS: readonly ResponseCodeValue[] = [
  * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000;
  * 4012 for a keyVersion above 2^31 − 1, which no key has, before any lookup),
  * enterpriseId beside the envelope matching the token (4012), enterprise enabled (4030) and token not
- * revoked (4010), rate limit (4290), decryption (4012/4000), replay (4090).
+ * revoked (4010), rate limit (4290), decryption (4012/4000), issuedAt (4001/4011), replay (4090).
  */
 export async function authenticate(
   context: PlatformContext,
@@ -67,6 +67,8 @@ export async function authenticate(
       ? credentials
       : await context.credentials.get(enterpriseId, envelope.keyVersion)
   // Replayed once its token has expired, the request gets 4011: its nonce is kept only until then.
-  const nonceExpiresAtMs = (checked.claims.expiresAt + CLOCK_SKEW_SECONDS) * 1000
-  return openAndGuard(context, envelope, enterpriseId, usableKey(envelopeCredentials, now), nonceExpiresAtMs)
+  return openAndGuard(context, envelope, enterpriseId, usableKey(envelopeCredentials, now), {
+    requireIssuedAt: credentials.requireIssuedAt,
+    retainUntilMs: (checked.claims.expiresAt + CLOCK_SKEW_SECONDS) * 1000,
+  })
 }

@@ -18,7 +18,7 @@ import { type EnterpriseKey, loadEnterpriseKey, usableKey } from './credentials.
 /** The credentials cache: TTL, negative entries, invalidation (revocation within 1 s). */
 
 const key = loadKey(generateSecret())
-const current: EnterpriseKey = { disabled: false, key, retiresAtMs: null }
+const current: EnterpriseKey = { disabled: false, requireIssuedAt: false, key, retiresAtMs: null }
 
 /** A loader answering from `state`, counting its calls; `hold` makes the next loads wait for release(). */
 function fakeLoader(state: Map<string, EnterpriseKey | undefined>) {

@@ -16,6 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import type { Lifecycle } from '../http/create-server.js'
+import { checkFreshness } from './request-freshness.js'
 
 /** An opened request: who sent it, under which key, and its plaintext. */
 export interface OpenedRequest {
@@ -66,9 +67,18 @@ export function readEnvelope(
 /** Stands in for the key of an unknown enterprise or keyVersion; nobody holds it. */
 const decoyKey = loadKey(generateSecret())
 
+/** How long a request's nonce is kept: until retainUntilMs, or less when it is fresh (request-freshness.ts). */
+export interface NonceRetention {
+  /** The enterprise refuses requests without issuedAt. */
+  requireIssuedAt: boolean
+  /** Until when (epoch milliseconds) a request without issuedAt keeps its nonce. */
+  retainUntilMs: number
+}
+
 /**
- * Opens the envelope under the key found for it, then records its nonce until nonceExpiresAtMs: a nonce
- * accepted before under the same (enterprise, keyVersion) and not yet expired is refused with 4090.
+ * Opens the envelope under the key found for it, checks its issuedAt (4001, 4011), then records its nonce
+ * for as long as the request could be accepted: a nonce accepted before under the same (enterprise,
+ * keyVersion) and not yet expired is refused with 4090.
  * Without a key, the envelope is decrypted under a decoy key all the same, so that an unknown enterprise
  * or keyVersion takes as long to refuse as a wrong key does and timing tells them apart no better than
  * the answer, which is the same 4012. A stored secret that does not load is thrown here.
@@ -78,7 +88,7 @@ export async function openAndGuard(
   envelope: Envelope,
   enterpriseId: number,
   key: EnvelopeKey | Error | undefined,
-  nonceExpiresAtMs: number,
+  retention: NonceRetention,
 ): Promise<OpenedRequest> {
   if (!key) {
     try {
@@ -88,8 +98,14 @@ export async function openAndGuard(
   }
   if (key instanceof Error) throw key
   const { plaintext } = open(envelope, key)
+  const expiresAtMs = checkFreshness(plaintext, {
+    nowMs: context.clock(),
+    maxAgeSeconds: context.config.requestMaxAgeSeconds,
+    required: retention.requireIssuedAt,
+    retainUntilMs: retention.retainUntilMs,
+  })
   const { keyVersion, nonce } = envelope
-  if (!(await context.acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs: nonceExpiresAtMs }))) {
+  if (!(await context.acceptNonce({ enterpriseId, keyVersion, nonce, expiresAtMs }))) {
     throw new ApiError(
       ResponseCode.REPLAYED,
       'this envelope nonce was already used; seal every request afresh',

@@ -85,6 +85,22 @@ if (testBackends.includes('postgres')) {
       t.diagnostic(`refused on the other instance ${took.toFixed(1)} ms after the admin call returned`)
     })
 
+    test('issuedAt required through one instance: the other refuses a request without it', async (t) => {
+      const onA = await createPartner(a, 'Strict Co')
+      const onB = partnerFor(b, onA)
+      const issued = await onB.token()
+      expectCode(await onB.call(AUDIOS, {}, issued), 2000)
+
+      const path = `/enterprises/${onA.enterpriseId}`
+      assert.equal((await admin(a, 'PATCH', path, { requireIssuedAt: true })).status, 200)
+      const took = await untilCode('a query without issuedAt on the other instance', 4001, () =>
+        onB.call(AUDIOS, {}, issued),
+      )
+      expectCode(await tokenRequest(b, onB), 4001)
+      expectCode(await onB.call(AUDIOS, { issuedAt: Math.floor(Date.now() / 1000) }, issued), 2000)
+      t.diagnostic(`required on the other instance ${took.toFixed(1)} ms after the admin call returned`)
+    })
+
     test('a key rotated (no grace) through one instance: the other takes the new key and refuses the old', async (t) => {
       const onA = await createPartner(a, 'Rotated Co')
       const onB = partnerFor(b, onA)
@@ -140,6 +156,17 @@ for (const backend of testBackends) {
         partner.enterpriseId,
       ])
       await untilCode('a query', 4030, () => partner.call(AUDIOS, {}, issued))
+    })
+
+    test('issuedAt required in the database, not through the admin API, is heard too', async () => {
+      const partner = await createPartner(platform, 'Direct Strict Co')
+      const issued = await partner.token()
+      expectCode(await partner.call(AUDIOS, {}, issued), 2000)
+      await platform.context.db.query(
+        'UPDATE enterprises SET require_issued_at = true WHERE enterprise_id = $1',
+        [partner.enterpriseId],
+      )
+      await untilCode('a query without issuedAt', 4001, () => partner.call(AUDIOS, {}, issued))
     })
 
     test('a key stops working the moment its grace ends, with nothing notified', async () => {

@@ -26,9 +26,7 @@ export const tokenRoute: RouteSpec<PartnerEnv> = {
     description: 'A token (data not encrypted)',
     payload: { result: AccessTokenSchema, sealed: false },
   },
-  refusals: BEARER_REFUSALS.filter(
-    (code) => code !== ResponseCode.UNAUTHORIZED && code !== ResponseCode.TOKEN_EXPIRED,
-  ),
+  refusals: BEARER_REFUSALS.filter((code) => code !== ResponseCode.UNAUTHORIZED),
   handle: ({ context, rateLimit }) =>
     async function issueToken(request, reply) {
       const { envelope, enterpriseId } = readEnvelope(request.body, { tokenRequest: true })
@@ -41,15 +39,13 @@ export const tokenRoute: RouteSpec<PartnerEnv> = {
       const id = enterpriseId as number
       // Unknown enterprise and unknown keyVersion fail exactly like a wrong key: 4012, saying nothing.
       const credentials = await context.credentials.get(id, envelope.keyVersion)
-      // A replay would yield a token: its nonce is kept for the long window (EARSHOT_REPLAY_WINDOW).
+      // A replay would yield a token: without issuedAt its nonce is kept for the long window
+      // (EARSHOT_REPLAY_WINDOW), with it until the request is too old to be accepted anyway.
       const now = context.clock()
-      const opened = await openAndGuard(
-        context,
-        envelope,
-        id,
-        usableKey(credentials, now),
-        now + context.config.replayWindowSeconds * 1000,
-      )
+      const opened = await openAndGuard(context, envelope, id, usableKey(credentials, now), {
+        requireIssuedAt: credentials?.requireIssuedAt ?? false,
+        retainUntilMs: now + context.config.replayWindowSeconds * 1000,
+      })
       if (credentials?.disabled) throw new ApiError(ResponseCode.FORBIDDEN, 'the enterprise is disabled')
       const plaintext = TokenPlaintext.parse(opened.plaintext)
       if (plaintext.enterpriseId !== undefined && plaintext.enterpriseId !== id) {

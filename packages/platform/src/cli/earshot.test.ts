@@ -91,6 +91,7 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
       const listed = enterprises.find((each: { enterpriseId: number }) => each.enterpriseId === id)
       assert.equal(listed?.name, 'Listed Ltd')
       assert.equal(listed?.disabled, false)
+      assert.equal(listed?.requireIssuedAt, false)
       assert.deepEqual(
         listed?.keys.map((key: { keyVersion: number }) => key.keyVersion),
         [1],
@@ -98,9 +99,9 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
 
       const table = await earshot('enterprise', 'list')
       assert.equal(table.code, 0, table.stderr)
-      assert.match(table.stdout, /^ID +NAME +STATUS +KEY +PUSH URL$/m)
-      assert.match(table.stdout, new RegExp(`^${id} +Listed Ltd +active +1 +-$`, 'm'))
-      assert.match(table.stdout, /Readable Co +active +1 +https:\/\/localhost\/p/)
+      assert.match(table.stdout, /^ID +NAME +STATUS +KEY +ISSUED AT +PUSH URL$/m)
+      assert.match(table.stdout, new RegExp(`^${id} +Listed Ltd +active +1 +optional +-$`, 'm'))
+      assert.match(table.stdout, /Readable Co +active +1 +optional +https:\/\/localhost\/p/)
     })
 
     test('enterprise disable marks the enterprise disabled; an unknown one is refused with 4040', async () => {
@@ -117,6 +118,33 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
       const missing = await earshot('enterprise', 'disable', '999999', '--json')
       assert.equal(missing.code, 1)
       assert.match(missing.stderr, /^error 4040: /)
+      assert.equal(JSON.parse(missing.stdout).error.code, 4040)
+    })
+
+    test('enterprise update --require-issued-at sets the flag list shows; a wrong value or none is refused', async () => {
+      const id = await createEnterprise('Strict Ltd')
+      const set = await earshot('enterprise', 'update', String(id), '--require-issued-at', 'true', '--json')
+      assert.equal(set.code, 0, set.stderr)
+      const updated = JSON.parse(set.stdout)
+      assert.equal(updated.enterpriseId, id)
+      assert.equal(updated.requireIssuedAt, true)
+      const listed = JSON.parse((await earshot('enterprise', 'list', '--json')).stdout).find(
+        (each: { enterpriseId: number }) => each.enterpriseId === id,
+      )
+      assert.equal(listed?.requireIssuedAt, true)
+
+      const cleared = await earshot('enterprise', 'update', String(id), '--require-issued-at', 'false')
+      assert.equal(cleared.code, 0, cleared.stderr)
+      assert.equal(cleared.stdout, `Enterprise ${id} accepts sealed requests without issuedAt.\n`)
+
+      const wrong = await earshot('enterprise', 'update', String(id), '--require-issued-at', 'yes')
+      assert.equal(wrong.code, 1)
+      assert.match(wrong.stderr, /--require-issued-at.*true or false/)
+      const nothing = await earshot('enterprise', 'update', String(id))
+      assert.equal(nothing.code, 1)
+      assert.match(nothing.stderr, /--require-issued-at/)
+      const missing = await earshot('enterprise', 'update', '999999', '--require-issued-at', 'true', '--json')
+      assert.equal(missing.code, 1)
       assert.equal(JSON.parse(missing.stdout).error.code, 4040)
     })
 

@@ -1,5 +1,5 @@
-import { Command } from 'commander'
-import type { Enterprise } from '../admin-client/admin-client.js'
+import { Command, InvalidArgumentError } from 'commander'
+import type { Enterprise, EnterpriseChanges } from '../admin-client/admin-client.js'
 import {
   CommandFailure,
   enterpriseIdArgument,
@@ -16,13 +16,14 @@ interface JsonFlag {
 
 const SECRET_WARNING = 'The secret is shown only this once: store it now (the platform cannot show it again).'
 
-/** `earshot enterprise create|list|disable|rotate-key|set-push-url`. */
+/** `earshot enterprise create|list|update|disable|rotate-key|set-push-url`. */
 export function enterpriseCommand(): Command {
   return reportUsageErrors(
     new Command('enterprise')
-      .description('create, list and disable enterprises; rotate keys; set push URLs')
+      .description('create, list, update and disable enterprises; rotate keys; set push URLs')
       .addCommand(createCommand())
       .addCommand(listCommand())
+      .addCommand(updateCommand())
       .addCommand(disableCommand())
       .addCommand(rotateKeyCommand())
       .addCommand(setPushUrlCommand()),
@@ -69,11 +70,52 @@ function listCommand(): Command {
           each.name,
           each.disabled ? 'disabled' : 'active',
           String(currentKeyVersion(each) ?? '-'),
+          each.requireIssuedAt ? 'required' : 'optional',
           each.pushUrl ?? '-',
         ])
-        printLines(...table(['ID', 'NAME', 'STATUS', 'KEY', 'PUSH URL'], rows))
+        printLines(...table(['ID', 'NAME', 'STATUS', 'KEY', 'ISSUED AT', 'PUSH URL'], rows))
       })
     })
+}
+
+interface UpdateOptions extends JsonFlag {
+  requireIssuedAt?: boolean
+}
+
+function updateCommand(): Command {
+  return new Command('update')
+    .description("change an enterprise's settings; what is not given stays as it is")
+    .argument('<enterpriseId>', 'the enterprise id', enterpriseIdArgument)
+    .option(
+      '--require-issued-at <true|false>',
+      'true: refuse its sealed requests (the token request too) without issuedAt, with 4001',
+      booleanArgument,
+    )
+    .option('--json', 'print the enterprise as it is now as JSON')
+    .action(async (enterpriseId: number, options: UpdateOptions, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        const changes: EnterpriseChanges = {
+          ...(options.requireIssuedAt !== undefined && { requireIssuedAt: options.requireIssuedAt }),
+        }
+        if (Object.keys(changes).length === 0) {
+          throw new CommandFailure('nothing to change: give --require-issued-at true|false')
+        }
+        const updated = await client.updateEnterprise(enterpriseId, changes)
+        if (options.json) return printJson(updated)
+        printLines(
+          `Enterprise ${updated.enterpriseId} ${
+            updated.requireIssuedAt
+              ? 'requires issuedAt: its sealed requests without it are refused (4001).'
+              : 'accepts sealed requests without issuedAt.'
+          }`,
+        )
+      })
+    })
+}
+
+function booleanArgument(raw: string): boolean {
+  if (raw === 'true' || raw === 'false') return raw === 'true'
+  throw new InvalidArgumentError('give true or false')
 }
 
 function disableCommand(): Command {

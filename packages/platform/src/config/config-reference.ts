@@ -68,7 +68,9 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_HEADERS_TIMEOUT:
     "Seconds any request's headers may take to arrive, on both listeners (never more than the request timeout); then 4080 (HTTP 408) and the connection closed.",
   EARSHOT_REPLAY_WINDOW:
-    "Seconds a token request's nonce is remembered, refusing its replay with 4090 (a replay would yield a token). A request made with a bearer token keeps its nonce until the token expires, plus 5 minutes for clocks that differ.",
+    "Seconds a token request's nonce is remembered, refusing its replay with 4090 (a replay would yield a token); never below `EARSHOT_TOKEN_TTL`. A request made with a bearer token keeps its nonce until the token expires, plus 5 minutes for clocks that differ. A request carrying `issuedAt` keeps it only for `EARSHOT_REQUEST_MAX_AGE` plus 60 s.",
+  EARSHOT_REQUEST_MAX_AGE:
+    "Seconds after its `issuedAt` a sealed request is still accepted; older, or more than 60 s ahead of the platform's clock, it is refused with 4011. Requests without `issuedAt` are not bound by it unless their enterprise requires it (`earshot enterprise update ID --require-issued-at true`).",
   EARSHOT_KEY_GRACE: 'Seconds a rotated-out keyVersion keeps working after `earshot enterprise rotate-key`.',
   EARSHOT_RATE_LIMIT:
     'Token, query, change feed and callback requests per enterprise per minute, on each instance; above it 4290 with `Retry-After`. `0` turns the limit off.',

@@ -63,6 +63,35 @@ test('every wrong value is named with its rule, and secrets are not echoed', () 
   assert.throws(() => loadConfig({}, { port: '-1' }), /--port must be an integer/)
 })
 
+test('EARSHOT_REPLAY_WINDOW below the token lifetime is refused naming both; EARSHOT_REQUEST_MAX_AGE', () => {
+  assert.equal(loadConfig({}).requestMaxAgeSeconds, 300)
+  assert.equal(loadConfig({ EARSHOT_REQUEST_MAX_AGE: '30' }).requestMaxAgeSeconds, 30)
+  assert.throws(() => loadConfig({ EARSHOT_REQUEST_MAX_AGE: '0' }), /EARSHOT_REQUEST_MAX_AGE must be/)
+  assert.throws(
+    () => loadConfig({ EARSHOT_REPLAY_WINDOW: '1' }),
+    (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.match(
+        error.message,
+        /EARSHOT_REPLAY_WINDOW \(1 s\) must not be below EARSHOT_TOKEN_TTL \(7200 s\)/,
+      )
+      return true
+    },
+  )
+  assert.throws(
+    () => loadConfig({ EARSHOT_REPLAY_WINDOW: '600', EARSHOT_TOKEN_TTL: '601' }),
+    /EARSHOT_REPLAY_WINDOW \(600 s\) must not be below EARSHOT_TOKEN_TTL \(601 s\)/,
+  )
+  assert.throws(
+    () => loadConfig({ EARSHOT_REPLAY_WINDOW: '600' }, { tokenTtlSeconds: '601' }),
+    /EARSHOT_TOKEN_TTL/,
+  )
+  assert.equal(
+    loadConfig({ EARSHOT_REPLAY_WINDOW: '600', EARSHOT_TOKEN_TTL: '600' }).replayWindowSeconds,
+    600,
+  )
+})
+
 test('push settings: the retry schedule and windows, compressed for tests', () => {
   const defaults = loadConfig({})
   assert.deepEqual(

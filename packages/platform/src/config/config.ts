@@ -30,9 +30,15 @@ export interface PlatformConfig {
   headersTimeoutSeconds: number
   /**
    * Seconds a token request's nonce is refused again (its replay would yield a token). A request made with
-   * a bearer token keeps its nonce only until that token expires: replayed later, it gets 4011.
+   * a bearer token keeps its nonce only until that token expires: replayed later, it gets 4011. Never
+   * below the token lifetime.
    */
   replayWindowSeconds: number
+  /**
+   * Seconds a request carrying issuedAt is accepted after it was sealed (4011 later); its nonce is kept
+   * only that long (plus 60 s).
+   */
+  requestMaxAgeSeconds: number
   keyGraceSeconds: number
   /** Requests per enterprise per minute on each instance; 0 turns the limit off. */
   rateLimitPerMinute: number
@@ -230,6 +236,13 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     ...seconds(1),
     fallback: 365 * 86_400,
   },
+  requestMaxAgeSeconds: {
+    key: 'requestMaxAgeSeconds',
+    env: 'EARSHOT_REQUEST_MAX_AGE',
+    parse: integer(1, 86_400),
+    rule: 'a whole number of seconds from 1 to 86400',
+    fallback: 300,
+  },
   keyGraceSeconds: { key: 'keyGraceSeconds', env: 'EARSHOT_KEY_GRACE', ...seconds(0), fallback: 86_400 },
   rateLimitPerMinute: {
     key: 'rateLimitPerMinute',
@@ -402,8 +415,21 @@ export function loadConfig(
       config[setting.key] = value
     }
   }
+  if (problems.length === 0) problems.push(...crossChecks(config as PlatformConfig))
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return config as PlatformConfig
+}
+
+/** Rules between settings, each valid alone. */
+function crossChecks(config: PlatformConfig): string[] {
+  const problems: string[] = []
+  // A shorter window would forget a token request's nonce while the token it yielded still works.
+  if (config.replayWindowSeconds < config.tokenTtlSeconds) {
+    problems.push(
+      `EARSHOT_REPLAY_WINDOW (${config.replayWindowSeconds} s) must not be below EARSHOT_TOKEN_TTL (${config.tokenTtlSeconds} s), the longest token lifetime`,
+    )
+  }
+  return problems
 }
 
 function kebab(name: string): string {

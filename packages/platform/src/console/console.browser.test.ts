@@ -341,8 +341,12 @@ for (const backend of testBackends) {
       }
     })
 
-    test('rotate the key (the new secret shown once) and disable the enterprise after confirming', async () => {
+    test('require issuedAt, rotate the key (the new secret shown once) and disable the enterprise after confirming', async () => {
       await go('Enterprises')
+      await page.getByRole('switch', { name: `Require issuedAt of enterprise ${enterpriseId}` }).check()
+      await page
+        .getByText(`Enterprise ${enterpriseId} now refuses requests without issuedAt (4001).`)
+        .waitFor()
       await page.getByRole('button', { name: `Rotate the key of enterprise ${enterpriseId}` }).click()
       await page.getByRole('heading', { level: 2, name: `Enterprise ${enterpriseId}: new key` }).waitFor()
       const rotated = await page.getByLabel('Secret', { exact: true }).inputValue()

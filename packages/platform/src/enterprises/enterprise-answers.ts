@@ -28,6 +28,9 @@ export const EnterpriseSummarySchema = Type.Object({
   name: Type.String(),
   pushUrl: Type.Union([Type.String(), Type.Null()]),
   disabled: Type.Boolean(),
+  requireIssuedAt: Type.Boolean({
+    description: 'its sealed requests must carry issuedAt; without it they are refused with 4001',
+  }),
   createdAt: Time('when it was created'),
   keys: Type.Array(
     Type.Object({

@@ -1,4 +1,4 @@
-import { messageParser, RULE } from '@earshot/protocol'
+import { InvalidParameterError, messageParser, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type from 'typebox'
 
 export const MAX_NAME_LENGTH = 200
@@ -33,3 +33,25 @@ export const NewEnterprise = messageParser(NewEnterpriseSchema)
 /** A push URL set or cleared; other fields are ignored. */
 export const PushUrlChangeSchema = Type.Object({ pushUrl: PushUrl })
 export const PushUrlChange = messageParser(PushUrlChangeSchema)
+
+/** An operator's changes to an enterprise; a field left out stays as it is, at least one is given. */
+export const EnterpriseChangesSchema = Type.Object(
+  {
+    requireIssuedAt: Type.Optional(
+      Type.Boolean({
+        description:
+          'true: every sealed request of the enterprise (the token request too) must carry issuedAt, else 4001',
+        [RULE]: 'must be true or false',
+      }),
+    ),
+  },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a field an update changes; give requireIssuedAt',
+  },
+)
+export const EnterpriseChanges = messageParser(EnterpriseChangesSchema, (changes) => {
+  if (changes.requireIssuedAt === undefined) {
+    throw new InvalidParameterError('', 'give at least one change: requireIssuedAt')
+  }
+})

@@ -1,3 +1,4 @@
+import { ResponseCode } from '@earshot/protocol'
 import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { checkPushUrl } from '../http/address-policy.js'
@@ -7,15 +8,27 @@ import {
   DisabledEnterpriseSchema,
   EnterpriseCredentialsSchema,
   EnterpriseListSchema,
+  EnterpriseSummarySchema,
   RotatedKeySchema,
 } from './enterprise-answers.js'
-import { NewEnterprise, NewEnterpriseSchema } from './enterprise-input.js'
+import {
+  EnterpriseChanges,
+  EnterpriseChangesSchema,
+  NewEnterprise,
+  NewEnterpriseSchema,
+} from './enterprise-input.js'
 import { EnterpriseParams, noSuchEnterprise } from './enterprise-params.js'
-import { createEnterprise, disableEnterprise, listEnterprises, rotateKey } from './enterprise-store.js'
+import {
+  createEnterprise,
+  disableEnterprise,
+  listEnterprises,
+  rotateKey,
+  updateEnterprise,
+} from './enterprise-store.js'
 
 /*
- * The operators' enterprises: create one (its first key answered once), list them, disable one, rotate its
- * key. Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
+ * The operators' enterprises: create one (its first key answered once), list them, change one's settings,
+ * disable one, rotate its key. Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
  */
 
 const createEnterpriseRoute: RouteSpec<PlatformContext> = {
@@ -46,6 +59,27 @@ const listEnterprisesRoute: RouteSpec<PlatformContext> = {
   answer: { description: 'Every enterprise, by id', payload: { json: EnterpriseListSchema } },
   refusals: [],
   handle: (context) => async () => ({ enterprises: await listEnterprises(context.db) }),
+}
+
+const updateEnterpriseRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('updateEnterprise'),
+  tag: 'enterprises',
+  summary: "Change an enterprise's settings: whether its requests must carry issuedAt",
+  description:
+    'Fields left out stay as they are. Takes effect on every instance within 1 s, as disabling does.',
+  params: EnterpriseParams,
+  body: { json: EnterpriseChangesSchema },
+  answer: { description: 'The enterprise as it is now', payload: { json: EnterpriseSummarySchema } },
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  handle: (context) =>
+    async function updateEnterpriseHandler(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const changes = EnterpriseChanges.parse(jsonObject(request.body))
+      const updated = await updateEnterprise(context.db, enterpriseId, changes)
+      if (!updated) throw noSuchEnterprise(enterpriseId)
+      context.credentials.invalidate(enterpriseId)
+      return updated
+    },
 }
 
 const disableEnterpriseRoute: RouteSpec<PlatformContext> = {
@@ -91,6 +125,7 @@ const rotateKeyRoute: RouteSpec<PlatformContext> = {
 export const enterpriseRoutes = [
   createEnterpriseRoute,
   listEnterprisesRoute,
+  updateEnterpriseRoute,
   disableEnterpriseRoute,
   rotateKeyRoute,
 ]

@@ -22,8 +22,15 @@ export interface EnterpriseSummary {
   /** Its first endpoint's URL (the one `set-push-url` sets), if it has one. */
   pushUrl: string | null
   disabled: boolean
+  /** Its sealed requests must carry issuedAt; 4001 otherwise. */
+  requireIssuedAt: boolean
   createdAt: string
   keys: EnterpriseKeySummary[]
+}
+
+/** What `earshot enterprise update` changes; a field left out stays as it is. */
+export interface EnterpriseChanges {
+  requireIssuedAt?: boolean | undefined
 }
 
 export interface RotatedKey extends EnterpriseCredentials {
@@ -62,16 +69,19 @@ export async function createEnterprise(
   })
 }
 
-export async function listEnterprises(db: Queryable): Promise<EnterpriseSummary[]> {
+/** Every enterprise, by id; or only the one given. */
+export async function listEnterprises(db: Queryable, only?: number): Promise<EnterpriseSummary[]> {
   const rows = await db.query<EnterpriseSummary & { keys: EnterpriseKeySummary[] | string }>(
     `SELECT e.enterprise_id AS "enterpriseId", e.name,
             (SELECT url FROM endpoints WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL
               ORDER BY endpoint_id LIMIT 1) AS "pushUrl",
-            e.disabled_at IS NOT NULL AS disabled, ${isoTime('e.created_at')} AS "createdAt",
+            e.disabled_at IS NOT NULL AS disabled, e.require_issued_at AS "requireIssuedAt",
+            ${isoTime('e.created_at')} AS "createdAt",
             (SELECT json_agg(json_build_object('keyVersion', k.key_version, 'createdAt', ${isoTime('k.created_at')},
                                                'retiresAt', ${isoTime('k.retires_at')}) ORDER BY k.key_version)
                FROM enterprise_keys k WHERE k.enterprise_id = e.enterprise_id) AS keys
-       FROM enterprises e ORDER BY e.enterprise_id`,
+       FROM enterprises e WHERE $1::int8 IS NULL OR e.enterprise_id = $1 ORDER BY e.enterprise_id`,
+    [only ?? null],
   )
   return rows.map((row) => ({ ...row, keys: typeof row.keys === 'string' ? JSON.parse(row.keys) : row.keys }))
 }
@@ -91,6 +101,24 @@ export async function disableEnterprise(db: Queryable, enterpriseId: number): Pr
     [enterpriseId],
   )
   return rows.length === 1
+}
+
+/**
+ * Applies an operator's changes to an enterprise and answers it as it is now; undefined when there is no
+ * such enterprise. The trigger on enterprises tells every instance's credentials cache (migration 21).
+ */
+export async function updateEnterprise(
+  db: Queryable,
+  enterpriseId: number,
+  changes: EnterpriseChanges,
+): Promise<EnterpriseSummary | undefined> {
+  const rows = await db.query(
+    `UPDATE enterprises SET require_issued_at = coalesce($2, require_issued_at)
+      WHERE enterprise_id = $1 RETURNING 1`,
+    [enterpriseId, changes.requireIssuedAt ?? null],
+  )
+  if (rows.length === 0) return undefined
+  return (await listEnterprises(db, enterpriseId))[0]
 }
 
 /** The key an enterprise's pushes are sealed with: its newest key version not set to retire. */

@@ -25,6 +25,7 @@ interface Summary {
   name: string
   pushUrl: string | null
   disabled: boolean
+  requireIssuedAt: boolean
   createdAt: string
   keys: { keyVersion: number; createdAt: string; retiresAt: string | null }[]
 }
@@ -211,6 +212,38 @@ for (const backend of testBackends) {
       expectRefusal(await admin(platform, 'POST', '/enterprises/999999/disable'), 404, 4040, /999999/)
       expectRefusal(await admin(platform, 'POST', '/enterprises/abc/disable'), 400, 4001, /enterpriseId/)
       expectRefusal(await admin(platform, 'POST', '/enterprises/0/disable'), 400, 4001, /enterpriseId/)
+    })
+
+    test('PATCH an enterprise sets requireIssuedAt, answers it as it is now; a wrong body or id is refused', async () => {
+      const strict = await admin<Credentials>(platform, 'POST', '/enterprises', { name: 'Strict Co' })
+      const id = strict.body.enterpriseId
+      const listed = async () =>
+        (await admin<{ enterprises: Summary[] }>(platform, 'GET', '/enterprises')).body.enterprises.find(
+          (each) => each.enterpriseId === id,
+        )
+      assert.equal((await listed())?.requireIssuedAt, false)
+      const updated = await admin<Summary>(platform, 'PATCH', `/enterprises/${id}`, { requireIssuedAt: true })
+      assert.equal(updated.status, 200)
+      assert.deepEqual(updated.body, await listed())
+      assert.equal(updated.body.requireIssuedAt, true)
+      assert.equal(updated.body.name, 'Strict Co')
+
+      const path = `/enterprises/${id}`
+      expectRefusal(
+        await admin(platform, 'PATCH', path, { requireIssuedAt: 'yes' }),
+        400,
+        4001,
+        /^requireIssuedAt: must be true or false/,
+      )
+      expectRefusal(await admin(platform, 'PATCH', path, {}), 400, 4001, /requireIssuedAt/)
+      expectRefusal(await admin(platform, 'PATCH', path, { retention: 3 }), 400, 4001, /^retention: /)
+      expectRefusal(await admin(platform, 'PATCH', path, []), 400, 4000)
+      const unknown = { requireIssuedAt: false }
+      expectRefusal(await admin(platform, 'PATCH', '/enterprises/999999', unknown), 404, 4040, /999999/)
+      expectRefusal(await admin(platform, 'PATCH', '/enterprises/abc', unknown), 400, 4001, /enterpriseId/)
+      assert.equal((await listed())?.requireIssuedAt, true)
+      assert.equal((await admin(platform, 'PATCH', path, { requireIssuedAt: false })).status, 200)
+      assert.equal((await listed())?.requireIssuedAt, false)
     })
 
     test('rotate-key issues the next keyVersion; the previous one gets a retirement time', async () => {
