@@ -166,7 +166,12 @@ async function startChores(
   janitor.unref()
   const upkeep = await keepDatabaseTended(db, log.child({ component: 'storage' }))
   const feedWatch = watchFeedLag(db, log.child({ component: 'changes' }))
-  const mediaUpkeep = await tendMedia(db, media.store, clock, log.child({ component: 'media' }))
+  const mediaUpkeep = await tendMedia(
+    db,
+    media.store,
+    { clock, claimGraceSeconds: config.mediaUploadGraceSeconds },
+    log.child({ component: 'media' }),
+  )
   return {
     async stop() {
       clearInterval(janitor)

@@ -102,6 +102,8 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_MEDIA_URL_TTL: 'Seconds a link to stored audio stays valid; querying again gives a fresh link.',
   EARSHOT_MEDIA_MAX_BYTES:
     'Largest audio upload, in bytes (4130 above it); it must also arrive within `EARSHOT_ADMIN_REQUEST_TIMEOUT`.',
+  EARSHOT_MEDIA_UPLOAD_GRACE:
+    "Seconds an audio upload holds its claim on the file it stores, counted by the database's clock from its start and again once the file is stored: the orphan sweep removes no file an upload claims. An upload still unfinished this long after it started, or not yet committed this long after its file was stored, fails and its file is swept. Keep it well above `EARSHOT_ADMIN_REQUEST_TIMEOUT`.",
   EARSHOT_MEDIA_DIR:
     'Directory of stored audio. Unset, `<EARSHOT_DATA_DIR>/media` (with `memory://`, a temporary directory removed on exit). Instances sharing a database must share it (one volume).',
   EARSHOT_MEDIA_S3_BUCKET:

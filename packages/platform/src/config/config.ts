@@ -71,6 +71,8 @@ export interface PlatformConfig {
   mediaUrlTtlSeconds: number
   /** Bytes an uploaded audio file may have at most. */
   mediaMaxBytes: number
+  /** Seconds an upload's claim on its file holds, from its start and again once stored, by the database's clock. */
+  mediaUploadGraceSeconds: number
   /** The directory of stored audio; default `<data dir>/media`. */
   mediaDir: string | undefined
   /** Store audio in this S3-compatible bucket instead of the directory. */
@@ -355,6 +357,12 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: integer(1, 5 * 1024 ** 4),
     rule: 'a number of bytes from 1 to 5 TiB',
     fallback: 1024 ** 3,
+  },
+  mediaUploadGraceSeconds: {
+    key: 'mediaUploadGraceSeconds',
+    env: 'EARSHOT_MEDIA_UPLOAD_GRACE',
+    ...seconds(60),
+    fallback: 86_400,
   },
   mediaDir: {
     key: 'mediaDir',

@@ -5,8 +5,10 @@ import type { PlatformContext } from '../context.js'
 import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
 import type { MediaStore } from '../media/media-store.js'
 import { type StoredAudio, saveStoredAudio } from '../media/stored-audio.js'
+import { storeClaimed } from '../media/upload-claims.js'
 import { STORED_AUDIO } from '../recordings/recording-data.js'
 import { insertRecordings, type NewRecording } from '../recordings/recording-store.js'
+import type { Queryable } from '../storage/database.js'
 import { DEMO_AUDIO_MS, demoChime } from './demo-audio.js'
 
 export const DEMO_ENTERPRISE_NAME = 'Demo Enterprise'
@@ -54,7 +56,7 @@ export async function seedDemoIfEmpty(
   const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
   const { enterpriseId } = credentials
   const recordings = demoRecordings(now)
-  const files = await storeDemoAudio(media.store, enterpriseId, recordings, randomBytes)
+  const files = await storeDemoAudio(db, media.store, enterpriseId, recordings, randomBytes)
   await db.transaction(async (tx) => {
     await insertRecordings(tx, enterpriseId, recordings, recordingEvents)
     await saveStoredAudio(tx, files)
@@ -64,6 +66,7 @@ export async function seedDemoIfEmpty(
 
 /** Stores a chime as the audio of each recording with an audio part, which then names it. */
 async function storeDemoAudio(
+  db: Queryable,
   store: MediaStore,
   enterpriseId: number,
   recordings: NewRecording[],
@@ -74,7 +77,8 @@ async function storeDemoAudio(
     if (recording.denoiseUrl === undefined) continue
     const key = `${enterpriseId}/${randomBytes(16).toString('hex')}`
     const chime = demoChime(i)
-    const stored = await store.put(key, Readable.from([chime]), {
+    const owner = { key, enterpriseId, audioId: recording.audioId }
+    const stored = await storeClaimed(db, store, owner, Readable.from([chime]), {
       maxBytes: chime.length,
       contentType: 'audio/wav',
     })

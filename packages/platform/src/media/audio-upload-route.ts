@@ -12,6 +12,7 @@ import { type StoredAudioChange, setStoredAudio } from '../recordings/recording-
 import type { Queryable } from '../storage/database.js'
 import { MediaTooLargeError, type StoredFile } from './media-store.js'
 import { saveStoredAudio } from './stored-audio.js'
+import { dropUploadClaim, storeClaimed } from './upload-claims.js'
 
 /** Audio uploads' content types: the body is handed over as the request stream. */
 export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*$/
@@ -55,17 +56,21 @@ export const audioUploadRoute: RouteSpec<PlatformContext> = {
         throw tooLarge(new MediaTooLargeError(limit))
       if (!(await recordingExists(context, enterpriseId, audioId))) throw noRecording(enterpriseId, audioId)
       const key = `${enterpriseId}/${context.randomBytes(16).toString('hex')}`
-      const stored = await context.media.store
-        .put(key, request.body as Readable, { maxBytes: limit, contentType })
-        .catch((error: unknown) => {
-          throw error instanceof MediaTooLargeError ? tooLarge(error) : error
-        })
-      // Should the transaction fail, the file stays for the orphan sweep: had it committed after all (its
-      // answer lost), removing the file now would lose the recording's audio.
+      const owner = { key, enterpriseId, audioId }
+      const stored = await storeClaimed(context.db, context.media.store, owner, request.body as Readable, {
+        maxBytes: limit,
+        contentType,
+      }).catch((error: unknown) => {
+        throw error instanceof MediaTooLargeError ? tooLarge(error) : error
+      })
+      // Should the transaction fail, the file and its claim stay: had it committed after all (its answer
+      // lost), removing the file now would lose the recording's audio. Otherwise the claim is let go after
+      // its grace, and the orphan sweep removes the file.
       const upload = { enterpriseId, audioId, key, stored, contentType, recordDuration }
       const change = await context.db.transaction((tx) => recordAudio(context, tx, upload))
       if (change === 'missing') {
         await context.media.store.remove(key)
+        await dropUploadClaim(context.db, key)
         throw noRecording(enterpriseId, audioId)
       }
       return { audioId, bytes: stored.bytes, sha256: stored.sha256, contentType }

@@ -1,16 +1,12 @@
 import type { Logger } from '@earshot/support/logger'
 import type { Database } from '../storage/database.js'
 import type { MediaStore } from './media-store.js'
+import { letGoOfStaleClaims, unclaimedUnnamed } from './upload-claims.js'
 
 /** Notified when a replacement or deletion listing files to remove commits (sql/000016.sql). */
 export const GARBAGE_CHANNEL = 'earshot_media_garbage'
 const BATCH = 500
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000
-/**
- * A stored file no recording names is removed once it is this old: an upload's file is written before
- * the transaction naming it commits, so a younger one may be about to be named.
- */
-export const ORPHAN_GRACE_MS = 60 * 60 * 1000
 /** What an unfinished upload left (a crash mid-upload) is removed once this old. */
 const UNFINISHED_GRACE_MS = 24 * 60 * 60 * 1000
 
@@ -33,23 +29,36 @@ export async function collectMediaGarbage(db: Database, store: MediaStore): Prom
   }
 }
 
-/** Removes stored files no recording names (a crash between storing a file and committing it), and unfinished uploads. */
-export async function sweepOrphanedMedia(db: Database, store: MediaStore, now: number): Promise<number> {
+/**
+ * Removes stored files no recording names and no upload claims (a crash between storing a file and
+ * committing it), after letting go of the claims older than `claimGraceSeconds` by the database's clock;
+ * and unfinished uploads. The store's timestamps decide nothing here (a multipart upload's LastModified
+ * is when it started).
+ *
+ * Why a file listed and then found unnamed and unclaimed can go, whatever runs at once on other instances:
+ * an upload's claim commits before its first byte is stored, so a file the listing saw had a claim before
+ * the listing began. The check reads names and claims in one snapshot, and the transaction naming a file
+ * ends its claim: the snapshot sees the claim or the name. Seeing neither, the claim was let go or dropped
+ * by a failed upload, and no transaction can name the file any more (endUploadClaims fails without its
+ * claim); or it was named and since replaced or deleted. Claims are let go before the listing, so a file
+ * stored after the sweep began keeps its claim through the check.
+ */
+export async function sweepOrphanedMedia(
+  db: Database,
+  store: MediaStore,
+  now: number,
+  claimGraceSeconds: number,
+): Promise<number> {
   let removed = await store.removeUnfinished(now - UNFINISHED_GRACE_MS)
+  await letGoOfStaleClaims(db, claimGraceSeconds)
   let batch: string[] = []
   const sweep = async () => {
-    const named = await db.query<{ store_key: string }>(
-      'SELECT store_key FROM recording_audio WHERE store_key = ANY($1)',
-      [batch],
-    )
-    const keep = new Set(named.map((row) => row.store_key))
-    const orphans = batch.filter((key) => !keep.has(key))
+    const orphans = await unclaimedUnnamed(db, batch)
     await Promise.all(orphans.map((key) => store.remove(key)))
     removed += orphans.length
     batch = []
   }
   for await (const file of store.list()) {
-    if (file.writtenAt >= now - ORPHAN_GRACE_MS) continue
     batch.push(file.key)
     if (batch.length === BATCH) await sweep()
   }
@@ -61,7 +70,7 @@ export async function sweepOrphanedMedia(db: Database, store: MediaStore, now: n
 export async function tendMedia(
   db: Database,
   store: MediaStore,
-  clock: () => number,
+  options: { clock: () => number; claimGraceSeconds: number },
   log: Pick<Logger, 'warn'>,
 ): Promise<{ stop(): Promise<void> }> {
   let running: Promise<unknown> = Promise.resolve()
@@ -73,7 +82,10 @@ export async function tendMedia(
   collect()
   const timer = setInterval(() => {
     collect()
-    run(() => sweepOrphanedMedia(db, store, clock()), 'sweeping orphaned audio')
+    run(
+      () => sweepOrphanedMedia(db, store, options.clock(), options.claimGraceSeconds),
+      'sweeping orphaned audio',
+    )
   }, SWEEP_INTERVAL_MS)
   timer.unref()
   return {

@@ -12,7 +12,8 @@ import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import { ORPHAN_GRACE_MS, sweepOrphanedMedia } from './media-upkeep.js'
+import { sweepOrphanedMedia } from './media-upkeep.js'
+import { storeClaimed } from './upload-claims.js'
 
 /** Stored audio end to end: upload, links in the query, the feed and the push, and the media route. */
 
@@ -268,22 +269,25 @@ for (const backend of testBackends) {
       assert.equal((await fetch((await queried(audioId)).denoiseUrl as string)).status, 200)
     })
 
-    test('the sweep removes old files no recording names, and keeps those named and new ones', async () => {
+    test('the sweep removes files no recording names and no upload claims, and keeps the others', async () => {
       const audioId = await newRecording()
       await upload(audioId, randomBytes(100))
       const named = await keyOf(audioId)
+      const { db, config } = platform.context
       const store = platform.context.media.store
       const orphan = `${partner.enterpriseId}/orphan${counter}`
       await store.put(orphan, Readable.from([randomBytes(10)]), { maxBytes: 100, contentType: 'audio/wav' })
-      // An hour and a minute from now, both files are past the grace; only the orphan goes.
-      const later = Date.now() + ORPHAN_GRACE_MS + 60_000
-      assert.ok((await sweepOrphanedMedia(platform.context.db, store, later)) >= 1)
+      const claimed = {
+        key: `${partner.enterpriseId}/claimed${counter}`,
+        enterpriseId: partner.enterpriseId,
+        audioId,
+      }
+      const options = { maxBytes: 100, contentType: 'audio/wav' }
+      await storeClaimed(db, store, claimed, Readable.from([randomBytes(10)]), options)
+      assert.ok((await sweepOrphanedMedia(db, store, Date.now(), config.mediaUploadGraceSeconds)) >= 1)
       assert.equal(await store.read(orphan), undefined)
       assert.ok(await store.read(named), 'a file a recording names stays')
-      const fresh = `${partner.enterpriseId}/fresh${counter}`
-      await store.put(fresh, Readable.from([randomBytes(10)]), { maxBytes: 100, contentType: 'audio/wav' })
-      await sweepOrphanedMedia(platform.context.db, store, Date.now())
-      assert.ok(await store.read(fresh), 'a new file may be about to be named: it stays')
+      assert.ok(await store.read(claimed.key), 'a file an upload claims may be about to be named: it stays')
     })
 
     test('an operator cannot give a stored-audio reference as denoiseUrl', async () => {

@@ -1,5 +1,6 @@
 import type { Queryable } from '../storage/database.js'
 import type { StoredFile } from './media-store.js'
+import { endUploadClaims } from './upload-claims.js'
 
 export interface StoredAudio extends StoredFile {
   audioId: string
@@ -10,9 +11,14 @@ export interface StoredAudio extends StoredFile {
 
 /**
  * Records each recording's current file; call it in the transaction that makes the recording name it. The
- * file it replaces is listed for removal once that commits (sql/000016.sql).
+ * file it replaces is listed for removal once that commits (sql/000016.sql). Each file's upload claim ends
+ * here (storeClaimed); one let go meanwhile fails the transaction.
  */
 export async function saveStoredAudio(tx: Queryable, files: readonly StoredAudio[]): Promise<void> {
+  await endUploadClaims(
+    tx,
+    files.map((file) => file.key),
+  )
   const column = <T>(pick: (file: StoredAudio) => T) => files.map(pick)
   await tx.query(
     `INSERT INTO recording_audio (audio_id, enterprise_id, store_key, sha256, bytes, content_type)
