@@ -328,7 +328,8 @@ for (const backend of testBackends) {
       })
 
       assert.deepEqual(
-        await recordPushUrlOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60),
+        (await recordPushUrlOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60))
+          .disabled,
         [],
       )
       let seen = await view()
@@ -345,19 +346,25 @@ for (const backend of testBackends) {
       assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
       assert.equal(seen?.reason, '2 failed attempts in a row since 2026-05-01T00:00:03.000Z; last: HTTP 502')
 
-      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(63, false, 'timeout')], 60), [
+      assert.deepEqual((await recordPushUrlOutcomes(db, [outcome(63, false, 'timeout')], 60)).disabled, [
         {
           url,
           reason:
             'failing since 2026-05-01T00:00:03.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: timeout',
         },
       ])
-      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(64, true)], 60), [], 'disabled once only')
+      assert.deepEqual(
+        await recordPushUrlOutcomes(db, [outcome(64, true)], 60),
+        { disabled: [], recovered: [] },
+        'disabled once only; a disabled URL does not recover by itself',
+      )
       seen = await view()
       assert.equal(seen?.state, 'disabled')
       assert.equal(seen?.disabledAt, '2026-05-01T00:01:03.000Z')
-      assert.equal(seen?.consecutiveFailures, 0, 'the success is recorded')
-      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:01:04.000Z')
+      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:01:04.000Z', 'the success is recorded')
+      // Without clearing what the outage began with: enabling replays what went failed since then.
+      assert.equal(seen?.consecutiveFailures, 3)
+      assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
 
       const metrics = await fetch(`${platform.adminUrl}/metrics`, {
         headers: { authorization: `Bearer ${platform.adminToken}` },
@@ -393,13 +400,15 @@ for (const backend of testBackends) {
           60,
         )
       assert.deepEqual(
-        (await fresh('slow', { seconds: 0, ok: false }, { seconds: 61, ok: false })).map((d) => d.reason),
+        (await fresh('slow', { seconds: 0, ok: false }, { seconds: 61, ok: false })).disabled.map(
+          (d) => d.reason,
+        ),
         [
           'failing since 2026-05-01T00:00:00.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: HTTP 500',
         ],
       )
       assert.deepEqual(
-        (await fresh('gone', { seconds: 1, ok: false, gone: true }, { seconds: 2, ok: true })).map(
+        (await fresh('gone', { seconds: 1, ok: false, gone: true }, { seconds: 2, ok: true })).disabled.map(
           (d) => d.reason,
         ),
         ['HTTP 410 Gone at 2026-05-01T00:00:01.000Z'],

@@ -53,6 +53,8 @@ export function defineQueue<S extends string, Id extends JobId, J>(
 
 class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, Id, J> {
   private readonly sql: QueueStatements
+  /** Where the spec's repair looks next (queue-types.ts). */
+  private repairAfter: Id | undefined
 
   constructor(readonly spec: QueueSpec<S, Id, J>) {
     this.sql = queueStatements(spec)
@@ -120,7 +122,21 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
 
   async sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }> {
     const [row] = await db.query<{ moved: number; seconds: number | null }>(this.sql.sweep, [limit])
-    return { moved: row?.moved ?? 0, nextDueSeconds: row?.seconds ?? undefined }
+    const repaired = await this.repair(db, limit)
+    return {
+      moved: (row?.moved ?? 0) + repaired,
+      nextDueSeconds: repaired > 0 ? 0 : (row?.seconds ?? undefined),
+    }
+  }
+
+  private async repair(db: Queryable, limit: number): Promise<number> {
+    if (this.spec.repair === undefined) return 0
+    const [row] = await db.query<{ moved: number; last: Id | null }>(this.spec.repair, [
+      this.repairAfter ?? (this.spec.idType === 'int8' ? 0 : ''),
+      limit,
+    ])
+    this.repairAfter = row?.last ?? undefined
+    return row?.moved ?? 0
   }
 
   async resume(db: Queryable, groups: readonly string[], limit: number): Promise<number> {
