@@ -47,3 +47,21 @@ EXECUTE FUNCTION deliveries_next_in_order();
 
 -- The queue's sweep re-checks queued deliveries a batch at a time in id order, from where it left off.
 CREATE INDEX deliveries_queued_by_id ON deliveries (delivery_id) WHERE state = 'queued';
+
+-- The transitions of push/delivery-states.ts, which gained an operator's replay of a queued delivery and cancel of one,
+-- and the recovery replay (the pairs allowed are the same), as transitionGuardSql writes them.
+CREATE OR REPLACE FUNCTION deliveries_transition_guard() RETURNS trigger LANGUAGE plpgsql AS $guard$
+BEGIN
+  IF OLD.state || '>' || NEW.state = ANY ('{acked>cancelled,acked>confirmed,acked>pending,acked>unconfirmed,failed>cancelled,failed>pending,held>cancelled,held>confirmed,held>pending,in_flight>acked,in_flight>cancelled,in_flight>confirmed,in_flight>failed,in_flight>pending,pending>cancelled,pending>confirmed,pending>held,pending>in_flight,queued>cancelled,queued>pending,unconfirmed>cancelled,unconfirmed>confirmed,unconfirmed>pending}'::text[]) THEN
+    RETURN NEW;
+  END IF;
+  RAISE EXCEPTION 'illegal transition of a row of %: % → %', TG_TABLE_NAME, OLD.state, NEW.state
+    USING ERRCODE = 'EQ001';
+END
+$guard$;
+
+DROP TRIGGER IF EXISTS deliveries_transition_guard ON deliveries;
+
+CREATE TRIGGER deliveries_transition_guard BEFORE UPDATE OF state ON deliveries FOR EACH ROW
+       WHEN (OLD.state IS DISTINCT FROM NEW.state AND NOT coalesce(OLD.state || '>' || NEW.state = ANY ('{acked>cancelled,acked>confirmed,acked>pending,acked>unconfirmed,failed>cancelled,failed>pending,held>cancelled,held>confirmed,held>pending,in_flight>acked,in_flight>cancelled,in_flight>confirmed,in_flight>failed,in_flight>pending,pending>cancelled,pending>confirmed,pending>held,pending>in_flight,queued>cancelled,queued>pending,unconfirmed>cancelled,unconfirmed>confirmed,unconfirmed>pending}'::text[]), false))
+       EXECUTE FUNCTION deliveries_transition_guard();

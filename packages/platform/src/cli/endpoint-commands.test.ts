@@ -173,7 +173,7 @@ for (const backend of testBackends) {
           `Its deliveries are held, none dropped. Once the partner fixed it: earshot endpoints enable ${urlB}`,
         ],
         [
-          `Endpoint ${b} is disabled: its deliveries wait, and new events skip it. To enable it: earshot endpoints update ${b} --enable`,
+          `Endpoint ${b} is disabled: its deliveries, and those of new events, wait. To enable it: earshot endpoints update ${b} --enable (--discard-held to cancel them instead)`,
         ],
       ])
 

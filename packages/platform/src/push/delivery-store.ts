@@ -9,6 +9,7 @@ import {
   type DeliveryState,
   deliveryMachine,
   MAX_REPUSHES,
+  RANGE_REPLAYABLE_STATES,
   REPLAYABLE_STATES,
 } from './delivery-states.js'
 
@@ -272,7 +273,7 @@ export async function countReplayable(
 ): Promise<number> {
   const [row] = await db.query<{ replayable: number }>(
     `SELECT count(*) AS replayable FROM deliveries
-      WHERE state IN (${sqlList(REPLAYABLE_STATES)})
+      WHERE state IN (${sqlList(RANGE_REPLAYABLE_STATES)})
         AND ${RANGE_SELECTION}`,
     [selection.enterpriseId, selection.from, selection.to],
   )
@@ -281,8 +282,9 @@ export async function countReplayable(
 
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
- * re-push allowance; returns how many. Same eventId: the partner dedups. Rows are locked in id order, as
- * the push queue and receipts lock them.
+ * re-push allowance; returns how many. One delivery queued behind an earlier event of its recording may be
+ * replayed too (pushed ahead of it); a range replay leaves queued ones to their turn. Same eventId: the
+ * partner dedups. Rows are locked in id order, as the push queue and receipts lock them.
  */
 export async function replayDeliveries(
   db: Queryable,
@@ -291,8 +293,11 @@ export async function replayDeliveries(
   const [row] = await db.query<{ replayed: number }>(
     `WITH chosen AS (
        SELECT delivery_id FROM deliveries
-        WHERE state IN (${sqlList(REPLAYABLE_STATES)})
-          AND ${'deliveryId' in selection ? 'delivery_id = $1' : RANGE_SELECTION}
+        WHERE ${
+          'deliveryId' in selection
+            ? `state IN (${sqlList(REPLAYABLE_STATES)}) AND delivery_id = $1`
+            : `state IN (${sqlList(RANGE_REPLAYABLE_STATES)}) AND ${RANGE_SELECTION}`
+        }
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
        UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
