@@ -31,6 +31,9 @@ export type {
 /** perGroup when there is none (an int4 parameter). */
 const NO_GROUP_LIMIT = 2 ** 31 - 1
 
+/** Jobs the spec's repair looks at per sweep at most: it runs on every sweep, so it stays small. */
+const REPAIR_LIMIT = 100
+
 /** Errors are cut to this many characters before they are stored. */
 export const MAX_ERROR_LENGTH = 500
 
@@ -133,7 +136,7 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
     if (this.spec.repair === undefined) return 0
     const [row] = await db.query<{ moved: number; last: Id | null }>(this.spec.repair, [
       this.repairAfter ?? (this.spec.idType === 'int8' ? 0 : ''),
-      limit,
+      Math.min(limit, REPAIR_LIMIT),
     ])
     this.repairAfter = row?.last ?? undefined
     return row?.moved ?? 0
