@@ -203,6 +203,29 @@ for (const backend of testBackends) {
       assert.deepEqual(await statesOf(platform, next), ['cancelled', 'pending', 'queued'])
     })
 
+    test("a held deletion resumed still waits for the deleted recording's attempt on the wire", async () => {
+      const partner = await createPartner(platform)
+      const endpointId = await endpointOf(platform, partner.enterpriseId, 'http://127.0.0.1:9/wire')
+      const audioId = await ingest(platform, partner.enterpriseId, recording())
+      const ids = await idsOf(audioId)
+      const claims = await deliveryQueue.claim(db(), { claimant: 'test', limit: 1, leaseSeconds: 600, ids })
+      assert.deepEqual(
+        claims.map((claim) => claim.id),
+        ids,
+      )
+      await setEnabled(platform, partner.enterpriseId, endpointId, { enabled: false })
+      const path = `/enterprises/${partner.enterpriseId}/recordings/${audioId}`
+      assert.equal((await admin(platform, 'DELETE', path)).status, 200)
+      assert.deepEqual(await statesOf(platform, audioId), ['cancelled', 'held'])
+      await setEnabled(platform, partner.enterpriseId, endpointId, { enabled: true })
+      const [deletion] = await db().query<{ state: string; waits: boolean }>(
+        `SELECT state, due_at > now() + interval '5 minutes' AS waits FROM deliveries
+          WHERE audio_id = $1 AND event_type = 'recording.deleted'`,
+        [audioId],
+      )
+      assert.deepEqual(deletion, { state: 'pending', waits: true })
+    })
+
     test('the sweep lets go of a queued delivery with nothing open before it, and resumes held ones of an endpoint not paused', async () => {
       const partner = await createPartner(platform)
       await endpointOf(platform, partner.enterpriseId, 'http://127.0.0.1:9/stranded')
