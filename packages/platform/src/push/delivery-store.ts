@@ -41,13 +41,16 @@ const PAUSED_GROUPS = `SELECT endpoint_id::text FROM endpoints WHERE NOT enabled
  * locks its row FOR UPDATE: so a sweep or a scheduling that decided "held" commits before the enable's
  * resume looks (which then sees what it held), or waits for the enable and sees the row enabled. KEY SHARE
  * costs scheduling nothing it did not already pay (a delivery's foreign key takes it on its endpoint), and
- * does not wait for a claim moving a rated endpoint's next attempt time on (NO KEY UPDATE).
+ * does not wait for a claim moving a rated endpoint's next attempt time on (NO KEY UPDATE). The sweep skips
+ * a row being changed rather than wait (it may hold lease-expired deliveries a removal waits for): that
+ * endpoint's deliveries are not held this time — right if it is being enabled or removed, and the next sweep
+ * holds them if it is being disabled.
  */
 const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id FROM endpoints
-                                                 WHERE NOT enabled AND removed_at IS NULL FOR KEY SHARE) d
+                                                 WHERE NOT enabled AND removed_at IS NULL FOR KEY SHARE SKIP LOCKED) d
                               UNION ALL
                               SELECT ep.endpoint_id::text FROM (SELECT url FROM push_url_health
-                                                                 WHERE disabled_at IS NOT NULL FOR KEY SHARE) p
+                                                                 WHERE disabled_at IS NOT NULL FOR KEY SHARE SKIP LOCKED) p
                                 JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL`
 
 /** The states in which a delivery holds back the later events of its recording to its endpoint. */
