@@ -134,9 +134,9 @@ for (const backend of testBackends) {
         )
       ).map((row) => Number(row.delivery_id))
 
-    /** Sweeps until the repair has looked at every queued delivery (it goes a batch at a time). */
+    /** The sweep's repair, run until it has looked at every queued delivery (it goes a batch at a time). */
     async function sweepAll(): Promise<void> {
-      for (let i = 0; i < 3; i++) await deliveryQueue.sweep(db(), 1000)
+      for (let i = 0; i < 3; i++) await deliveryQueue.repair(db())
     }
 
     test('enabling with discardHeld (and --discard-held) cancels what it held, and says how many', async () => {

@@ -172,8 +172,8 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
    * Moves up to `limit` jobs whose due_at passed out of the claimed state (lease over: back to ready)
    * and out of waiting states (their timer's next state), and up to `limit` ready jobs of paused groups to
    * the held state; returns how many, and the seconds until the next job falls due (0: one is due now;
-   * undefined: none waits), jobs of paused groups left out. Then runs the spec's repair, its moves counted
-   * with the rest.
+   * undefined: none waits), jobs of paused groups left out. Then runs the spec's repair (at most once a
+   * second), its moves counted with the rest.
    */
   sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }>
   /**
@@ -181,6 +181,8 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
    * (one due later is due now), and notifies; returns how many. A group still paused stays held.
    */
   resume(db: Queryable, groups: readonly string[], limit: number): Promise<number>
+  /** Runs the spec's repair once now (a batch, from where the last left off); returns how many it moved. */
+  repair(db: Queryable): Promise<number>
   /** Wakes the runners listening (after the transaction commits, when inside one). */
   notify(db: Queryable): Promise<void>
   /** The guard trigger's statements (state-machine.ts), for the migration that creates the table. */
