@@ -34,7 +34,7 @@ const STATES = [
   'unconfirmed',
   'cancelled',
 ]
-const REPLAYABLE = ['failed', 'unconfirmed']
+const REPLAYABLE = ['failed', 'unconfirmed', 'queued']
 /**
  * The states a delivery leaves on its own: acked ones wait for the partner's receipt (the console shows them
  * confirmed as it comes), queued ones for the earlier events of their recording.

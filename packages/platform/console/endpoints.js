@@ -247,6 +247,17 @@ function endpointActions(page, e) {
     e.enabled
       ? button('toggle', 'Disable', `Disable endpoint ${id}`, () => setEnabled(page, e, false))
       : button('toggle', 'Enable', `Enable endpoint ${id}`, () => setEnabled(page, e, true)),
+    ...(e.enabled
+      ? []
+      : [
+          button(
+            'discard',
+            'Enable, discard held',
+            `Enable endpoint ${id} and cancel the deliveries it held`,
+            () => enableDiscardingHeld(page, e),
+            'danger',
+          ),
+        ]),
     button('remove', 'Remove', `Remove endpoint ${id}`, () => removeEndpoint(page, e), 'danger'),
   )
 }
@@ -259,7 +270,27 @@ function setEnabled(page, e, enabled) {
     })
     page.status.textContent = enabled
       ? `Endpoint ${e.endpointId} is enabled: the deliveries it held go out in due order.`
-      : `Endpoint ${e.endpointId} is disabled: its deliveries wait, and new events skip it, until it is enabled again.`
+      : `Endpoint ${e.endpointId} is disabled: its deliveries, and those of new events, wait until it is enabled again.`
+  })
+}
+
+/** Enables an endpoint and cancels what it held meanwhile (and what is queued behind it), after asking. */
+async function enableDiscardingHeld(page, e) {
+  const confirmed = await confirmDialog({
+    title: `Enable endpoint ${e.endpointId} and discard what it held?`,
+    message:
+      `The deliveries it held while disabled (${e.waiting} waiting in all) are cancelled instead of pushed to ` +
+      `${e.url}; new events go out as usual. The console cannot undo this.`,
+    confirmLabel: 'Enable and discard',
+    danger: true,
+  })
+  if (!confirmed) return
+  return act(page, async () => {
+    const updated = await api('updateEndpoint', {
+      params: { enterpriseId: page.enterpriseId, endpointId: e.endpointId },
+      body: { enabled: true, discardHeld: true },
+    })
+    page.status.textContent = `Endpoint ${e.endpointId} is enabled: ${updated.discarded} held ${updated.discarded === 1 ? 'delivery' : 'deliveries'} discarded.`
   })
 }
 

@@ -192,11 +192,18 @@ export class AdminClient {
     return this.call('showDelivery', { params: { deliveryId } })
   }
 
-  /** Puts one failed or unconfirmed delivery back to pending. */
+  /** Puts one failed, unconfirmed or queued delivery back to pending. */
   replayDelivery(
     deliveryId: number,
   ): Promise<{ deliveryId: number; replayed: true; delivery: DeliveryView }> {
     return this.call('replayDelivery', { params: { deliveryId } })
+  }
+
+  /** Cancels one delivery not yet confirmed. */
+  cancelDelivery(
+    deliveryId: number,
+  ): Promise<{ deliveryId: number; cancelled: true; delivery: DeliveryView }> {
+    return this.call('cancelDelivery', { params: { deliveryId } })
   }
 
   /** Puts an enterprise's failed or unconfirmed deliveries created in [from, to) back to pending. */
@@ -245,7 +252,11 @@ export class AdminClient {
   }
 
   /** Changes an endpoint's settings; those not given stay as they are. */
-  updateEndpoint(enterpriseId: number, endpointId: number, changes: EndpointChanges): Promise<EndpointView> {
+  updateEndpoint(
+    enterpriseId: number,
+    endpointId: number,
+    changes: EndpointChanges,
+  ): Promise<EndpointView & { discarded: number }> {
     return this.call('updateEndpoint', { params: { enterpriseId, endpointId }, body: changes })
   }
 

@@ -26,6 +26,7 @@ export const adminOperations = {
   listDeliveries: { method: 'GET', path: '/admin/v1/deliveries' },
   showDelivery: { method: 'GET', path: '/admin/v1/deliveries/:deliveryId' },
   replayDelivery: { method: 'POST', path: '/admin/v1/deliveries/:deliveryId/replay' },
+  cancelDelivery: { method: 'POST', path: '/admin/v1/deliveries/:deliveryId/cancel' },
   replayRange: { method: 'POST', path: '/admin/v1/enterprises/:enterpriseId/deliveries/replay' },
   replayUnreceipted: {
     method: 'POST',

@@ -273,7 +273,7 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
     assert.match(
       refused.stderr,
       new RegExp(
-        `^error 4001: state: delivery ${acked} is acked; only failed or unconfirmed deliveries can be replayed$`,
+        `^error 4001: state: delivery ${acked} is acked; only failed, unconfirmed or queued deliveries can be replayed$`,
         'm',
       ),
     )

@@ -36,15 +36,35 @@ interface ReplayOptions extends JsonFlag {
 const DEFAULT_LIMIT = 100
 const MAX_LIMIT = 1000
 
-/** `earshot deliveries list|show|replay`: push deliveries and their attempts. */
+/** `earshot deliveries list|show|replay|cancel`: push deliveries and their attempts. */
 export function deliveriesCommand(): Command {
   return reportUsageErrors(
     new Command('deliveries')
-      .description('list push deliveries with their attempts; replay failed or unconfirmed ones')
+      .description(
+        'list push deliveries with their attempts; replay failed, unconfirmed or queued ones; cancel one',
+      )
       .addCommand(listCommand())
       .addCommand(showCommand())
-      .addCommand(replayCommand()),
+      .addCommand(replayCommand())
+      .addCommand(cancelCommand()),
   )
+}
+
+function cancelCommand(): Command {
+  return new Command('cancel')
+    .description(
+      'cancel a delivery not yet confirmed: it is not pushed (again); one queued behind it goes once nothing ' +
+        'before it is open',
+    )
+    .argument('<deliveryId>', 'the delivery to cancel', deliveryIdArgument)
+    .option('--json', 'print {"cancelled": 1} as JSON')
+    .action(async (deliveryId: number, options: JsonFlag, command: Command) => {
+      await runClient(command, { json: Boolean(options.json) }, async (client) => {
+        await client.cancelDelivery(deliveryId)
+        if (options.json) return printJson({ cancelled: 1 })
+        printLines(`Cancelled delivery ${deliveryId}.`)
+      })
+    })
 }
 
 function listCommand(): Command {
@@ -133,7 +153,8 @@ function showCommand(): Command {
 function replayCommand(): Command {
   return new Command('replay')
     .description(
-      'put failed or unconfirmed deliveries back to pending (same eventId): one by its id, or an ' +
+      'put failed or unconfirmed deliveries back to pending (same eventId): one by its id (a queued one too, ' +
+        'pushed ahead of the earlier events of its recording), or an ' +
         "enterprise's created from --from (inclusive) to --to (exclusive); with --unreceipted-since, " +
         'every delivery of the enterprise created since then that the partner never receipted (asks first)',
     )

@@ -173,7 +173,7 @@ for (const backend of testBackends) {
           `Its deliveries are held, none dropped. Once the partner fixed it: earshot endpoints enable ${urlB}`,
         ],
         [
-          `Endpoint ${b} is disabled: its deliveries wait, and new events skip it. To enable it: earshot endpoints update ${b} --enable`,
+          `Endpoint ${b} is disabled: its deliveries, and those of new events, wait. To enable it: earshot endpoints update ${b} --enable (--discard-held to cancel them instead)`,
         ],
       ])
 
@@ -192,7 +192,7 @@ for (const backend of testBackends) {
       )
       assert.equal(events.code, 0, events.stderr)
       const [now] = await endpointsOf(acme)
-      assert.deepEqual(JSON.parse(events.stdout), now)
+      assert.deepEqual(JSON.parse(events.stdout), { ...now, discarded: 0 })
       assert.deepEqual(now?.eventTypes, ['recording.transcript_ready', 'recording.updated'])
       assert.equal(now?.maxPerSecond, 20)
       assert.equal(now?.description, 'transcripts')

@@ -47,6 +47,7 @@ interface UpdateOptions extends EnterpriseFlag {
   maxPerSecond?: number | 'none'
   enable?: boolean
   disable?: boolean
+  discardHeld?: boolean
 }
 
 /** `earshot endpoints add|list|show|update|remove|check|urls|enable`: push endpoints and their URLs' health. */
@@ -140,7 +141,7 @@ function endpointTrouble(found: Endpoint[]): string[] {
       .filter((endpoint) => !endpoint.enabled)
       .map(
         ({ endpointId }) =>
-          `Endpoint ${endpointId} is disabled: its deliveries wait, and new events skip it. To enable it: earshot endpoints update ${endpointId} --enable`,
+          `Endpoint ${endpointId} is disabled: its deliveries, and those of new events, wait. To enable it: earshot endpoints update ${endpointId} --enable (--discard-held to cancel them instead)`,
       ),
   ]
 }
@@ -192,15 +193,24 @@ function updateCommand(): Command {
       maxPerSecondOrNone,
     )
     .addOption(new Option('--enable', 'enable it: the deliveries it held resume').conflicts('disable'))
-    .addOption(new Option('--disable', 'disable it: its deliveries wait, new events skip it'))
-    .option('--json', 'print the endpoint as it is now as JSON')
+    .addOption(new Option('--disable', "disable it: its deliveries, and new events' deliveries, wait"))
+    .option(
+      '--discard-held',
+      'with --enable: cancel the deliveries it held (and those queued behind them) instead of resuming them',
+    )
+    .option('--json', 'print the endpoint as it is now as JSON, with "discarded"')
     .action(async (endpointId: number, options: UpdateOptions, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
         const changes = changesOf(options)
         const enterpriseId = await enterpriseOf(client, endpointId, options.enterprise)
         const updated = await client.updateEndpoint(enterpriseId, endpointId, changes)
         if (options.json) return printJson(updated)
-        printLines(`Updated ${summary(updated)}.`)
+        printLines(
+          `Updated ${summary(updated)}.`,
+          ...(options.discardHeld
+            ? [`Discarded ${updated.discarded} held ${updated.discarded === 1 ? 'delivery' : 'deliveries'}.`]
+            : []),
+        )
       })
     })
 }
@@ -214,7 +224,9 @@ function changesOf(options: UpdateOptions): EndpointChanges {
       maxPerSecond: options.maxPerSecond === 'none' ? null : options.maxPerSecond,
     }),
     ...((options.enable || options.disable) && { enabled: Boolean(options.enable) }),
+    ...(options.discardHeld && { discardHeld: true }),
   }
+  if (options.discardHeld && !options.enable) throw new CommandFailure('--discard-held goes with --enable')
   if (Object.keys(changes).length === 0) {
     throw new CommandFailure(
       'nothing to change: give --new-url, --events, --description, --max-per-second, --enable or --disable',

@@ -248,6 +248,8 @@ describe('OpenAPI documents and reference pages', { timeout: 60_000 }, () => {
     }
     await call('POST', `/deliveries/${delivery.deliveryId}/replay`)
     await call('POST', `/deliveries/${delivery.deliveryId}/replay`)
+    await call('POST', `/deliveries/${delivery.deliveryId}/cancel`)
+    await call('POST', `/deliveries/${delivery.deliveryId}/cancel`)
     await call('POST', `/enterprises/${id}/deliveries/replay`, {
       from: '2026-01-01T00:00:00Z',
       to: '2099-01-01T00:00:00Z',

@@ -357,7 +357,7 @@ for (const backend of testBackends) {
         `/deliveries/${deliveryId}/replay`,
         4001,
         new RegExp(
-          `^state: delivery ${deliveryId} is pending; only failed or unconfirmed deliveries can be replayed$`,
+          `^state: delivery ${deliveryId} is pending; only failed, unconfirmed or queued deliveries can be replayed$`,
         ),
       )
     })
@@ -397,7 +397,7 @@ for (const backend of testBackends) {
           `/deliveries/${id}/replay`,
           4001,
           new RegExp(
-            `^state: delivery ${id} is ${state}; only failed or unconfirmed deliveries can be replayed$`,
+            `^state: delivery ${id} is ${state}; only failed, unconfirmed or queued deliveries can be replayed$`,
           ),
         )
         assert.deepEqual(await stored(id), before, 'a refused replay changes nothing')

@@ -18,9 +18,10 @@ import {
   UnreceiptedReplaySchema,
   unreceiptedReplay,
 } from './delivery-queries.js'
-import { REPLAYABLE_STATES, replayDeliveries } from './delivery-store.js'
+import { cancelDelivery, REPLAYABLE_STATES, replayDeliveries } from './delivery-store.js'
 import { getDelivery, listDeliveries } from './delivery-views.js'
 import {
+  CancelledDeliverySchema,
   DeliveryListSchema,
   DeliverySchema,
   ReplayedDeliverySchema,
@@ -30,8 +31,8 @@ import {
 import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 
 /*
- * The operators' view of push deliveries: list, show, replay. Replaying puts a failed or unconfirmed
- * delivery back to pending, due now, with the same eventId (the partner dedups). An unreceipted replay
+ * The operators' view of push deliveries: list, show, replay, cancel. Replaying puts a failed, unconfirmed or
+ * queued delivery back to pending, due now, with the same eventId (the partner dedups). An unreceipted replay
  * pushes again every delivery created since a time that was never receipted (acked, failed, unconfirmed);
  * pending and in-flight ones are left alone.
  */
@@ -69,7 +70,8 @@ const showDeliveryRoute: RouteSpec<PlatformContext> = {
 const replayDeliveryRoute: RouteSpec<PlatformContext> = {
   ...adminOperation('replayDelivery'),
   tag: 'deliveries',
-  summary: 'Replay a failed or unconfirmed delivery: back to pending, due now, same eventId',
+  summary:
+    'Replay a failed, unconfirmed or queued delivery: back to pending, due now, same eventId (a queued one ahead of the earlier events of its recording)',
   params: DeliveryParams,
   answer: { description: 'Replayed', payload: { json: ReplayedDeliverySchema } },
   refusals: WITH_ID,
@@ -83,10 +85,35 @@ const replayDeliveryRoute: RouteSpec<PlatformContext> = {
       if (replayed === 0) {
         throw new InvalidParameterError(
           'state',
-          `delivery ${deliveryId} is ${delivery.state}; only ${REPLAYABLE_STATES.join(' or ')} deliveries can be replayed`,
+          `delivery ${deliveryId} is ${delivery.state}; only ${REPLAYABLE_LIST} deliveries can be replayed`,
         )
       }
       return { deliveryId, replayed: true, delivery }
+    },
+}
+
+const cancelDeliveryRoute: RouteSpec<PlatformContext> = {
+  ...adminOperation('cancelDelivery'),
+  tag: 'deliveries',
+  summary:
+    'Cancel a delivery not yet confirmed: it is not pushed (again); one queued behind it goes when nothing before it is open',
+  params: DeliveryParams,
+  answer: { description: 'Cancelled', payload: { json: CancelledDeliverySchema } },
+  refusals: WITH_ID,
+  handle: (context) =>
+    async function cancelDeliveryHandler(request) {
+      const deliveryId = idParam(request, 'deliveryId')
+      // Cancel first, then explain a refusal from what the delivery is: no window between check and act.
+      const cancelled = await cancelDelivery(context.db, deliveryId)
+      const delivery = await getDelivery(context.db, deliveryId)
+      if (!delivery) throw noSuchDelivery(deliveryId)
+      if (!cancelled) {
+        throw new InvalidParameterError(
+          'state',
+          `delivery ${deliveryId} is ${delivery.state}; only a delivery not yet confirmed nor cancelled can be cancelled`,
+        )
+      }
+      return { deliveryId, cancelled: true, delivery }
     },
 }
 
@@ -131,9 +158,13 @@ export const deliveryRoutes = [
   listDeliveriesRoute,
   showDeliveryRoute,
   replayDeliveryRoute,
+  cancelDeliveryRoute,
   replayRangeRoute,
   replayUnreceiptedRoute,
 ]
+
+/** "failed, unconfirmed or queued" */
+const REPLAYABLE_LIST = `${REPLAYABLE_STATES.slice(0, -1).join(', ')} or ${REPLAYABLE_STATES.at(-1)}`
 
 function noSuchDelivery(deliveryId: number): ApiError {
   return new ApiError(ResponseCode.NOT_FOUND, `no delivery ${deliveryId}`)

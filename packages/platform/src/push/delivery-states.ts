@@ -45,9 +45,15 @@ export const deliveryMachine = defineQueueMachine({
     { from: 'pending', to: 'held', on: 'hold' },
     { from: 'held', to: 'pending', on: 'resume' },
     { from: 'failed', to: 'pending', on: 'enable' },
-    { from: 'queued', to: 'pending', on: 'turn' }, // the earlier events of its recording are done
+    // A failing push URL's first acknowledged push: those that went failed since it began failing.
+    { from: 'failed', to: 'pending', on: 'recover' },
+    // The earlier events of its recording are done (or the sweep finds nothing of them open).
+    { from: 'queued', to: 'pending', on: 'turn' },
     { from: 'failed', to: 'pending', on: 'replay' }, // by an operator
     { from: 'unconfirmed', to: 'pending', on: 'replay' },
+    // One delivery replayed by an operator while it waits for an earlier event of its recording: pushed
+    // now, ahead of it (not by a range replay).
+    { from: 'queued', to: 'pending', on: 'replay' },
     // An operator's replay of what the partner never receipted, acknowledged or not (`deliveries replay
     // --unreceipted-since`); a plain `replay` still takes failed and unconfirmed ones only.
     ...(['acked', 'failed', 'unconfirmed'] as const).map((from) => ({
@@ -55,13 +61,12 @@ export const deliveryMachine = defineQueueMachine({
       to: 'pending' as const,
       on: 'unreceipted_replay',
     })),
-    // Recording deleted, or its endpoint removed:
-    ...(['pending', 'held', 'queued', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).map(
-      (from) => ({
-        from,
-        to: 'cancelled' as const,
-        on: 'deletion',
-      }),
+    // Recording deleted, or its endpoint removed; or one delivery cancelled by an operator:
+    ...(['pending', 'held', 'queued', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const).flatMap(
+      (from) => [
+        { from, to: 'cancelled' as const, on: 'deletion' },
+        { from, to: 'cancelled' as const, on: 'cancel' },
+      ],
     ),
   ],
 })
@@ -69,8 +74,13 @@ export const deliveryMachine = defineQueueMachine({
 export type DeliveryState = (typeof deliveryMachine.states)[number]
 export const DELIVERY_STATES: readonly DeliveryState[] = deliveryMachine.states
 
-/** The states an operator may replay from. */
+/** The states an operator may replay one delivery from. */
 export const REPLAYABLE_STATES: readonly DeliveryState[] = deliveryMachine.sources('replay')
+
+/** The states a range replay takes: not queued ones, which would overtake their recording's earlier events. */
+export const RANGE_REPLAYABLE_STATES: readonly DeliveryState[] = REPLAYABLE_STATES.filter(
+  (state) => !deliveryMachine.parked.includes(state),
+)
 
 /** The states a receipt callback confirms an acknowledged delivery from. */
 export const RECEIPT_STATES: readonly DeliveryState[] = deliveryMachine.sources('receipt', 'confirmed')

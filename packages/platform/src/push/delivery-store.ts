@@ -9,6 +9,7 @@ import {
   type DeliveryState,
   deliveryMachine,
   MAX_REPUSHES,
+  RANGE_REPLAYABLE_STATES,
   REPLAYABLE_STATES,
 } from './delivery-states.js'
 
@@ -34,17 +35,38 @@ const PAUSED_GROUPS = `SELECT endpoint_id::text FROM endpoints WHERE NOT enabled
                          JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL
                         WHERE p.disabled_at IS NOT NULL`
 
+/**
+ * PAUSED_GROUPS as the sweep reads it before holding their deliveries: each paused endpoint's row, or its
+ * push URL's, locked FOR KEY SHARE, as scheduleDeliveries locks them. Enabling an endpoint or a push URL
+ * locks its row FOR UPDATE: so a sweep or a scheduling that decided "held" commits before the enable's
+ * resume looks (which then sees what it held), or waits for the enable and sees the row enabled. KEY SHARE
+ * costs scheduling nothing it did not already pay (a delivery's foreign key takes it on its endpoint), and
+ * does not wait for a claim moving a rated endpoint's next attempt time on (NO KEY UPDATE). The sweep skips
+ * a row being changed rather than wait (it may hold lease-expired deliveries a removal waits for): that
+ * endpoint's deliveries are not held this time — right if it is being enabled or removed, and the next sweep
+ * holds them if it is being disabled.
+ */
+const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id FROM endpoints
+                                                 WHERE NOT enabled AND removed_at IS NULL FOR KEY SHARE SKIP LOCKED) d
+                              UNION ALL
+                              SELECT ep.endpoint_id::text FROM (SELECT url FROM push_url_health
+                                                                 WHERE disabled_at IS NOT NULL FOR KEY SHARE SKIP LOCKED) p
+                                JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL`
+
 /** The states in which a delivery holds back the later events of its recording to its endpoint. */
 const IN_ORDER_AHEAD = "'pending', 'held', 'in_flight', 'queued'"
 
 /**
- * Schedules a delivery of each event to every enabled endpoint of the enterprise subscribed to its type.
- * Call it inside the transaction that stores the recording part, so no part is stored without its pushes
- * scheduled. A paused endpoint's deliveries are created held. A recording's events reach each endpoint in
- * the order they were created: one with an earlier event of its recording still pending, held or in flight
- * to the endpoint waits, queued (sql/000017.sql lets it go), and one following an attempt cancelled in
- * flight is not due before that attempt's lease ends. The earlier deliveries are locked, so that one
- * finishing meanwhile either is seen finished here or sees this one queued.
+ * Schedules a delivery of each event to every endpoint of the enterprise subscribed to its type. Call it
+ * inside the transaction that stores the recording part, so no part is stored without its pushes
+ * scheduled. A paused endpoint's deliveries (disabled by an operator, or its push URL disabled) are
+ * created held: enabling it catches up in order. A recording's events reach each endpoint in the order they
+ * were created: one with an earlier event of its recording still pending, held or in flight to the endpoint
+ * waits, queued (sql/000017.sql lets it go), and one following an attempt cancelled in flight is not due
+ * before that attempt's lease ends. The earlier deliveries are locked, so that one finishing meanwhile
+ * either is seen finished here or sees this one queued. The endpoints (and their disabled push URLs) are
+ * locked FOR KEY SHARE, against a removal or an enable (FOR UPDATE): one in progress is waited for, and its
+ * endpoint then read as it committed — a removed endpoint gets nothing, an enabled one a pending delivery.
  */
 export async function scheduleDeliveries(
   tx: Queryable,
@@ -54,12 +76,18 @@ export async function scheduleDeliveries(
   if (events.length === 0) return 0
   const [row] = await tx.query<{ scheduled: number; pending: number }>(
     `WITH ev AS (SELECT * FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS x(audio_id, event_type, n)),
+     eps AS MATERIALIZED (
+       SELECT endpoint_id, url, event_types, enabled FROM endpoints
+        WHERE enterprise_id = $1 AND removed_at IS NULL AND event_types && $3::text[]
+        ORDER BY endpoint_id FOR KEY SHARE),
+     down AS MATERIALIZED (
+       SELECT url FROM push_url_health WHERE url IN (SELECT url FROM eps) AND disabled_at IS NOT NULL
+        ORDER BY url FOR KEY SHARE),
      targets AS (
        SELECT ep.endpoint_id, ev.audio_id, ev.event_type, ev.n,
-              ep.endpoint_id::text IN (${PAUSED_GROUPS}) AS paused,
+              NOT ep.enabled OR ep.url IN (SELECT url FROM down) AS paused,
               row_number() OVER (PARTITION BY ep.endpoint_id, ev.audio_id ORDER BY ev.n) AS nth
-         FROM endpoints ep JOIN ev ON ev.event_type = ANY (ep.event_types)
-        WHERE ep.enterprise_id = $1 AND ep.enabled AND ep.removed_at IS NULL),
+         FROM eps ep JOIN ev ON ev.event_type = ANY (ep.event_types)),
      earlier AS MATERIALIZED (
        SELECT endpoint_id, audio_id, state IN (${IN_ORDER_AHEAD}) AS ahead, wire_until FROM deliveries
         WHERE audio_id IN (SELECT audio_id FROM ev) AND endpoint_id IS NOT NULL
@@ -83,6 +111,55 @@ export async function scheduleDeliveries(
   if ((row?.pending ?? 0) > 0) await deliveryQueue.notify(tx)
   return row?.scheduled ?? 0
 }
+
+/** Until when an attempt of an earlier delivery of the row's recording to its endpoint may be on the wire. */
+const WIRE_WAIT = (row: string) => `(SELECT max(w.wire_until) FROM deliveries w
+                                     WHERE w.audio_id = ${row}.audio_id AND w.endpoint_id = ${row}.endpoint_id
+                                       AND w.delivery_id < ${row}.delivery_id)`
+
+/**
+ * The sweep's re-check of what a concurrent statement could have left waiting (the queue's repair):
+ * queued deliveries with nothing of their recording to their endpoint open before them become pending, a
+ * batch per sweep in id order; and held ones of an endpoint no longer paused are resumed, a batch per
+ * sweep. Only the endpoints with held deliveries are visited (one index probe each, however many they
+ * hold), so that a paused partner's backlog is not read through on every sweep.
+ */
+const REPAIR_SQL = `WITH RECURSIVE looked AS (
+       SELECT delivery_id, audio_id, endpoint_id FROM deliveries
+        WHERE state = 'queued' AND delivery_id > $1::int8 ORDER BY delivery_id LIMIT $2),
+     turn AS (
+       SELECT d.delivery_id FROM deliveries d
+        WHERE d.state = 'queued'
+          AND d.delivery_id IN (SELECT l.delivery_id FROM looked l
+                                 WHERE NOT EXISTS (SELECT 1 FROM deliveries b
+                                                    WHERE b.audio_id = l.audio_id AND b.endpoint_id = l.endpoint_id
+                                                      AND b.delivery_id < l.delivery_id AND b.state IN (${IN_ORDER_AHEAD})))
+        ORDER BY d.delivery_id FOR NO KEY UPDATE SKIP LOCKED),
+     turned AS (
+       UPDATE deliveries q SET state = 'pending', due_at = greatest(now(), ${WIRE_WAIT('q')})
+         FROM turn WHERE q.delivery_id = turn.delivery_id
+       RETURNING 1),
+     held_groups (group_key) AS (
+       (SELECT group_key FROM deliveries WHERE state = 'held' AND group_key IS NOT NULL ORDER BY group_key LIMIT 1)
+       UNION ALL
+       SELECT (SELECT h.group_key FROM deliveries h WHERE h.state = 'held' AND h.group_key > g.group_key
+                ORDER BY h.group_key LIMIT 1)
+         FROM held_groups g WHERE g.group_key IS NOT NULL),
+     resume AS (
+       SELECT d.delivery_id FROM deliveries d
+        WHERE d.state = 'held'
+          AND d.delivery_id IN (SELECT delivery_id FROM deliveries
+                                 WHERE state = 'held'
+                                   AND group_key IN (SELECT group_key FROM held_groups
+                                                      WHERE group_key IS NOT NULL AND group_key NOT IN (${PAUSED_GROUPS}))
+                                 ORDER BY due_at LIMIT $2)
+        ORDER BY d.delivery_id FOR NO KEY UPDATE SKIP LOCKED),
+     resumed AS (
+       UPDATE deliveries j SET state = 'pending', due_at = greatest(least(j.due_at, now()), ${WIRE_WAIT('j')})
+         FROM resume r WHERE j.delivery_id = r.delivery_id
+       RETURNING 1)
+     SELECT (SELECT count(*) FROM turned) + (SELECT count(*) FROM resumed) AS moved,
+            CASE WHEN (SELECT count(*) FROM looked) = $2 THEN (SELECT max(delivery_id) FROM looked) END AS last`
 
 /** A claimed delivery: everything needed to send it. */
 export interface ClaimedDelivery {
@@ -139,6 +216,9 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
   channel: PUSH_CHANNEL,
   // A disabled endpoint's or push URL's deliveries are held until an operator enables it.
   pausedGroups: PAUSED_GROUPS,
+  pausedGroupsLocked: PAUSED_GROUPS_LOCKED,
+  resumeDue: `greatest(least(j.due_at, now()), ${WIRE_WAIT('j')})`,
+  repair: REPAIR_SQL,
   rated: { table: 'endpoints', key: 'endpoint_id', perSecond: 'max_per_second', nextAt: 'next_attempt_at' },
   claimed: {
     select: `j.event_id, j.event_type, j.audio_id, j.enterprise_id, ${isoTime('j.occurred_at')} AS occurred_at,
@@ -196,7 +276,7 @@ export async function countReplayable(
 ): Promise<number> {
   const [row] = await db.query<{ replayable: number }>(
     `SELECT count(*) AS replayable FROM deliveries
-      WHERE state IN (${sqlList(REPLAYABLE_STATES)})
+      WHERE state IN (${sqlList(RANGE_REPLAYABLE_STATES)})
         AND ${RANGE_SELECTION}`,
     [selection.enterpriseId, selection.from, selection.to],
   )
@@ -205,8 +285,9 @@ export async function countReplayable(
 
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
- * re-push allowance; returns how many. Same eventId: the partner dedups. Rows are locked in id order, as
- * the push queue and receipts lock them.
+ * re-push allowance; returns how many. One delivery queued behind an earlier event of its recording may be
+ * replayed too (pushed ahead of it); a range replay leaves queued ones to their turn. Same eventId: the
+ * partner dedups. Rows are locked in id order, as the push queue and receipts lock them.
  */
 export async function replayDeliveries(
   db: Queryable,
@@ -215,8 +296,11 @@ export async function replayDeliveries(
   const [row] = await db.query<{ replayed: number }>(
     `WITH chosen AS (
        SELECT delivery_id FROM deliveries
-        WHERE state IN (${sqlList(REPLAYABLE_STATES)})
-          AND ${'deliveryId' in selection ? 'delivery_id = $1' : RANGE_SELECTION}
+        WHERE ${
+          'deliveryId' in selection
+            ? `state IN (${sqlList(REPLAYABLE_STATES)}) AND delivery_id = $1`
+            : `state IN (${sqlList(RANGE_REPLAYABLE_STATES)}) AND ${RANGE_SELECTION}`
+        }
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
        UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
@@ -290,6 +374,28 @@ export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<
 /** Cancels every delivery to an endpoint not yet confirmed, as its removal does; returns how many. */
 export async function cancelEndpointDeliveries(tx: Queryable, endpointId: number): Promise<number> {
   return cancelWhere(tx, 'endpoint_id = $1', [endpointId])
+}
+
+/**
+ * Cancels an endpoint's held deliveries and those queued behind them (enabling it with `--discard-held`);
+ * returns how many. Call it in the transaction that locked the endpoint's row.
+ */
+export async function discardHeldDeliveries(tx: Queryable, endpointId: number): Promise<number> {
+  return cancelWhere(
+    tx,
+    `endpoint_id = $1 AND (state = 'held' OR state = 'queued' AND EXISTS (
+       SELECT 1 FROM deliveries h WHERE h.group_key = $1::text AND h.state = 'held'
+                                    AND h.audio_id = deliveries.audio_id AND h.delivery_id < deliveries.delivery_id))`,
+    [endpointId],
+  )
+}
+
+/**
+ * Cancels one delivery not yet confirmed, by an operator; true when it did. A delivery queued behind it then
+ * goes when nothing else of its recording to its endpoint is open (sql/000020.sql).
+ */
+export async function cancelDelivery(db: Queryable, deliveryId: number): Promise<boolean> {
+  return (await cancelWhere(db, 'delivery_id = $1', [deliveryId])) === 1
 }
 
 async function cancelWhere(tx: Queryable, selection: string, params: unknown[]): Promise<number> {

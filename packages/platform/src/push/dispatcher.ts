@@ -29,7 +29,7 @@ export type PushSettings = Pick<
   | 'pushDisableAfterSeconds'
 >
 
-export type DispatcherLogger = Pick<Logger, 'warn' | 'error'>
+export type DispatcherLogger = Pick<Logger, 'warn' | 'error' | 'info'>
 
 export interface DispatcherOptions {
   db: Database
@@ -82,7 +82,13 @@ export async function startDispatcher(options: DispatcherOptions): Promise<Dispa
     connectionsPerOrigin: settings.pushConcurrencyPerUrl,
   })
   let wakeRunner = () => {}
-  const health = new PushUrlHealthRecorder(db, settings.pushDisableAfterSeconds, logger, () => wakeRunner())
+  const health = new PushUrlHealthRecorder(
+    db,
+    settings.pushDisableAfterSeconds,
+    logger,
+    () => wakeRunner(),
+    () => metrics?.recovered.inc(),
+  )
   const step = new PushStep(sender, health, randomBytes, options.clock ?? Date.now, options.audioLinks)
   const random = () => randomBytes(4).readUInt32BE() / 2 ** 32
 

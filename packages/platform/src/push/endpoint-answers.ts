@@ -14,7 +14,7 @@ export const EndpointSchema = Type.Object({
   eventTypes: Type.Array(Type.Enum(ALL_EVENT_TYPES), { description: 'the event types pushed to it' }),
   description: Type.String(),
   enabled: Type.Boolean({
-    description: 'false: held by an operator (its deliveries wait; new events skip it)',
+    description: 'false: held by an operator (its deliveries, and those of new events, wait)',
   }),
   maxPerSecond: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
     description: 'deliveries a second at most; null: no limit',
@@ -34,6 +34,15 @@ export const EndpointSchema = Type.Object({
   waiting: Type.Integer({
     minimum: 0,
     description: 'its deliveries pending, held, or queued behind an earlier event of their recording',
+  }),
+})
+
+export const UpdatedEndpointSchema = Type.Object({
+  ...EndpointSchema.properties,
+  discarded: Type.Integer({
+    minimum: 0,
+    description:
+      'the deliveries it held (and those queued behind them) cancelled by discardHeld; 0 without it',
   }),
 })
 

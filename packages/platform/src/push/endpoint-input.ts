@@ -37,7 +37,7 @@ const Description = Type.String({
 })
 const Enabled = Type.Boolean({
   description:
-    'false holds its open deliveries and creates none for new events, until it is true again (default true)',
+    'false holds its open deliveries, and those of new events, until it is true again (default true)',
   [RULE]: 'must be true or false',
 })
 const MaxPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_PER_SECOND }), Type.Null()], {
@@ -61,8 +61,21 @@ const onlyTheseFields = {
 export const NewEndpointSchema = Type.Object({ url: Url, ...settings }, onlyTheseFields)
 export const NewEndpoint = messageParser(NewEndpointSchema)
 
+const DiscardHeld = Type.Boolean({
+  description:
+    'with "enabled": true, cancels the deliveries it held (and those queued behind them) instead of resuming them',
+  [RULE]: 'must be true or false',
+})
+
 /** The fields of an endpoint to change; those absent stay as they are. */
-export const EndpointChangesSchema = Type.Object({ url: Type.Optional(Url), ...settings }, onlyTheseFields)
+export const EndpointChangesSchema = Type.Object(
+  { url: Type.Optional(Url), ...settings, discardHeld: Type.Optional(DiscardHeld) },
+  {
+    ...onlyTheseFields,
+    [UNKNOWN_FIELD_RULE]:
+      'is not a field of an endpoint: give url, eventTypes, description, enabled, maxPerSecond, discardHeld',
+  },
+)
 export const EndpointChanges = messageParser(EndpointChangesSchema)
 
 export const EndpointParams = Type.Object({

@@ -12,6 +12,7 @@ import {
   EndpointListSchema,
   EndpointSchema,
   RemovedEndpointSchema,
+  UpdatedEndpointSchema,
 } from './endpoint-answers.js'
 import {
   ALL_EVENT_TYPES,
@@ -108,21 +109,29 @@ const updateEndpointRoute: RouteSpec<PlatformContext> = {
   ...adminOperation('updateEndpoint'),
   tag: 'endpoints',
   summary:
-    'Change a push endpoint: its open deliveries stay its own (to a new URL they go there; enabled again, those it held resume)',
+    'Change a push endpoint: its open deliveries stay its own (to a new URL they go there; enabled again, those it held resume, or are cancelled with discardHeld)',
   params: EndpointParams,
   body: { json: EndpointChangesSchema },
-  answer: { description: 'As it is now', payload: { json: EndpointSchema } },
+  answer: { description: 'As it is now', payload: { json: UpdatedEndpointSchema } },
   refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
   handle: (context) =>
     async function update(request) {
       const { enterpriseId, endpointId } = endpointParams(request)
-      const { url, ...changes } = EndpointChanges.parse(jsonObject(request.body))
-      const updated = await updateEndpoint(context.db, enterpriseId, endpointId, {
-        ...changes,
-        ...(url !== undefined && { url: await endpointUrl(url, context.config.pushAllowPrivate) }),
-      })
+      const { url, discardHeld, ...changes } = EndpointChanges.parse(jsonObject(request.body))
+      if (discardHeld && changes.enabled !== true)
+        throw new InvalidParameterError('discardHeld', 'may be given only with "enabled": true')
+      const updated = await updateEndpoint(
+        context.db,
+        enterpriseId,
+        endpointId,
+        {
+          ...changes,
+          ...(url !== undefined && { url: await endpointUrl(url, context.config.pushAllowPrivate) }),
+        },
+        { discardHeld: discardHeld ?? false },
+      )
       if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
-      return updated
+      return { ...updated.endpoint, discarded: updated.discarded }
     },
 }
 

@@ -1,7 +1,7 @@
 import type { EventType } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { cancelEndpointDeliveries, resumeHeld } from './delivery-store.js'
+import { cancelEndpointDeliveries, discardHeldDeliveries, resumeHeld } from './delivery-store.js'
 import { ALL_EVENT_TYPES, MAX_ENDPOINTS } from './endpoint-input.js'
 import { type PushUrlState, pushUrlStateOf } from './push-url-health.js'
 
@@ -140,25 +140,39 @@ async function insertEndpoint(
   return Number(row?.endpoint_id)
 }
 
+/** An endpoint as an update left it, and how many held deliveries `discardHeld` cancelled. */
+export interface UpdatedEndpoint {
+  endpoint: EndpointView
+  discarded: number
+}
+
 /**
  * Changes an endpoint's settings. Its open deliveries stay its own: to a new URL they go there; enabled
- * again, those it held resume in due order (disabled, the push queue holds them). Undefined when the
- * enterprise has no such endpoint.
+ * again, those it held resume in due order (disabled, the push queue holds them, and new events' deliveries
+ * are created held) — or, with discardHeld, those it held and those queued behind them are cancelled
+ * instead. Undefined when the enterprise has no such endpoint. The endpoint's row is locked FOR UPDATE,
+ * against the KEY SHARE a scheduling or a sweep deciding "held" takes on it (scheduleDeliveries): one in
+ * progress commits before this does, so that the resume after it sees what it held.
  */
 export async function updateEndpoint(
   db: Database,
   enterpriseId: number,
   endpointId: number,
   changes: Partial<EndpointSettings>,
-): Promise<EndpointView | undefined> {
+  options: { discardHeld?: boolean } = {},
+): Promise<UpdatedEndpoint | undefined> {
   const updated = await db.transaction(async (tx) => {
-    const rows = await tx.query(
-      `UPDATE endpoints SET url = coalesce($3, url), event_types = coalesce($4, event_types),
-              description = coalesce($5, description), enabled = coalesce($6, enabled),
-              max_per_second = CASE WHEN $7 THEN $8 ELSE max_per_second END
-        WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL RETURNING 1`,
+    const locked = await tx.query(
+      'SELECT 1 FROM endpoints WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL FOR UPDATE',
+      [enterpriseId, endpointId],
+    )
+    if (locked.length === 0) return undefined
+    await tx.query(
+      `UPDATE endpoints SET url = coalesce($2, url), event_types = coalesce($3, event_types),
+              description = coalesce($4, description), enabled = coalesce($5, enabled),
+              max_per_second = CASE WHEN $6 THEN $7 ELSE max_per_second END
+        WHERE endpoint_id = $1`,
       [
-        enterpriseId,
         endpointId,
         changes.url ?? null,
         changes.eventTypes ?? null,
@@ -168,11 +182,11 @@ export async function updateEndpoint(
         changes.maxPerSecond ?? null,
       ],
     )
-    return rows.length === 1
+    return { discarded: options.discardHeld ? await discardHeldDeliveries(tx, endpointId) : 0 }
   })
   if (!updated) return undefined
   await resumeHeld(db, [endpointId])
-  return getEndpoint(db, enterpriseId, endpointId)
+  return { endpoint: (await getEndpoint(db, enterpriseId, endpointId)) as EndpointView, ...updated }
 }
 
 /**
@@ -184,14 +198,21 @@ export async function removeEndpoint(
   enterpriseId: number,
   endpointId: number,
 ): Promise<{ cancelled: number } | undefined> {
-  return db.transaction(async (tx) => {
-    const rows = await tx.query(
-      'SELECT 1 FROM endpoints WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL FOR UPDATE',
-      [enterpriseId, endpointId],
-    )
-    if (rows.length === 0) return undefined
-    return { cancelled: await removeIn(tx, endpointId) }
-  })
+  return db.transaction((tx) => removeEndpointIn(tx, enterpriseId, endpointId))
+}
+
+/** removeEndpoint, in the caller's transaction. */
+export async function removeEndpointIn(
+  tx: Queryable,
+  enterpriseId: number,
+  endpointId: number,
+): Promise<{ cancelled: number } | undefined> {
+  const rows = await tx.query(
+    'SELECT 1 FROM endpoints WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL FOR UPDATE',
+    [enterpriseId, endpointId],
+  )
+  if (rows.length === 0) return undefined
+  return { cancelled: await removeIn(tx, endpointId) }
 }
 
 /**
@@ -213,6 +234,11 @@ export async function replaceWithPushUrl(
       [enterpriseId],
     )
     if (!enterprise) return undefined
+    // Each locked as an update or a removal locks it (updateEndpoint), in id order.
+    await tx.query(
+      'SELECT 1 FROM endpoints WHERE endpoint_id = ANY($1::int8[]) ORDER BY endpoint_id FOR UPDATE',
+      [enterprise.endpoints ?? []],
+    )
     const [first, ...others] = (enterprise.endpoints ?? []).map(Number)
     let cancelled = 0
     for (const endpointId of url === null ? [first, ...others] : others) {

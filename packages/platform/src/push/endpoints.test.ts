@@ -162,7 +162,7 @@ for (const backend of testBackends) {
       )
     })
 
-    test('disabled, an endpoint holds its deliveries and gets none for new events; enabled, they go; removed, what is open is cancelled', async () => {
+    test("disabled, an endpoint holds its deliveries and new events'; enabled, they go; removed, what is open is cancelled", async () => {
       const partner = await createPartner(platform)
       let answering = false
       const receiver = await receiverOf(partner, {
@@ -176,13 +176,17 @@ for (const backend of testBackends) {
       const disabled = await admin<EndpointView>(platform, 'PATCH', path, { enabled: false })
       assert.equal(disabled.body.enabled, false)
       await eventually(() => allIn(first, ['held'], 1), 10_000, 'held')
-      const skipped = await ingest(platform, partner.enterpriseId, recording())
-      assert.deepEqual(await deliveryStates(skipped), [])
+      const paused = await ingest(platform, partner.enterpriseId, recording())
+      assert.deepEqual(
+        (await deliveryStates(paused)).map((row) => row.state),
+        ['held'],
+      )
 
       answering = true
       const enabled = await admin<EndpointView>(platform, 'PATCH', path, { enabled: true })
       assert.equal(enabled.body.enabled, true)
       await eventually(() => allIn(first, ['confirmed'], 1), 10_000, 'confirmed once enabled')
+      await eventually(() => allIn(paused, ['confirmed'], 1), 10_000, 'made while disabled: confirmed too')
 
       answering = false
       const open = await ingest(platform, partner.enterpriseId, recording(true))

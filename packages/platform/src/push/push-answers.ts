@@ -53,6 +53,12 @@ export const ReplayedDeliverySchema = Type.Object({
   delivery: DeliverySchema,
 })
 
+export const CancelledDeliverySchema = Type.Object({
+  deliveryId: Id('the delivery'),
+  cancelled: Type.Literal(true),
+  delivery: DeliverySchema,
+})
+
 export const ReplayedRangeSchema = Type.Object({
   enterpriseId: Id('the enterprise'),
   replayed: Type.Integer({ minimum: 0, description: 'deliveries put back to pending' }),

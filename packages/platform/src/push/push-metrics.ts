@@ -10,6 +10,8 @@ export interface PushMetrics {
   attempts: Counter<'result'>
   latency: Histogram<'result'>
   inFlight: Gauge
+  /** Push URLs that recovered by themselves, their failed deliveries replayed. */
+  recovered: Counter
 }
 
 /** How a push attempt ended, as counted: the sender's result, or `error` when the push could not be made. */
@@ -101,6 +103,11 @@ export function registerPushMetrics(registry: Registry, db: Queryable): PushMetr
     inFlight: new Gauge({
       name: 'earshot_push_in_flight',
       help: 'Deliveries this instance holds: being sent or waiting for a slot',
+      registers: [registry],
+    }),
+    recovered: new Counter({
+      name: 'earshot_push_recovered_total',
+      help: 'Push URLs this instance saw recover by themselves (an acknowledged push while failing): the deliveries to them that went failed since they began failing are pending again',
       registers: [registry],
     }),
   }

@@ -4,12 +4,14 @@ import { type PushUrlOutcome, recordPushUrlOutcomes, urlLabel } from './push-url
 
 interface HealthLogger {
   warn(details: object, message: string): void
+  info(details: object, message: string): void
 }
 
 /**
  * Records the outcomes of push attempts in push URLs' health: one statement for the attempts that ended
  * meanwhile. Attempts do not wait for it, except a 410, whose URL must be disabled before its delivery is
- * pending again. A URL disabled calls onDisabled (the runner's sweep then holds its deliveries).
+ * pending again. A URL disabled calls onDisabled (the runner's sweep then holds its deliveries); one recovered
+ * by itself calls onRecovered with how many failed deliveries it replayed.
  */
 export class PushUrlHealthRecorder {
   #last: Promise<unknown> = Promise.resolve()
@@ -20,9 +22,17 @@ export class PushUrlHealthRecorder {
     disableAfterSeconds: number,
     private readonly logger: HealthLogger,
     onDisabled: () => void,
+    onRecovered: (replayed: number) => void = () => {},
   ) {
     this.#record = batcher(async (outcomes: PushUrlOutcome[]) => {
-      const disabled = await recordPushUrlOutcomes(db, outcomes, disableAfterSeconds)
+      const { disabled, recovered } = await recordPushUrlOutcomes(db, outcomes, disableAfterSeconds)
+      for (const { url, replayed } of recovered) {
+        logger.info(
+          { url: urlLabel(url), replayed },
+          'push URL recovered: its deliveries that failed since it began failing are pending again',
+        )
+        onRecovered(replayed)
+      }
       for (const { url, reason } of disabled) {
         logger.warn(
           { url: urlLabel(url), reason },

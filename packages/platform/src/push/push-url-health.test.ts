@@ -328,7 +328,8 @@ for (const backend of testBackends) {
       })
 
       assert.deepEqual(
-        await recordPushUrlOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60),
+        (await recordPushUrlOutcomes(db, [outcome(2, true), outcome(1, false), outcome(3, false)], 60))
+          .disabled,
         [],
       )
       let seen = await view()
@@ -345,19 +346,25 @@ for (const backend of testBackends) {
       assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
       assert.equal(seen?.reason, '2 failed attempts in a row since 2026-05-01T00:00:03.000Z; last: HTTP 502')
 
-      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(63, false, 'timeout')], 60), [
+      assert.deepEqual((await recordPushUrlOutcomes(db, [outcome(63, false, 'timeout')], 60)).disabled, [
         {
           url,
           reason:
             'failing since 2026-05-01T00:00:03.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: timeout',
         },
       ])
-      assert.deepEqual(await recordPushUrlOutcomes(db, [outcome(64, true)], 60), [], 'disabled once only')
+      assert.deepEqual(
+        await recordPushUrlOutcomes(db, [outcome(64, true)], 60),
+        { disabled: [], recovered: [] },
+        'disabled once only; a disabled URL does not recover by itself',
+      )
       seen = await view()
       assert.equal(seen?.state, 'disabled')
       assert.equal(seen?.disabledAt, '2026-05-01T00:01:03.000Z')
-      assert.equal(seen?.consecutiveFailures, 0, 'the success is recorded')
-      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:01:04.000Z')
+      assert.equal(seen?.lastSuccessAt, '2026-05-01T00:01:04.000Z', 'the success is recorded')
+      // Without clearing what the outage began with: enabling replays what went failed since then.
+      assert.equal(seen?.consecutiveFailures, 3)
+      assert.equal(seen?.failingSince, '2026-05-01T00:00:03.000Z')
 
       const metrics = await fetch(`${platform.adminUrl}/metrics`, {
         headers: { authorization: `Bearer ${platform.adminToken}` },
@@ -393,13 +400,15 @@ for (const backend of testBackends) {
           60,
         )
       assert.deepEqual(
-        (await fresh('slow', { seconds: 0, ok: false }, { seconds: 61, ok: false })).map((d) => d.reason),
+        (await fresh('slow', { seconds: 0, ok: false }, { seconds: 61, ok: false })).disabled.map(
+          (d) => d.reason,
+        ),
         [
           'failing since 2026-05-01T00:00:00.000Z for longer than EARSHOT_PUSH_DISABLE_AFTER (60 s); last: HTTP 500',
         ],
       )
       assert.deepEqual(
-        (await fresh('gone', { seconds: 1, ok: false, gone: true }, { seconds: 2, ok: true })).map(
+        (await fresh('gone', { seconds: 1, ok: false, gone: true }, { seconds: 2, ok: true })).disabled.map(
           (d) => d.reason,
         ),
         ['HTTP 410 Gone at 2026-05-01T00:00:01.000Z'],
@@ -457,7 +466,7 @@ for (const backend of testBackends) {
     })
   })
 
-  describe(`${backend}: enabling a push URL replays what failed during its outage`, {
+  describe(`${backend}: enabling a push URL, or its recovery, replays what failed during its outage`, {
     timeout: 60_000,
   }, () => {
     let platform: TestPlatform
@@ -474,7 +483,7 @@ for (const backend of testBackends) {
       await platform?.stop()
     })
 
-    test('the deliveries that went failed since it began failing, and only those, are pushed again', async () => {
+    test('the deliveries that went failed since it began failing are pushed again: when it recovers by itself, and when it is enabled', async () => {
       let answer: PushAnswer = { status: 503, body: { code: 5030 } }
       const partner = await createPartner(platform)
       const callback = callbackSender(() => platform.partnerUrl, partner)
@@ -503,11 +512,16 @@ for (const backend of testBackends) {
         return audioId
       }
 
-      // An outage that ended: what failed then stays failed.
+      // An outage that ended by itself: what failed then is pushed again with its first acknowledged push.
       const before = await store('outage-before')
       await inStateNow(before, 'failed')
       answer = OK
       await inStateNow(await store('healthy-between'), 'confirmed')
+      await inStateNow(before, 'confirmed')
+      const metrics = await fetch(`${platform.adminUrl}/metrics`, {
+        headers: { authorization: `Bearer ${platform.adminToken}` },
+      }).then((response) => response.text())
+      assert.match(metrics, /^earshot_push_recovered_total [1-9]\d*$/m)
 
       // The outage that disables the URL.
       answer = { status: 503, body: { code: 5030 } }
@@ -528,11 +542,6 @@ for (const backend of testBackends) {
       assert.deepEqual([enabled.body.resumed, enabled.body.replayed], [1, 1])
       await inStateNow(during, 'confirmed')
       await inStateNow(held, 'confirmed')
-      assert.equal(
-        await stateOf(before),
-        'failed',
-        'failed before the URL began failing: left to an operator',
-      )
     })
   })
 }

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/database.js'
+import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 import { replayFailedSince, resumeHeld } from './delivery-store.js'
 
@@ -74,8 +74,11 @@ const windowReason = (failingSince: string, lastError: string) =>
    || coalesce('; last: ' || ${lastError}, '')`
 
 // x: the batch's summary of a URL as a row of its own (what the URL's row would be without a past);
-// p: the row as it was. A success in the batch starts the count of failures afresh.
-const failingSince = `CASE WHEN EXCLUDED.last_success_at IS NOT NULL THEN EXCLUDED.failing_since
+// p: the row as it was. A success in the batch starts the count of failures afresh — unless the URL is
+// disabled (an attempt in flight when it was disabled may succeed): enabling it must still replay what
+// went failed since it began failing.
+const recovers = 'p.disabled_at IS NULL AND EXCLUDED.last_success_at IS NOT NULL'
+const failingSince = `CASE WHEN ${recovers} THEN EXCLUDED.failing_since
                            ELSE coalesce(p.failing_since, EXCLUDED.failing_since) END`
 const overdue = (since: string, lastFailure: string) =>
   `${since} <= ${lastFailure} - make_interval(secs => $8::float8)`
@@ -98,7 +101,7 @@ const recordSql = `WITH b AS (
                  THEN ${windowReason('b.failing_since', 'b.last_error')} END
        FROM b ORDER BY b.url
      ON CONFLICT (url) DO UPDATE SET
-       consecutive_failures = CASE WHEN EXCLUDED.last_success_at IS NOT NULL THEN EXCLUDED.consecutive_failures
+       consecutive_failures = CASE WHEN ${recovers} THEN EXCLUDED.consecutive_failures
                                    ELSE p.consecutive_failures + EXCLUDED.consecutive_failures END,
        failing_since = ${failingSince},
        last_success_at = greatest(p.last_success_at, EXCLUDED.last_success_at),
@@ -115,28 +118,68 @@ const recordSql = `WITH b AS (
    SELECT r.url, r.disabled_reason AS reason FROM recorded r LEFT JOIN prior USING (url)
     WHERE r.disabled_at IS NOT NULL AND prior.disabled_at IS NULL`
 
+/** What recording a batch of outcomes did to their URLs. */
+export interface Recorded {
+  /** The URLs it disabled, with why. */
+  disabled: { url: string; reason: string }[]
+  /**
+   * The URLs that recovered by themselves (an acknowledged push while failing, not disabled), with how many
+   * deliveries to them that went failed since they began failing are pending again.
+   */
+  recovered: { url: string; replayed: number }[]
+}
+
 /**
- * Records a batch of attempts' outcomes in the health of their URLs, one statement; returns the URLs it
- * disabled, with why. Times are the platform's clock (epoch ms), as the outcomes give them.
+ * Records a batch of attempts' outcomes in the health of their URLs, in one transaction. Times are the
+ * platform's clock (epoch ms), as the outcomes give them. A URL recovering by itself replays, as enabling
+ * it does, the deliveries to it that went failed since it began failing: in the same transaction, its row
+ * locked first (as enabling locks it), so that of two instances recording its recovery at once only the
+ * first replays, and a stop between the two steps cannot lose the replay.
  */
 export async function recordPushUrlOutcomes(
-  db: Queryable,
+  db: Database,
   outcomes: readonly PushUrlOutcome[],
   disableAfterSeconds: number,
-): Promise<{ url: string; reason: string }[]> {
-  if (outcomes.length === 0) return []
+): Promise<Recorded> {
+  if (outcomes.length === 0) return { disabled: [], recovered: [] }
   const batch = summarize(outcomes)
   const column = <T>(pick: (s: Summary) => T) => batch.map(pick)
-  return db.query<{ url: string; reason: string }>(recordSql, [
-    column((s) => s.url),
-    column((s) => s.failures),
-    column((s) => s.failingSince),
-    column((s) => s.lastSuccessAt),
-    column((s) => s.lastFailureAt),
-    column((s) => s.lastError),
-    column((s) => s.goneAt),
-    disableAfterSeconds,
-  ])
+  return db.transaction(async (tx) => {
+    const prior = await tx.query<{ url: string; failing_since_ms: number }>(
+      `SELECT url, extract(epoch FROM failing_since)::float8 * 1000 AS failing_since_ms FROM push_url_health
+        WHERE url = ANY($1::text[]) ORDER BY url FOR NO KEY UPDATE`,
+      [column((s) => s.url)],
+    )
+    const disabled = await tx.query<{ url: string; reason: string }>(recordSql, [
+      column((s) => s.url),
+      column((s) => s.failures),
+      column((s) => s.failingSince),
+      column((s) => s.lastSuccessAt),
+      column((s) => s.lastFailureAt),
+      column((s) => s.lastError),
+      column((s) => s.goneAt),
+      disableAfterSeconds,
+    ])
+    const recovered: Recorded['recovered'] = []
+    for (const { url, failing_since_ms: since } of prior) {
+      if (since === null || !batch.some((s) => s.url === url && s.lastSuccessAt !== null)) continue
+      const [still] = await tx.query<{ disabled: boolean }>(
+        'SELECT disabled_at IS NOT NULL AS disabled FROM push_url_health WHERE url = $1',
+        [url],
+      )
+      if (still?.disabled) continue
+      recovered.push({ url, replayed: await replayFailedSince(tx, await endpointsOf(tx, url), since) })
+    }
+    return { disabled, recovered }
+  })
+}
+
+async function endpointsOf(db: Queryable, url: string): Promise<number[]> {
+  const rows = await db.query<{ endpoint_id: number }>(
+    'SELECT endpoint_id FROM endpoints WHERE url = $1 AND removed_at IS NULL ORDER BY endpoint_id',
+    [url],
+  )
+  return rows.map((row) => Number(row.endpoint_id))
 }
 
 export interface PushUrlView {
@@ -232,31 +275,33 @@ export interface Enabled {
 /**
  * Makes a push URL healthy again, then puts back in the queue the deliveries of every enterprise pushing
  * to it that it held, and those that went failed since it began failing (their retry schedule ran out
- * during the outage). Undefined when no enterprise pushes to it and it has no record.
+ * during the outage). Undefined when no enterprise pushes to it and it has no record. The URL's row is
+ * locked FOR UPDATE, against the KEY SHARE a scheduling or a sweep deciding "held" takes on it: one in
+ * progress commits first, and the resume, after this commits, sees what it held (or it waits, and sees the
+ * URL enabled). The failed ones are replayed in the enable's transaction, with failing_since cleared: an
+ * enable that stops half-way has replayed them or not cleared it. The held ones are resumed after it, a
+ * batch per statement; should that stop half-way, the queue's sweep resumes the rest (REPAIR_SQL).
  */
-export async function enablePushUrl(db: Queryable, url: string): Promise<Enabled | undefined> {
-  const [row] = await db.query<{
-    known: boolean
-    failing_since_ms: number | null
-    endpoints: (number | string)[] | null
-  }>(
-    `WITH enabled AS (
-       UPDATE push_url_health p SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
-                                   disabled_reason = NULL
-         FROM push_url_health old WHERE p.url = $1 AND old.url = p.url
-       RETURNING old.failing_since)
-     SELECT EXISTS (SELECT 1 FROM enabled) OR EXISTS (SELECT 1 FROM endpoints WHERE url = $1 AND removed_at IS NULL) AS known,
-            (SELECT extract(epoch FROM failing_since)::float8 * 1000 FROM enabled) AS failing_since_ms,
-            (SELECT array_agg(endpoint_id) FROM endpoints WHERE url = $1 AND removed_at IS NULL) AS endpoints`,
-    [url],
-  )
-  if (!row?.known) return undefined
-  const endpoints = (row.endpoints ?? []).map(Number)
-  return {
-    resumed: await resumeHeld(db, endpoints),
-    replayed:
-      row.failing_since_ms === null ? 0 : await replayFailedSince(db, endpoints, row.failing_since_ms),
-  }
+export async function enablePushUrl(db: Database, url: string): Promise<Enabled | undefined> {
+  const enabled = await db.transaction(async (tx) => {
+    const [old] = await tx.query<{ failing_since_ms: number | null }>(
+      `SELECT extract(epoch FROM failing_since)::float8 * 1000 AS failing_since_ms FROM push_url_health
+        WHERE url = $1 FOR UPDATE`,
+      [url],
+    )
+    const endpoints = await endpointsOf(tx, url)
+    if (!old && endpoints.length === 0) return undefined
+    await tx.query(
+      `UPDATE push_url_health SET consecutive_failures = 0, failing_since = NULL, disabled_at = NULL,
+                                  disabled_reason = NULL
+        WHERE url = $1`,
+      [url],
+    )
+    const since = old?.failing_since_ms ?? null
+    return { endpoints, replayed: since === null ? 0 : await replayFailedSince(tx, endpoints, since) }
+  })
+  if (!enabled) return undefined
+  return { resumed: await resumeHeld(db, enabled.endpoints), replayed: enabled.replayed }
 }
 
 /** A push URL as metrics and logs show it: without its query and fragment, which may carry a secret. */

@@ -31,6 +31,10 @@ export type {
 /** perGroup when there is none (an int4 parameter). */
 const NO_GROUP_LIMIT = 2 ** 31 - 1
 
+/** Jobs the spec's repair looks at per run at most, and how often it runs at most: it is a backstop. */
+const REPAIR_LIMIT = 100
+const REPAIR_EVERY_MS = 1000
+
 /** Errors are cut to this many characters before they are stored. */
 export const MAX_ERROR_LENGTH = 500
 
@@ -53,6 +57,9 @@ export function defineQueue<S extends string, Id extends JobId, J>(
 
 class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, Id, J> {
   private readonly sql: QueueStatements
+  /** Where the spec's repair looks next (queue-types.ts). */
+  private repairAfter: Id | undefined
+  private repairedAt = Number.NEGATIVE_INFINITY
 
   constructor(readonly spec: QueueSpec<S, Id, J>) {
     this.sql = queueStatements(spec)
@@ -120,7 +127,25 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
 
   async sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }> {
     const [row] = await db.query<{ moved: number; seconds: number | null }>(this.sql.sweep, [limit])
-    return { moved: row?.moved ?? 0, nextDueSeconds: row?.seconds ?? undefined }
+    let repaired = 0
+    if (performance.now() - this.repairedAt >= REPAIR_EVERY_MS) {
+      this.repairedAt = performance.now()
+      repaired = await this.repair(db)
+    }
+    return {
+      moved: (row?.moved ?? 0) + repaired,
+      nextDueSeconds: repaired > 0 ? 0 : (row?.seconds ?? undefined),
+    }
+  }
+
+  async repair(db: Queryable): Promise<number> {
+    if (this.spec.repair === undefined) return 0
+    const [row] = await db.query<{ moved: number; last: Id | null }>(this.spec.repair, [
+      this.repairAfter ?? (this.spec.idType === 'int8' ? 0 : ''),
+      REPAIR_LIMIT,
+    ])
+    this.repairAfter = row?.last ?? undefined
+    return row?.moved ?? 0
   }
 
   async resume(db: Queryable, groups: readonly string[], limit: number): Promise<number> {

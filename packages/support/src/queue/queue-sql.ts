@@ -232,7 +232,7 @@ function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
     .join('')} END`
   const holdSql = spec.pausedGroups
     ? `,
-     paused (group_key) AS (${spec.pausedGroups}),
+     paused (group_key) AS (${spec.pausedGroupsLocked ?? spec.pausedGroups}),
      held AS (
        UPDATE ${t} j SET state = ${held}
          FROM (SELECT ${id} FROM ${t}
@@ -275,7 +275,7 @@ function resumeSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
                                                  ORDER BY due_at LIMIT $2)
         ORDER BY j.${id} FOR NO KEY UPDATE OF j),
      resumed AS (
-       UPDATE ${t} j SET state = ${ready}, due_at = least(j.due_at, now()) FROM chosen c WHERE j.${id} = c.${id}
+       UPDATE ${t} j SET state = ${ready}, due_at = ${spec.resumeDue ?? 'least(j.due_at, now())'} FROM chosen c WHERE j.${id} = c.${id}
        RETURNING 1),
      counted AS (SELECT count(*) AS resumed FROM resumed)
      SELECT resumed, CASE WHEN resumed > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`

@@ -77,6 +77,21 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
    */
   pausedGroups?: string
   /**
+   * pausedGroups as the sweep reads it before holding their ready jobs, with the locks that make a
+   * concurrent un-pausing (which locks the same rows FOR UPDATE) either wait for the sweep or be seen by
+   * it. Default: pausedGroups.
+   */
+  pausedGroupsLocked?: string
+  /** When a resumed job is due (SQL over `j`, the job's row); default `least(j.due_at, now())`. */
+  resumeDue?: string
+  /**
+   * A statement the sweep runs after its own, re-checking jobs a concurrent statement may have left
+   * parked or held: $1 the id to look after, $2 how many to look at; it answers one row, `moved` (how many it
+   * moved) and `last` (the last id it looked at, null once there were no more). The queue looks after
+   * `last` next time, and from the start again after null: a batch per sweep, never the whole table.
+   */
+  repair?: string
+  /**
    * Groups held to a rate: a table with a row per rated group, its key (`key`::text is the group_key),
    * the attempts a second it allows (NULL: no rate) and when its next attempt may start. A claim takes
    * at most a tenth of a second's worth of a rated group's jobs (at least one) whose time has come, and
@@ -157,7 +172,8 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
    * Moves up to `limit` jobs whose due_at passed out of the claimed state (lease over: back to ready)
    * and out of waiting states (their timer's next state), and up to `limit` ready jobs of paused groups to
    * the held state; returns how many, and the seconds until the next job falls due (0: one is due now;
-   * undefined: none waits), jobs of paused groups left out.
+   * undefined: none waits), jobs of paused groups left out. Then runs the spec's repair (at most once a
+   * second), its moves counted with the rest.
    */
   sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }>
   /**
@@ -165,6 +181,8 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
    * (one due later is due now), and notifies; returns how many. A group still paused stays held.
    */
   resume(db: Queryable, groups: readonly string[], limit: number): Promise<number>
+  /** Runs the spec's repair once now (a batch, from where the last left off); returns how many it moved. */
+  repair(db: Queryable): Promise<number>
   /** Wakes the runners listening (after the transaction commits, when inside one). */
   notify(db: Queryable): Promise<void>
   /** The guard trigger's statements (state-machine.ts), for the migration that creates the table. */

@@ -1,0 +1,250 @@
+import assert from 'node:assert/strict'
+import { after, before, describe, test } from 'node:test'
+import { PushEventType } from '@earshot/protocol'
+import { type Database, openPostgres, type Queryable } from '@earshot/support/storage'
+import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { eventually, latch } from '@earshot/test-kit/eventually'
+import { migrate } from '../storage/migrations.js'
+import { deliveryQueue, scheduleDeliveries } from './delivery-store.js'
+import { removeEndpointIn, updateEndpoint } from './endpoint-store.js'
+import { enablePushUrl } from './push-url-health.js'
+
+/*
+ * Two transactions interleaved by hand on PostgreSQL, where a statement that decides to release, promote,
+ * hold or resume a delivery must respect what a concurrent one is doing: the second statement either waits
+ * for the first one's lock (seen in pg_stat_activity) or sees what it committed.
+ */
+
+const ALL_TYPES = Object.values(PushEventType)
+
+describe('postgres: delivery decisions under concurrency', {
+  timeout: 120_000,
+  skip: !testBackends.includes('postgres') && 'DATABASE_URL is not set',
+}, () => {
+  let scratch: ScratchDatabase
+  let db: Database
+  before(async () => {
+    scratch = await scratchPostgresDatabase()
+    db = await openPostgres({ connectionString: scratch.url, max: 6 })
+    await migrate(db)
+  })
+  after(async () => {
+    await db?.close()
+    await scratch?.drop()
+  })
+
+  /** An enterprise with a recording and an endpoint to `url`, each test its own. */
+  async function seed(
+    n: number,
+    url = `http://partner-${n}.test/push`,
+  ): Promise<{ endpointId: number; audioId: string }> {
+    const audioId = `rec-${n}`
+    await db.query(`INSERT INTO enterprises (enterprise_id, name) VALUES ($1, 'E')`, [n])
+    await db.query(
+      `INSERT INTO recordings (audio_id, enterprise_id, device_uid, title, recorded_at, denoise_url, record_duration)
+       VALUES ($1, $2, 'd', 't', now(), 'https://a/1.mp3', 1)`,
+      [audioId, n],
+    )
+    const [row] = await db.query<{ endpoint_id: number }>(
+      `INSERT INTO endpoints (enterprise_id, url, event_types) VALUES ($1, $2, $3) RETURNING endpoint_id`,
+      [n, url, ALL_TYPES],
+    )
+    return { endpointId: Number(row?.endpoint_id), audioId }
+  }
+
+  async function insertDelivery(
+    n: number,
+    endpointId: number,
+    audioId: string,
+    state: 'in_flight' | 'queued',
+  ): Promise<number> {
+    const [row] = await db.query<{ delivery_id: number }>(
+      `INSERT INTO deliveries (event_id, enterprise_id, endpoint_id, audio_id, event_type, state, due_at, group_key,
+                               claim_no, claimed_by)
+       VALUES (gen_random_uuid()::text, $1, $2, $3, 'recording.updated', $4::text,
+               CASE WHEN $4::text = 'in_flight' THEN now() + interval '1 minute' END, $5,
+               CASE WHEN $4::text = 'in_flight' THEN 1 ELSE 0 END, CASE WHEN $4::text = 'in_flight' THEN 'instance' END)
+       RETURNING delivery_id`,
+      [n, endpointId, audioId, state, String(endpointId)],
+    )
+    return Number(row?.delivery_id)
+  }
+
+  const stateOf = async (deliveryId: number) =>
+    (
+      await db.query<{ state: string }>('SELECT state FROM deliveries WHERE delivery_id = $1', [deliveryId])
+    )[0]?.state
+
+  /** A transaction that runs `first`, then stays open until `commit` is called. */
+  function openTransaction<T>(first: (tx: Queryable) => Promise<T>) {
+    const ran = latch()
+    const gate = latch()
+    let result: T | undefined
+    const done = db.transaction(async (tx) => {
+      result = await first(tx)
+      ran.signal()
+      await gate.done
+    })
+    // Should `first` fail, `ran` never comes: the failure ends the wait instead.
+    const started = Promise.race([ran.done, done])
+    return { started, commit: gate.signal, done, result: () => result }
+  }
+
+  /**
+   * Waits until `statement` either waits for a lock (a backend of this database waiting on one) or ends;
+   * true when it waits.
+   */
+  async function waitsForLock(statement: Promise<unknown>, what: string): Promise<boolean> {
+    let ended = false
+    const ending = statement.then(
+      () => {
+        ended = true
+      },
+      () => {
+        ended = true
+      },
+    )
+    await eventually(
+      async () => {
+        if (ended) return true
+        const [row] = await db.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+        return (row?.waiting ?? 0) > 0
+      },
+      10_000,
+      what,
+    )
+    void ending
+    return !ended
+  }
+
+  test('finding 1: two earlier deliveries finished by overlapping transactions let the queued one go', async () => {
+    const { endpointId, audioId } = await seed(1)
+    const first = await insertDelivery(1, endpointId, audioId, 'in_flight')
+    const second = await insertDelivery(1, endpointId, audioId, 'in_flight')
+    const queued = await insertDelivery(1, endpointId, audioId, 'queued')
+    const acked = (deliveryId: number) => async (tx: Queryable) =>
+      tx.query(
+        `UPDATE deliveries SET state = 'acked', due_at = now() + interval '1 hour', claimed_by = NULL
+          WHERE delivery_id = $1`,
+        [deliveryId],
+      )
+    const tx1 = openTransaction(acked(first))
+    await tx1.started
+    const tx2 = db.transaction(acked(second))
+    let waited: boolean
+    try {
+      waited = await waitsForLock(tx2, 'the second ack to wait for the first, or to end')
+    } finally {
+      tx1.commit()
+      await tx1.done
+    }
+    await tx2
+    assert.equal(await stateOf(queued), 'pending', 'the third delivery was left queued behind two done')
+    assert.ok(waited, "the second ack's promotion did not wait for the first's transaction")
+  })
+
+  test('finding 2: scheduling while an endpoint is being removed creates nothing for it', async () => {
+    const { endpointId, audioId } = await seed(2)
+    const removal = openTransaction((tx) => removeEndpointIn(tx, 2, endpointId))
+    await removal.started
+    const scheduling = db.transaction((tx) =>
+      scheduleDeliveries(tx, 2, [{ audioId, eventType: PushEventType.UPDATED }]),
+    )
+    let waited: boolean
+    try {
+      waited = await waitsForLock(scheduling, 'scheduling to wait for the removal, or to end')
+    } finally {
+      removal.commit()
+      await removal.done
+    }
+    await scheduling
+    const rows = await db.query<{ state: string }>(
+      `SELECT state FROM deliveries WHERE endpoint_id = $1 AND state <> 'cancelled'`,
+      [endpointId],
+    )
+    assert.deepEqual(rows, [], 'a delivery to the removed endpoint was created')
+    assert.ok(waited, 'scheduling did not wait for the removal')
+  })
+
+  async function disableUrl(url: string): Promise<void> {
+    await db.query(
+      `INSERT INTO push_url_health (url, consecutive_failures, failing_since, last_failure_at, disabled_at, disabled_reason)
+       VALUES ($1, 3, now() - interval '1 hour', now(), now(), 'test')`,
+      [url],
+    )
+  }
+
+  test('finding 3: a delivery scheduled held while its URL is being enabled is resumed', async () => {
+    const url = 'http://partner-3.test/push'
+    const { audioId } = await seed(3, url)
+    await disableUrl(url)
+    const scheduling = openTransaction(async (tx) => {
+      await scheduleDeliveries(tx, 3, [{ audioId, eventType: PushEventType.UPDATED }])
+      return (await tx.query<{ state: string }>('SELECT state FROM deliveries WHERE enterprise_id = 3'))[0]
+    })
+    await scheduling.started
+    assert.equal(scheduling.result()?.state, 'held')
+    const enabling = enablePushUrl(db, url)
+    let waited: boolean
+    try {
+      waited = await waitsForLock(enabling, 'enabling to wait for the scheduling, or to end')
+    } finally {
+      scheduling.commit()
+      await scheduling.done
+    }
+    await enabling
+    const rows = await db.query<{ state: string }>('SELECT state FROM deliveries WHERE enterprise_id = 3')
+    assert.deepEqual(rows, [{ state: 'pending' }], 'the delivery was left held on a healthy URL')
+    assert.ok(waited, 'enabling did not wait for the scheduling')
+  })
+
+  test("finding 3: a sweep holding a delivery while its URL is being enabled leaves it to the enable's resume", async () => {
+    const url = 'http://partner-4.test/push'
+    const { endpointId, audioId } = await seed(4, url)
+    // Scheduled while the URL was healthy; the URL is disabled since, and the sweep has not held it yet.
+    await db.transaction((tx) => scheduleDeliveries(tx, 4, [{ audioId, eventType: PushEventType.UPDATED }]))
+    await disableUrl(url)
+    const sweep = openTransaction((tx) => deliveryQueue.sweep(tx, 100))
+    await sweep.started
+    const enabling = enablePushUrl(db, url)
+    let waited: boolean
+    try {
+      waited = await waitsForLock(enabling, 'enabling to wait for the sweep, or to end')
+    } finally {
+      sweep.commit()
+      await sweep.done
+    }
+    await enabling
+    const rows = await db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1', [
+      endpointId,
+    ])
+    assert.deepEqual(rows, [{ state: 'pending' }], 'the delivery was left held on a healthy URL')
+    assert.ok(waited, 'enabling did not wait for the sweep')
+  })
+
+  test('finding 3: an endpoint enabled while a delivery is scheduled held for it resumes that delivery', async () => {
+    const { endpointId, audioId } = await seed(5)
+    await db.query('UPDATE endpoints SET enabled = false WHERE endpoint_id = $1', [endpointId])
+    const scheduling = openTransaction((tx) =>
+      scheduleDeliveries(tx, 5, [{ audioId, eventType: PushEventType.UPDATED }]),
+    )
+    await scheduling.started
+    const enabling = updateEndpoint(db, 5, endpointId, { enabled: true })
+    let waited: boolean
+    try {
+      waited = await waitsForLock(enabling, 'enabling to wait for the scheduling, or to end')
+    } finally {
+      scheduling.commit()
+      await scheduling.done
+    }
+    await enabling
+    const rows = await db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1', [
+      endpointId,
+    ])
+    assert.deepEqual(rows, [{ state: 'pending' }], 'the delivery was not scheduled, or left held')
+    assert.ok(waited, 'enabling did not wait for the scheduling')
+  })
+})
