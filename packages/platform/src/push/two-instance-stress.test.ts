@@ -116,15 +116,14 @@ async function heal(world: World): Promise<void> {
   world.healthy = true
   const [first] = world.instances as [Instance]
   for (const endpoint of world.endpoints) {
-    if (endpoint.removed) continue
     endpoint.outage = undefined
-    if (!endpoint.enabled) {
+    if (!endpoint.removed && !endpoint.enabled) {
       endpoint.enabled = true
       await first.admin.updateEndpoint(endpoint.enterpriseId, endpoint.endpointId, { enabled: true })
     }
   }
   for (const url of await first.admin.listPushUrls()) {
-    const endpoint = world.endpoints.find((e) => e.url === url.url && !e.removed)
+    const endpoint = world.endpoints.find((e) => e.url === url.url)
     if (url.state === 'disabled' && endpoint) await enableUrl(first, endpoint)
   }
 }
@@ -138,14 +137,13 @@ async function drain(world: World): Promise<boolean> {
   const [first] = world.instances as [Instance]
   const deadline = Date.now() + DRAIN_TIMEOUT_MS
   for (let round = 0; Date.now() < deadline; round++) {
-    const rows = await first.platform.context.db.query<{
-      delivery_id: number
-      audio_id: string
-      enterprise_id: number
-      state: string
-    }>(
-      `SELECT delivery_id::int, audio_id, enterprise_id::int, state FROM deliveries
-        WHERE state IN ('pending', 'in_flight', 'acked', 'failed', 'unconfirmed') ORDER BY delivery_id`,
+    // A removed endpoint's failed deliveries are left as they are: replaying them would hide that they exist.
+    const rows = await first.platform.context.db.query<DrainRow>(
+      `SELECT d.delivery_id::int, d.audio_id, d.enterprise_id::int, d.state FROM deliveries d
+         JOIN endpoints ep ON ep.endpoint_id = d.endpoint_id
+        WHERE d.state IN ('pending', 'in_flight', 'acked')
+           OR (d.state IN ('failed', 'unconfirmed') AND ep.removed_at IS NULL)
+        ORDER BY d.delivery_id`,
     )
     if (rows.length === 0) return true
     // Waiting for the dispatchers first: most acked ones are being confirmed by the receivers' callbacks.
@@ -155,10 +153,14 @@ async function drain(world: World): Promise<boolean> {
   return false
 }
 
-async function nudge(
-  world: World,
-  rows: { delivery_id: number; audio_id: string; enterprise_id: number; state: string }[],
-) {
+interface DrainRow {
+  delivery_id: number
+  audio_id: string
+  enterprise_id: number
+  state: string
+}
+
+async function nudge(world: World, rows: DrainRow[]) {
   const [first, second] = world.instances as [Instance, Instance]
   const acked = new Set(
     rows.filter((r) => r.state === 'acked').map((r) => `${r.enterprise_id} ${r.audio_id}`),
