@@ -28,6 +28,8 @@ export interface AttemptRow {
   deliveryId: number
   startedAtMs: number
   outcome: string
+  /** Recorded under a claim no longer current (the delivery was cancelled or taken back meanwhile). */
+  stale: boolean
 }
 
 /** One row of the harness's transition log (a trigger on deliveries): from is null for the insert. */
@@ -162,7 +164,7 @@ export function attemptsAfterRemoval(snapshot: Snapshot, removals: readonly Remo
     return {
       invariant: 'attempt-after-removal' as const,
       deliveryId: d.deliveryId,
-      detail: `${describe(d)}: ${later.length} attempt(s), the first (${a.outcome}) ${Math.round(a.startedAtMs - committedBy)} ms after the removal returned`,
+      detail: `${describe(d)}: ${later.length} attempt(s), the first (${a.outcome}${a.stale ? ', stale' : ''}) ${Math.round(a.startedAtMs - committedBy)} ms after the removal returned`,
     }
   })
 }

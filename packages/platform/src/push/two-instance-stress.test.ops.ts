@@ -2,6 +2,7 @@
  * The operations the two-instance stress test interleaves, each through the admin client or the partner
  * API of the instance it is given, with the weight it is drawn with. Each resolves with what it touched.
  */
+import { setTimeout as delay } from 'node:timers/promises'
 import { AdminApiError } from '../admin-client/admin-client.js'
 import type { EventType } from '../recordings/recording-events.js'
 import {
@@ -127,6 +128,20 @@ const toggleEndpoint: Op = async ({ world, random, instance, partner }) => {
   return `endpoint ${endpoint.endpointId} ${endpoint.enabled ? 'enabled' : 'disabled'}`
 }
 
+/** An endpoint disabled through one instance and enabled again at once through the other. */
+const flapEndpoint: Op = async ({ world, random, instance, partner }) => {
+  const endpoint = pick(
+    random,
+    endpointsOf(world, partner).filter((e) => e.enabled),
+  )
+  if (!endpoint) return 'none'
+  const other = world.instances.find((i) => i !== instance) ?? instance
+  await instance.admin.updateEndpoint(partner.enterpriseId, endpoint.endpointId, { enabled: false })
+  await delay(Math.floor(random() * 30))
+  await other.admin.updateEndpoint(partner.enterpriseId, endpoint.endpointId, { enabled: true })
+  return `endpoint ${endpoint.endpointId} disabled and enabled again`
+}
+
 /** A push URL's outage begins (503s, or a 410 that disables it at once), or ends and an operator enables it. */
 const outage: Op = async ({ world, random, instance, partner }) => {
   const endpoint = pick(random, endpointsOf(world, partner))
@@ -176,6 +191,7 @@ export const OPS: readonly { name: string; weight: number; run: Op }[] = [
   { name: 'replay', weight: 4, run: replay },
   { name: 'unreceipted-replay', weight: 3, run: replayUnreceipted },
   { name: 'endpoint-toggle', weight: 6, run: toggleEndpoint },
+  { name: 'endpoint-flap', weight: 4, run: flapEndpoint },
   { name: 'url-outage', weight: 6, run: outage },
   { name: 'endpoint-remove-add', weight: 4, run: removeAndAdd },
 ]

@@ -66,7 +66,7 @@ const SNAPSHOT = `SELECT
           'removed', ep.removed_at IS NOT NULL, 'urlDisabled', coalesce(h.disabled_at IS NOT NULL, false))), '[]')
      FROM endpoints ep LEFT JOIN push_url_health h ON h.url = ep.url) AS endpoints,
   (SELECT coalesce(json_agg(json_build_object('deliveryId', delivery_id,
-          'startedAtMs', extract(epoch FROM started_at) * 1000, 'outcome', outcome)), '[]') FROM delivery_attempts) AS attempts,
+          'startedAtMs', extract(epoch FROM started_at) * 1000, 'outcome', outcome, 'stale', stale)), '[]') FROM delivery_attempts) AS attempts,
   (SELECT coalesce(json_agg(json_build_object('deliveryId', delivery_id, 'from', from_state, 'to', to_state,
           'atMs', extract(epoch FROM at) * 1000) ORDER BY id), '[]') FROM stress_transitions) AS transitions`
 
@@ -99,6 +99,7 @@ async function worker(world: World, n: number, random: Random, endsAt: number, e
     if (!partner) return
     let target = ''
     let outcome = 'ok'
+    const startMs = Date.now() - world.startedAtMs
     try {
       target = await op.run({ world, random, instance, partner })
     } catch (error) {
@@ -106,7 +107,7 @@ async function worker(world: World, n: number, random: Random, endsAt: number, e
       const key = `${op.name}: ${outcome.replace(/[0-9a-f-]{8,}|e\d+-r\d+|\d+/g, '…')}`
       errors.set(key, (errors.get(key) ?? 0) + 1)
     }
-    world.record({ worker: n, instance: instance.name, op: op.name, target, outcome })
+    world.record({ startMs, worker: n, instance: instance.name, op: op.name, target, outcome })
     await delay(5 + Math.floor(random() * 30))
   }
 }
@@ -227,11 +228,15 @@ function historyOf(world: World, snapshot: Snapshot, deliveryId: number): string
       })),
     ...world.ops
       .filter((o) => new RegExp(`(^| )(${d.audioId}|endpoint ${d.endpointId})( |,|$)`).test(o.target))
-      .map((o) => ({ at: o.atMs + t0, text: `op ${o.op} on ${o.instance}: ${o.target} (${o.outcome})` })),
+      .map((o) => ({
+        at: o.startMs + t0,
+        text: `op ${o.op} on ${o.instance} (returned at +${o.endMs} ms): ${o.target} (${o.outcome})`,
+      })),
+    ...world.removals
+      .filter((r) => r.endpointId === d.endpointId)
+      .map((r) => ({ at: r.committedByMs, text: `endpoint ${r.endpointId}'s removal returned` })),
   ]
-  return events
-    .sort((a, b) => a.at - b.at)
-    .map((e) => `    +${e.at - t0 < 0 ? '' : ''}${Math.round(e.at - t0)} ms ${e.text}`)
+  return events.sort((a, b) => a.at - b.at).map((e) => `    +${Math.round(e.at - t0)} ms ${e.text}`)
 }
 
 describe("two platform instances on one PostgreSQL: random interleavings keep the push queue's invariants", {

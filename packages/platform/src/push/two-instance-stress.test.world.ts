@@ -58,7 +58,9 @@ export interface StressPartner {
 
 /** One operation the run made, for the interleaving shown next to a violation. */
 export interface OpRecord {
-  atMs: number
+  /** Milliseconds since the run began: when it was called, and when it returned. */
+  startMs: number
+  endMs: number
   worker: number
   instance: string
   op: string
@@ -68,6 +70,8 @@ export interface OpRecord {
 
 /** Share of pushes a receiver fails with 500 while the run lasts. */
 const FAIL_SHARE = 0.2
+/** Share of pushes held up a while before the receiver takes them in (well within the push timeout). */
+const SLOW_SHARE = 0.1
 /** After the confirm window: the delivery is pushed again before the receipt comes. */
 const LATE_RECEIPT_MS = 1_500
 
@@ -152,6 +156,9 @@ export class World {
     endpoint: StressEndpoint | undefined,
     event: { eventId: string; audioId: string; eventType: string },
   ) {
+    // A push slow to reach the partner's store: what the platform sends while an earlier push of the same
+    // recording is still on the wire (which it must not) then overtakes it here.
+    if (!this.healthy && this.#random() < SLOW_SHARE) await delay(20 + Math.floor(this.#random() * 230))
     const fail = !this.healthy && this.#random() < FAIL_SHARE
     const status = endpoint?.outage === 'gone' ? 410 : endpoint?.outage === 'down' ? 503 : fail ? 500 : 200
     this.arrivals.push({
@@ -195,12 +202,17 @@ export class World {
   /** Removes an endpoint and notes when the removal had surely committed (its call returned). */
   async removeEndpoint(instance: Instance, endpoint: StressEndpoint): Promise<void> {
     endpoint.removed = true
-    await instance.admin.removeEndpoint(endpoint.enterpriseId, endpoint.endpointId)
+    await instance.admin
+      .removeEndpoint(endpoint.enterpriseId, endpoint.endpointId)
+      .catch((error: unknown) => {
+        endpoint.removed = false
+        throw error
+      })
     this.removals.push({ endpointId: endpoint.endpointId, committedByMs: Date.now() })
   }
 
-  record(op: Omit<OpRecord, 'atMs'>): void {
-    this.ops.push({ atMs: Date.now() - this.startedAtMs, ...op })
+  record(op: Omit<OpRecord, 'endMs'>): void {
+    this.ops.push({ ...op, endMs: Date.now() - this.startedAtMs })
   }
 
   async close(): Promise<void> {
