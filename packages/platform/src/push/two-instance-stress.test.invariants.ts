@@ -75,6 +75,7 @@ export type Invariant =
   | 'open-for-removed-endpoint'
   | 'attempt-after-removal'
   | 'out-of-creation-order'
+  | 'confirmed-but-never-acked'
   | 'not-final'
 
 /** The states in which a delivery holds back the later events of its recording to its endpoint. */
@@ -203,6 +204,18 @@ export function outOfCreationOrder(snapshot: Snapshot, arrivals: readonly Arriva
   return violations
 }
 
+/** Nothing is lost: a confirmed delivery's endpoint answered 2000 to a push of it at least once. */
+export function confirmedButNeverAcked(snapshot: Snapshot, arrivals: readonly Arrival[]): Violation[] {
+  const acked = new Set(arrivals.filter((a) => a.status === 200).map((a) => `${a.endpointId} ${a.eventId}`))
+  return snapshot.deliveries
+    .filter((d) => d.state === 'confirmed' && !acked.has(`${d.endpointId} ${d.eventId}`))
+    .map((d) => ({
+      invariant: 'confirmed-but-never-acked' as const,
+      deliveryId: d.deliveryId,
+      detail: `${describe(d)}: its receiver never answered 2000 to it`,
+    }))
+}
+
 /** Every delivery ends confirmed or cancelled. */
 export function notFinal(snapshot: Snapshot): Violation[] {
   return snapshot.deliveries
@@ -222,6 +235,7 @@ export function checkInvariants(
     ...openForRemovedEndpoint(snapshot),
     ...attemptsAfterRemoval(snapshot, removals),
     ...outOfCreationOrder(snapshot, arrivals),
+    ...confirmedButNeverAcked(snapshot, arrivals),
     ...notFinal(snapshot),
   ]
 }
