@@ -29,7 +29,7 @@ const MAX_ENDPOINTS = 10
 /** The latest recordings, which most operations pick. */
 const HOT = 6
 
-const importRecordings: Op = async ({ world, random, instance, partner }) => {
+const importRecordings: Op = async ({ random, instance, partner }) => {
   const count = 1 + Math.floor(random() * 3)
   const lines: string[] = []
   const audioIds: string[] = []
@@ -43,7 +43,6 @@ const importRecordings: Op = async ({ world, random, instance, partner }) => {
     // the summary comes last: the recordings are committed by then
   }
   partner.live.push(...audioIds)
-  void world
   return audioIds.join(' ')
 }
 

@@ -216,8 +216,16 @@ async function nudge(world: World, rows: DrainRow[]) {
 function loggedErrors(logs: LogCapture): string {
   const counts = new Map<string, number>()
   for (const line of logs.lines) {
-    const err = (line.err as { message?: string } | undefined)?.message
-    const key = `${line.msg ?? '?'}${err ? `: ${err}` : ''}`
+    const err = line.err as { message?: string; where?: string } | undefined
+    const request = line.req as { method?: string; url?: string } | undefined
+    const key = [
+      line.msg ?? '?',
+      err?.message,
+      request && `${request.method} ${request.url?.replace(/\d+/g, 'N')}`,
+      err?.where?.split('\n')[0],
+    ]
+      .filter(Boolean)
+      .join(': ')
     counts.set(key, (counts.get(key) ?? 0) + 1)
   }
   return [...counts].map(([k, n]) => `${k} ×${n}`).join('; ')
