@@ -154,6 +154,23 @@ const outage: Op = async ({ world, random, instance, partner }) => {
   return `endpoint ${endpoint.endpointId} back, URL enabled`
 }
 
+/** A URL's outage ends and an operator enables it through one instance while the other imports. */
+const recoverDuringImport: Op = async (context) => {
+  const { world, random, instance, partner } = context
+  const endpoint = pick(
+    random,
+    endpointsOf(world, partner).filter((e) => e.outage !== undefined),
+  )
+  if (!endpoint) return 'none'
+  const other = world.instances.find((i) => i !== instance) ?? instance
+  endpoint.outage = undefined
+  const [, imported] = await Promise.all([
+    enableUrl(instance, endpoint),
+    importRecordings({ ...context, instance: other }),
+  ])
+  return `endpoint ${endpoint.endpointId} back, URL enabled during the import of ${imported}`
+}
+
 export async function enableUrl(instance: Instance, endpoint: StressEndpoint): Promise<void> {
   await instance.admin.enablePushUrl(endpoint.url).catch((error: unknown) => {
     if (!(error instanceof AdminApiError)) throw error
@@ -192,6 +209,7 @@ export const OPS: readonly { name: string; weight: number; run: Op }[] = [
   { name: 'endpoint-toggle', weight: 6, run: toggleEndpoint },
   { name: 'endpoint-flap', weight: 4, run: flapEndpoint },
   { name: 'url-outage', weight: 6, run: outage },
+  { name: 'url-recovery-during-import', weight: 3, run: recoverDuringImport },
   { name: 'endpoint-remove-add', weight: 4, run: removeAndAdd },
 ]
 
