@@ -28,11 +28,9 @@ function readMigrations(): Migration[] {
   const files = readdirSync(SQL_DIR)
     .filter((file) => FILE_NAME.test(file))
     .sort()
-  // A number may be skipped: branches reserve their numbers apart, and migrate() applies each version
-  // it has not applied, whenever that version arrives.
-  return files.map((file) => {
+  return files.map((file, i) => {
     const version = Number(FILE_NAME.exec(file)?.[1])
-    if (version < 1) throw new Error(`sql/${file}: migrations are numbered from 1`)
+    if (version !== i + 1) throw new Error(`sql/${file}: migration ${i + 1} is missing`)
     return parseMigration(version, readFileSync(new URL(file, SQL_DIR), 'utf8'))
   })
 }
