@@ -14,6 +14,7 @@ export const ResponseCode = {
   REQUEST_TIMEOUT: 4080,
   REPLAYED: 4090,
   PAYLOAD_TOO_LARGE: 4130,
+  URI_TOO_LONG: 4140,
   UNSUPPORTED_MEDIA_TYPE: 4150,
   RATE_LIMITED: 4290,
   INTERNAL_ERROR: 5000,
@@ -55,6 +56,7 @@ const defaultMessages: Record<ResponseCodeName, string> = {
   REQUEST_TIMEOUT: "the request did not arrive within the server's time limit; send it again without pausing",
   REPLAYED: 'this envelope nonce was already used',
   PAYLOAD_TOO_LARGE: 'the request body is over the size limit',
+  URI_TOO_LONG: 'a part of the request path is over 1024 characters',
   UNSUPPORTED_MEDIA_TYPE: 'Content-Type must be application/json',
   RATE_LIMITED: 'rate limit exceeded; retry after the time in Retry-After',
   INTERNAL_ERROR: 'internal error',
@@ -78,7 +80,10 @@ const occasions: Record<ResponseCodeName, string> = {
   REPLAYED:
     'the envelope nonce was already accepted under the same enterprise and keyVersion; re-seal on retry',
   PAYLOAD_TOO_LARGE: 'the body is over the size limit',
-  UNSUPPORTED_MEDIA_TYPE: 'the Content-Type is not application/json, or the body is compressed or not UTF-8',
+  URI_TOO_LONG:
+    'a path parameter (a media link, an audioId) is over 1024 characters, longer than any the platform gives',
+  UNSUPPORTED_MEDIA_TYPE:
+    'the Content-Type is not application/json (on an audio upload: not an allowed audio/<subtype>), or the body is compressed or not UTF-8',
   RATE_LIMITED: 'the per-enterprise rate limit is exceeded; Retry-After says when to retry',
   INTERNAL_ERROR: 'anything unexpected; no detail leaks',
   UNAVAILABLE: 'the instance is shutting down or overloaded; retry, on another instance',

@@ -110,6 +110,10 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     "Store audio in this S3-compatible bucket instead of a directory; endpoint, region and credentials come from the AWS SDK's own settings (`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, …).",
   EARSHOT_MEDIA_S3_FORCE_PATH_STYLE:
     '`1`: address the bucket by path (`https://host/bucket/key`), as most S3-compatible servers other than AWS want.',
+  EARSHOT_MEDIA_AUDIO_TYPES:
+    'The Content-Types an audio upload may have; any other is refused (4150, naming the list), and only these are stored and served. Parameters (`; codecs=…`) are dropped.',
+  EARSHOT_DENOISE_URL_ALLOW_HTTP:
+    '`1`: an operator may give a recording an `http:` denoiseUrl (partners then fetch its audio unencrypted). `https:` is always allowed, any other scheme (`javascript:`, `data:`, …) never (4001).',
 }
 
 /**

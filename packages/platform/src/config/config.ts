@@ -79,6 +79,10 @@ export interface PlatformConfig {
   mediaS3Bucket: string | undefined
   /** Address the bucket by path (most S3-compatible servers other than AWS want it). */
   mediaS3ForcePathStyle: boolean
+  /** The Content-Types an audio upload may have (lower-case `audio/<subtype>`); no other is stored or served. */
+  mediaAudioTypes: string[]
+  /** Whether an operator's denoiseUrl may be an `http:` URL (`https:` always may; no other scheme). */
+  denoiseUrlAllowHttp: boolean
 }
 
 export class ConfigError extends Error {
@@ -120,6 +124,19 @@ const flag = (raw: string) =>
 /** 15s, 15s, 30s, 3m, 10m, 20m, 30m, 30m, 30m, 1h, 3h, 3h, 3h, 6h, 6h. */
 export const DEFAULT_RETRY_SCHEDULE_SECONDS = [
   15, 15, 30, 180, 600, 1200, 1800, 1800, 1800, 3600, 10_800, 10_800, 10_800, 21_600, 21_600,
+]
+/** The audio an upload may be unless EARSHOT_MEDIA_AUDIO_TYPES says otherwise. */
+export const DEFAULT_AUDIO_TYPES = [
+  'audio/wav',
+  'audio/x-wav',
+  'audio/wave',
+  'audio/mpeg',
+  'audio/mp4',
+  'audio/aac',
+  'audio/ogg',
+  'audio/opus',
+  'audio/flac',
+  'audio/webm',
 ]
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
@@ -381,6 +398,25 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
   mediaS3ForcePathStyle: {
     key: 'mediaS3ForcePathStyle',
     env: 'EARSHOT_MEDIA_S3_FORCE_PATH_STYLE',
+    parse: flag,
+    rule: '1 or 0',
+    fallback: false,
+  },
+  mediaAudioTypes: {
+    key: 'mediaAudioTypes',
+    env: 'EARSHOT_MEDIA_AUDIO_TYPES',
+    parse: (raw) => {
+      const types = raw.split(',').map((part) => part.trim().toLowerCase())
+      return types.length <= 100 && types.every((type) => /^audio\/[a-z0-9][a-z0-9.+-]{0,99}$/.test(type))
+        ? [...new Set(types)]
+        : undefined
+    },
+    rule: 'comma-separated audio/<subtype> types (up to 100), e.g. audio/wav,audio/mpeg',
+    fallback: DEFAULT_AUDIO_TYPES,
+  },
+  denoiseUrlAllowHttp: {
+    key: 'denoiseUrlAllowHttp',
+    env: 'EARSHOT_DENOISE_URL_ALLOW_HTTP',
     parse: flag,
     rule: '1 or 0',
     fallback: false,

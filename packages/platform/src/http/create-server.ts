@@ -3,6 +3,7 @@ import { type IncomingMessage, type ServerResponse, STATUS_CODES } from 'node:ht
 import type { Socket } from 'node:net'
 import { catalogueEntry, ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
 import Fastify, {
+  type FastifyError,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
@@ -14,6 +15,7 @@ import { ApiError } from './api-error.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { installErrorHandling, markTimedOut, noteRefusal, refusalOf } from './error-handler.js'
 import { requireUncompressedUtf8 } from './json-body.js'
+import { loggedPath, redactSecrets } from './log-redaction.js'
 
 /** Shared by both listeners: set when shutdown starts so new requests are refused with 5030. */
 export interface Lifecycle {
@@ -59,7 +61,7 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     bodyLimit: limits.bodyLimit,
     genReqId: () => randomUUID(),
     // Media links carry their grant in the path (media-links.ts).
-    routerOptions: { maxParamLength: 1024 },
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
     return503OnClosing: false,
     forceCloseConnections: 'idle',
     requestTimeout,
@@ -74,21 +76,7 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
       requireHostHeader: false,
     },
     clientErrorHandler: clientErrorHandler(timeoutMessage(headersTimeout, requestTimeout), requestOf),
-    // Errors of Fastify's router (a path it cannot decode, e.g. a request line holding a fragment, which
-    // Node 22 and later let through) answer in the catalogue's shape too.
-    frameworkErrors: (error, request, reply) => {
-      const badUrl = error.code === 'FST_ERR_BAD_URL'
-      const code = badUrl ? ResponseCode.INVALID_REQUEST : ResponseCode.INTERNAL_ERROR
-      const msg = badUrl
-        ? 'the request path is not a valid URL path (a fragment, or a bad percent-encoding): send the path alone'
-        : 'internal error'
-      if (!badUrl) request.log.error({ err: error }, 'unexpected router error')
-      noteRefusal(request, code, msg)
-      void (reply as FastifyReply)
-        .code(catalogueEntry(code).httpStatus)
-        .header('x-request-id', request.id)
-        .send({ code, msg, requestId: request.id })
-    },
+    frameworkErrors: answerRouterError,
   })
   const guard = new ConnectionGuard(app.server, {
     total: config.maxConnections,
@@ -119,6 +107,36 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     }
   })
   return app
+}
+
+/** The longest path parameter routed; a longer one is refused with 4140. */
+export const MAX_PARAM_LENGTH = 1024
+
+/**
+ * Errors of Fastify's router answer in the catalogue's shape too: a path it cannot decode (a request line
+ * holding a fragment, which Node 22 and later let through) with 4000, a path parameter over
+ * MAX_PARAM_LENGTH with 4140. The request's line gives the path's parts over that limit by their length.
+ */
+function answerRouterError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  let code: ResponseCodeValue = ResponseCode.INTERNAL_ERROR
+  let msg = 'internal error'
+  if (error.code === 'FST_ERR_BAD_URL') {
+    code = ResponseCode.INVALID_REQUEST
+    msg =
+      'the request path is not a valid URL path (a fragment, or a bad percent-encoding): send the path alone'
+  } else if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') {
+    code = ResponseCode.URI_TOO_LONG
+    msg = `a part of the request path is over ${MAX_PARAM_LENGTH} characters: no media link, audioId or other identifier the platform gives is that long`
+  } else {
+    request.log.error({ err: error }, 'unexpected router error')
+  }
+  noteRefusal(request, code, msg)
+  void reply
+    .code(catalogueEntry(code).httpStatus)
+    .header('x-request-id', request.id)
+    .send({ code, msg, requestId: request.id })
+  // Fastify does not report these requests completed: their one line is written here.
+  request.log.info({ req: request, res: reply, code, pathLength: request.url.length }, 'request completed')
 }
 
 const REFUSALS = {
@@ -284,7 +302,9 @@ class RequestLog extends LogController {
  * JSON logs (pino) on stderr — stdout is the CLI's — without secrets: request bodies are never
  * logged, nor query strings (an admin token sent in one would be written out with the URL), nor the
  * raw bytes of a malformed request (Fastify logs them at trace, Authorization header included), and
- * the headers that carry credentials are redacted should a serializer ever include them.
+ * the headers that carry credentials are redacted should a serializer ever include them. Every line
+ * then goes through redactSecrets (log-redaction.ts), which finds media links' signatures, tokens and
+ * secrets wherever they are in it.
  */
 function loggerOptions(
   level: PlatformContext['config']['logLevel'],
@@ -297,6 +317,8 @@ function loggerOptions(
       paths: ['req.headers.authorization', 'req.headers.cookie', 'err.rawPacket'],
       censor: '[redacted]',
     },
+    // Whatever a line holds, a credential in it is redacted as it is written.
+    hooks: { streamWrite: redactSecrets },
     serializers: {
       req: (request: {
         method: string
@@ -306,16 +328,11 @@ function loggerOptions(
         socket?: { remotePort?: number }
       }) => ({
         method: request.method,
-        url: withoutQuery(request.url),
+        url: loggedPath(request.url, MAX_PARAM_LENGTH),
         host: request.host,
         remoteAddress: request.ip,
         remotePort: request.socket?.remotePort,
       }),
     },
   }
-}
-
-function withoutQuery(url: string): string {
-  const question = url.indexOf('?')
-  return question < 0 ? url : `${url.slice(0, question)}?[redacted]`
 }

@@ -17,8 +17,8 @@ const frameworkErrors: Record<string, ResponseCodeValue> = {
   FST_ERR_CTP_INVALID_JSON_BODY: ResponseCode.INVALID_REQUEST,
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: ResponseCode.INVALID_REQUEST,
   FST_ERR_VALIDATION: ResponseCode.INVALID_PARAMETER,
-  // A path parameter longer than any the platform gives (maxParamLength): no such resource.
-  FST_ERR_MAX_PARAM_LENGTH: ResponseCode.NOT_FOUND,
+  // A path parameter longer than any the platform gives (maxParamLength).
+  FST_ERR_MAX_PARAM_LENGTH: ResponseCode.URI_TOO_LONG,
 }
 
 /**

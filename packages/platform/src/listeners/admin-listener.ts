@@ -10,7 +10,7 @@ import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { mountRoutes } from '../http/route-spec.js'
 import { JSON_LINES_TYPES } from '../imports/import-route.js'
-import { AUDIO_TYPES } from '../media/audio-upload-route.js'
+import { AUDIO_TYPES, audioUploadRoute, requireAudioType } from '../media/audio-upload-route.js'
 import { adminRoutes } from './admin-routes.js'
 
 /** Made once per process: the document depends on the routes alone. */
@@ -50,6 +50,16 @@ export async function buildAdminApi(
         'the admin API needs "Authorization: Bearer <EARSHOT_ADMIN_TOKEN>"',
         { connection: 'close' },
       )
+    }
+  })
+  // Before the body is parsed: a type no parser takes would be refused with the JSON routes' rule.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.routeOptions.url !== audioUploadRoute.path) return done()
+    try {
+      requireAudioType(request.headers['content-type'], context.config.mediaAudioTypes)
+      done()
+    } catch (error) {
+      done(error as Error)
     }
   })
 

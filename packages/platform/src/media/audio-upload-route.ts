@@ -14,8 +14,11 @@ import { MediaTooLargeError, type StoredFile } from './media-store.js'
 import { saveStoredAudio } from './stored-audio.js'
 import { dropUploadClaim, storeClaimed } from './upload-claims.js'
 
-/** Audio uploads' content types: the body is handed over as the request stream. */
-export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*$/
+/**
+ * Audio uploads' content types, handed over as the request stream; which of them are allowed
+ * (EARSHOT_MEDIA_AUDIO_TYPES) is checked before (requireAudioType) and again by the route.
+ */
+export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*\s*(;.*)?$/i
 
 export const UploadedAudioSchema = Type.Object({
   audioId: Type.String(),
@@ -49,7 +52,9 @@ export const audioUploadRoute: RouteSpec<PlatformContext> = {
     async function uploadAudio(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       await existingEnterpriseId(context.db, request)
-      const contentType = audioContentType(request.headers['content-type'], request.body)
+      const contentType = requireAudioType(request.headers['content-type'], context.config.mediaAudioTypes)
+      if (!(request.body instanceof Readable))
+        throw new ApiError(ResponseCode.INVALID_REQUEST, 'send the audio as the request body')
       const recordDuration = durationOf(request.query)
       const limit = context.config.mediaMaxBytes
       if (Number(request.headers['content-length'] ?? 0) > limit)
@@ -105,12 +110,17 @@ async function recordAudio(
   return change
 }
 
-function audioContentType(header: string | undefined, body: unknown): string {
+/**
+ * The upload's audio type, its parameters dropped; refused with 4150 naming the rule unless it is one of
+ * `allowed`. The admin listener calls it before the body is parsed too, so that another type (text/html,
+ * application/octet-stream) is told the audio rule, not the JSON routes' one.
+ */
+export function requireAudioType(header: string | undefined, allowed: readonly string[]): string {
   const type = header?.split(';', 1)[0]?.trim().toLowerCase()
-  if (!type || !AUDIO_TYPES.test(type) || !(body instanceof Readable)) {
+  if (!type || !allowed.includes(type)) {
     throw new ApiError(
       ResponseCode.UNSUPPORTED_MEDIA_TYPE,
-      `send the audio as its bytes with Content-Type audio/… (e.g. audio/wav, audio/mpeg); got ${JSON.stringify(header ?? 'none')}`,
+      `Content-Type must be audio/<subtype>, one of ${allowed.join(', ')} (EARSHOT_MEDIA_AUDIO_TYPES), with the audio as the body; got ${JSON.stringify(header ?? 'none')}`,
     )
   }
   return type

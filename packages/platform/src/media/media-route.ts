@@ -37,18 +37,23 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
   refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
   handle: ({ context }) => {
     const lookUp = storedAudioLookUp(context)
+    const allowed = new Set(context.config.mediaAudioTypes)
     return async function fetchAudio(request, reply) {
+      // Never rendered as a page, whatever a browser would make of the bytes; refusals included.
+      reply.headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' })
       const { link } = request.params as { link: string }
       const { grant, row } = await grantedAudio(context, lookUp, link)
       const size = Number(row.bytes)
       const etag = `"${row.sha256}"`
+      // A file stored with a type no longer allowed goes as bytes of no particular type.
+      const contentType = allowed.has(row.content_type) ? row.content_type : 'application/octet-stream'
       reply.headers({
-        'content-type': row.content_type,
+        'content-type': contentType,
         'accept-ranges': 'bytes',
         etag,
         'repr-digest': `sha-256=:${Buffer.from(row.sha256, 'hex').toString('base64')}:`,
         'cache-control': 'private',
-        'content-disposition': `attachment; filename="${fileName(grant.audioId, row.content_type)}"`,
+        'content-disposition': `attachment; filename="${fileName(grant.audioId, contentType)}"`,
       })
       if (matchesAny(request.headers['if-none-match'], etag)) return reply.code(304).send()
       const ifRange = request.headers['if-range']
