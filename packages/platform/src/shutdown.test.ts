@@ -20,7 +20,7 @@ test('shutdown finishes a request in flight and refuses new ones with 5030', {
       deviceUid: 'D',
       title: 't',
       recordedAt: '2026-01-01T00:00:00Z',
-      denoiseUrl: 'u',
+      denoiseUrl: 'https://cdn.example/u.mp3',
       recordDuration: 1,
     }),
   ).join('\n')

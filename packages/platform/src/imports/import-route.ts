@@ -43,6 +43,7 @@ export const importRoute: RouteSpec<PlatformContext> = {
         events: context.recordingEvents,
         enterpriseId,
         bodyLimitBytes: config.adminBodyLimitBytes,
+        denoiseUrlAllowHttp: config.denoiseUrlAllowHttp,
       }
       return importJsonLines(target, request, reply)
     },

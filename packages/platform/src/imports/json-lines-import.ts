@@ -4,7 +4,7 @@ import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { toFailure } from '../http/error-handler.js'
 import type { RecordingEvents } from '../recordings/recording-events.js'
-import { RecordingInput } from '../recordings/recording-input.js'
+import { checkDenoiseUrl, RecordingInput } from '../recordings/recording-input.js'
 import {
   attachTranscript,
   insertRecordings,
@@ -49,6 +49,8 @@ export interface ImportTarget {
   events: RecordingEvents
   enterpriseId: number
   bodyLimitBytes: number
+  /** EARSHOT_DENOISE_URL_ALLOW_HTTP: whether a line's denoiseUrl may be http: (recording-input.ts). */
+  denoiseUrlAllowHttp: boolean
 }
 
 /**
@@ -63,7 +65,7 @@ export interface ImportTarget {
  * a chunk failing) is completed by importing the same file again.
  */
 export async function importJsonLines(
-  { db, events, enterpriseId, bodyLimitBytes }: ImportTarget,
+  { db, events, enterpriseId, bodyLimitBytes, denoiseUrlAllowHttp }: ImportTarget,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -74,7 +76,7 @@ export async function importJsonLines(
     const body = (request.body as Readable).iterator({ destroyOnReturn: false })
     total = await validate(
       db,
-      enterpriseId,
+      { enterpriseId, denoiseUrlAllowHttp },
       splitLines(limitedBody(body, bodyLimitBytes), MAX_LINE_BYTES),
       spool,
     )
@@ -141,14 +143,14 @@ export async function importJsonLines(
  */
 function validate(
   db: Database,
-  enterpriseId: number,
+  { enterpriseId, denoiseUrlAllowHttp }: Pick<ImportTarget, 'enterpriseId' | 'denoiseUrlAllowHttp'>,
   lines: AsyncIterable<BodyLine>,
   spool: ImportSpool,
 ): Promise<number> {
   return db.session(async (session) => {
     const audioIds = await ImportAudioIds.create(session, enterpriseId)
     try {
-      return await validateLines(db, enterpriseId, lines, spool, audioIds)
+      return await validateLines(db, { enterpriseId, denoiseUrlAllowHttp }, lines, spool, audioIds)
     } finally {
       await audioIds.close()
     }
@@ -162,7 +164,7 @@ interface ParsedLine extends NumberedInput {
 
 async function validateLines(
   db: Database,
-  enterpriseId: number,
+  { enterpriseId, denoiseUrlAllowHttp }: Pick<ImportTarget, 'enterpriseId' | 'denoiseUrlAllowHttp'>,
   lines: AsyncIterable<BodyLine>,
   spool: ImportSpool,
   audioIds: ImportAudioIds,
@@ -183,6 +185,7 @@ async function validateLines(
       seenContent ||= !isBlank(line)
       try {
         const input = parseLine(line.bytes)
+        checkDenoiseUrl(input?.denoiseUrl, denoiseUrlAllowHttp)
         if (input) yield { line: line.number, input, size: line.bytes?.length ?? 0 }
       } catch (error) {
         refused(line.number, error)

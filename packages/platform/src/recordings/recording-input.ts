@@ -90,7 +90,7 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
     )
   }
   checkRecordedAt(input.recordedAt)
-  checkExternalAudio(input.denoiseUrl)
+  checkDenoiseUrl(input.denoiseUrl, true)
   if ((input.denoiseUrl === undefined) !== (input.recordDuration === undefined)) {
     throw new InvalidParameterError('denoiseUrl', 'the audio part needs both denoiseUrl and recordDuration')
   }
@@ -103,12 +103,27 @@ export const RecordingInput = messageParser(RecordingInputSchema, (input) => {
   if (input.transcript) checkTranscriptSize(input.transcript)
 })
 
-/** A denoiseUrl given by an operator is an external URL: stored audio is uploaded (PUT …/audio). */
-function checkExternalAudio(denoiseUrl: string | undefined): void {
-  if (denoiseUrl?.startsWith(STORED_AUDIO)) {
+/**
+ * A denoiseUrl given by an operator is an external URL, which partners are given as it is: an `https:` one,
+ * or `http:` where EARSHOT_DENOISE_URL_ALLOW_HTTP allows it (`allowHttp`), never another scheme
+ * (`javascript:`, `data:`). Stored audio is uploaded (PUT …/audio). The parsers check the scheme with
+ * `allowHttp` true, the routes again with the configured value.
+ */
+export function checkDenoiseUrl(denoiseUrl: string | undefined, allowHttp: boolean): void {
+  if (denoiseUrl === undefined) return
+  if (denoiseUrl.startsWith(STORED_AUDIO)) {
     throw new InvalidParameterError(
       'denoiseUrl',
       `must be the audio's URL; "${STORED_AUDIO}" names audio Earshot stores: upload it with PUT …/recordings/:audioId/audio`,
+    )
+  }
+  const scheme = /^(https?):\/\/[^\s/?#]/i.exec(denoiseUrl)?.[1]?.toLowerCase()
+  if (!scheme || !URL.canParse(denoiseUrl) || (scheme === 'http' && !allowHttp)) {
+    throw new InvalidParameterError(
+      'denoiseUrl',
+      allowHttp
+        ? 'must be an https: or http: URL of the audio (https://…)'
+        : 'must be an https: URL of the audio (https://…); http: only where EARSHOT_DENOISE_URL_ALLOW_HTTP is 1',
     )
   }
 }
@@ -133,7 +148,7 @@ export type RecordingUpdate = Static<typeof RecordingUpdateSchema>
 
 export const RecordingUpdate = messageParser(RecordingUpdateSchema, (update) => {
   checkRecordedAt(update.recordedAt)
-  checkExternalAudio(update.denoiseUrl)
+  checkDenoiseUrl(update.denoiseUrl, true)
   if (Object.keys(update).length === 0) {
     throw new InvalidParameterError(
       '',

@@ -11,6 +11,7 @@ import type { Queryable } from '../storage/database.js'
 import { DeletedRecordingSchema, StoredRecordingSchema, UpdatedRecordingSchema } from './recording-answers.js'
 import {
   audioIdGenerator,
+  checkDenoiseUrl,
   RecordingInputSchema,
   RecordingUpdate,
   RecordingUpdateSchema,
@@ -40,6 +41,7 @@ const ingestRoute: RouteSpec<PlatformContext> = {
     return async function ingest(request, reply) {
       const enterpriseId = await existingEnterpriseId(context.db, request)
       const recording = toNewRecording(request.body, newAudioId)
+      checkDenoiseUrl(recording.denoiseUrl, context.config.denoiseUrlAllowHttp)
       await context.db.transaction((tx) =>
         insertRecordings(tx, enterpriseId, [recording], context.recordingEvents),
       )
@@ -79,6 +81,7 @@ const updateRoute: RouteSpec<PlatformContext> = {
     async function update(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       const changes = RecordingUpdate.parse(jsonObject(request.body))
+      checkDenoiseUrl(changes.denoiseUrl, context.config.denoiseUrlAllowHttp)
       await changeRecording(context.db, enterpriseId, audioId, (tx) =>
         updateRecording(tx, enterpriseId, audioId, changes, context.recordingEvents),
       )

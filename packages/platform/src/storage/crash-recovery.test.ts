@@ -94,7 +94,7 @@ for (const backend of testBackends) {
             deviceUid: 'DEV-S',
             title: 's',
             recordedAt: '2026-05-01T00:00:00Z',
-            denoiseUrl: 'u',
+            denoiseUrl: 'https://cdn.example/u.mp3',
             recordDuration: 1,
           }),
           'application/json',
