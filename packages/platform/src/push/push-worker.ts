@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import pino from 'pino'
 import type { PlatformConfig } from '../config/config.js'
+import { redactSecrets } from '../http/log-redaction.js'
 import { openMedia } from '../media/media-service.js'
 import { openDatabase } from '../storage/open-database.js'
 import { startDispatcher } from './dispatcher.js'
@@ -18,7 +19,10 @@ export async function startPushWorker(config: PlatformConfig): Promise<PushWorke
     poolSize: config.databasePoolSize,
     dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
   })
-  const logger = pino({ level: config.logLevel, base: { component: 'push-worker' } }, pino.destination(2))
+  const logger = pino(
+    { level: config.logLevel, base: { component: 'push-worker' }, hooks: { streamWrite: redactSecrets } },
+    pino.destination(2),
+  )
   try {
     // Without EARSHOT_PUBLIC_URL, links point at this host's partner port.
     const media = await openMedia(config, db, Date.now, randomBytes)
