@@ -108,7 +108,11 @@ export class AdminClient {
 
   /** Calls an operation and resolves with its JSON answer (the metrics' text for `metrics`). */
   async call<T>(operationId: AdminOperationId, request: OperationRequest = {}): Promise<T> {
-    const response = await this.send(operationId, request)
+    return this.answer<T>(operationId, await this.send(operationId, request))
+  }
+
+  /** An operation's response as call() resolves it: its JSON answer, or the refusal thrown. */
+  async answer<T>(operationId: AdminOperationId, response: Response): Promise<T> {
     if (!response.ok) throw await this.refusal(response)
     if (operationId === 'metrics') return (await response.text()) as T
     try {
@@ -120,20 +124,28 @@ export class AdminClient {
     }
   }
 
-  /** Calls an operation and hands over the response as it is, to be read as it streams. */
-  async send(operationId: AdminOperationId, request: OperationRequest): Promise<Response> {
+  /** The URL, method and headers of an operation's request, for a caller sending its body itself. */
+  prepare(
+    operationId: AdminOperationId,
+    request: OperationRequest,
+  ): { url: string; method: string; headers: Record<string, string> } {
     const { method, path } = adminOperations[operationId]
     const url = `${this.baseUrl}${fill(path, request.params)}${search(request.query)}`
+    const headers: Record<string, string> = { authorization: `Bearer ${this.adminToken}` }
+    if (request.body !== undefined) headers['content-type'] = request.contentType ?? 'application/json'
+    return { url, method, headers }
+  }
+
+  /** Calls an operation and hands over the response as it is, to be read as it streams. */
+  async send(operationId: AdminOperationId, request: OperationRequest): Promise<Response> {
+    const { url, method, headers } = this.prepare(operationId, request)
     const { body, contentType = 'application/json' } = request
     const sent = body === undefined || contentType !== 'application/json' ? body : JSON.stringify(body)
     const streamed = sent !== undefined && typeof sent !== 'string' && !(sent instanceof Uint8Array)
     try {
       return await fetch(url, {
         method,
-        headers: {
-          authorization: `Bearer ${this.adminToken}`,
-          ...(sent !== undefined && { 'content-type': contentType }),
-        },
+        headers,
         ...(sent !== undefined && { body: sent as RequestInit['body'] }),
         ...(streamed && { duplex: 'half' }),
       })
@@ -407,7 +419,7 @@ function importLine(line: string): ImportLine {
   throw new AdminConnectionError(`unexpected line in the import response: ${line.slice(0, 200)}`)
 }
 
-function unreachable(baseUrl: string, error: unknown): AdminConnectionError {
+export function unreachable(baseUrl: string, error: unknown): AdminConnectionError {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause
   const code = cause?.code ?? (error as { code?: string }).code
   if (code === 'ECONNREFUSED') {

@@ -1,8 +1,11 @@
-import { open } from 'node:fs/promises'
+import { type FileHandle, open } from 'node:fs/promises'
+import { request as httpRequest } from 'node:http'
+import { request as httpsRequest } from 'node:https'
 import { extname } from 'node:path'
 import { Transform } from 'node:stream'
 import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
+import { type AdminClient, type UploadedAudio, unreachable } from '../admin-client/admin-client.js'
 import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
 /** Content types by file extension, for files given without --content-type. */
@@ -46,19 +49,20 @@ export function uploadAudioCommand(): Command {
             `cannot tell the audio type of ${file}: give --content-type (e.g. audio/wav)`,
           )
         }
-        const handle = await open(file).catch((error: NodeJS.ErrnoException) => {
-          throw new CommandFailure(
-            `cannot read ${file}: ${error.code === 'ENOENT' ? 'no such file' : error.message}`,
-          )
-        })
-        const { size } = await handle.stat()
+        const { handle, size } = await openFile(file)
         const bar = process.stderr.isTTY && !json ? progressBar(size) : undefined
-        const body = handle.createReadStream().pipe(counting((bytes) => bar?.increment(bytes)))
         try {
-          const stored = await client.uploadAudio(options.enterprise, audioId, body, {
+          const target = client.prepare('uploadAudio', {
+            params: { enterpriseId: options.enterprise, audioId },
+            query: { recordDuration: options.recordDuration },
+            body: '',
             contentType,
-            recordDuration: options.recordDuration,
           })
+          const source = { file, handle, size, onBytes: (bytes: number) => bar?.increment(bytes) }
+          const response = await putFile(target, source).catch((error: unknown) => {
+            throw error instanceof CommandFailure ? error : unreachable(client.baseUrl, error)
+          })
+          const stored = await client.answer<UploadedAudio>('uploadAudio', response)
           bar?.stop()
           if (json) return printJson(stored)
           printLines(
@@ -66,10 +70,71 @@ export function uploadAudioCommand(): Command {
           )
         } finally {
           bar?.stop()
-          body.destroy()
+          await handle.close()
         }
       })
     })
+}
+
+/** The file, open, and its size; one that cannot be read (missing, a directory, no permission) is a CommandFailure. */
+async function openFile(file: string): Promise<{ handle: FileHandle; size: number }> {
+  const cannot = (why: string) => new CommandFailure(`cannot read ${file}: ${why}`)
+  const handle = await open(file).catch((error: NodeJS.ErrnoException) => {
+    throw cannot(error.code === 'ENOENT' ? 'no such file' : error.message)
+  })
+  const stats = await handle.stat()
+  if (!stats.isFile()) {
+    await handle.close()
+    throw cannot(stats.isDirectory() ? 'it is a directory, not an audio file' : 'it is not a regular file')
+  }
+  return { handle, size: stats.size }
+}
+
+interface Source {
+  file: string
+  handle: FileHandle
+  size: number
+  onBytes: (bytes: number) => void
+}
+
+/**
+ * Sends the file as the request's body (with node:http: fetch can neither wait for 100 Continue nor read
+ * an answer that comes while the body is still being sent). Its length is declared and the body sent once
+ * the platform asks for it (100 Continue), so that a file over the limit is refused (4130) before a byte
+ * is sent. An answer that comes while the body is being sent is read, and the sending stops, so that the
+ * write error that follows (EPIPE, a reset) does not hide it.
+ */
+function putFile(target: ReturnType<AdminClient['prepare']>, source: Source): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const send = target.url.startsWith('https:') ? httpsRequest : httpRequest
+    const headers = { ...target.headers, 'content-length': String(source.size), expect: '100-continue' }
+    const request = send(target.url, { method: target.method, headers })
+    const body = source.handle.createReadStream({ autoClose: false, start: 0 })
+    const counted = counting(source.onBytes)
+    let answered = false
+    request.on('continue', () => {
+      if (!answered) body.pipe(counted).pipe(request)
+    })
+    request.on('response', (response) => {
+      answered = true
+      counted.unpipe(request)
+      body.destroy()
+      const chunks: Buffer[] = []
+      response.on('data', (chunk: Buffer) => chunks.push(chunk))
+      response.on('error', reject)
+      response.on('end', () => {
+        const answer = Buffer.concat(chunks)
+        resolve(new Response(answer.length > 0 ? answer : null, { status: response.statusCode ?? 502 }))
+      })
+    })
+    request.on('error', (error) => {
+      if (!answered) reject(error)
+    })
+    body.on('error', (error) => {
+      request.destroy()
+      reject(new CommandFailure(`cannot read ${source.file}: ${error.message}`))
+    })
+  })
 }
 
 function progressBar(total: number): cliProgress.SingleBar {

@@ -97,10 +97,17 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     for (const method of [route.method].flat()) routes.push({ method, url: route.url })
   })
   installErrorHandling(app)
-  app.addHook('preParsing', (request, _reply, payload, done) => {
+  // Node would answer Expect: 100-continue as soon as the headers are in; it is answered when the body is
+  // about to be read instead, so that a request refused before (a declared length over a limit, a missing
+  // token) is never sent its body, and the client reads the refusal instead of a broken pipe.
+  app.server.on('checkContinue', (request: IncomingMessage, response: ServerResponse) =>
+    app.server.emit('request', request, response),
+  )
+  app.addHook('preParsing', (request, reply, payload, done) => {
     try {
       requireHost(request)
       requireUncompressedUtf8(request)
+      if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue()
       done(null, payload)
     } catch (error) {
       done(error as Error, payload)

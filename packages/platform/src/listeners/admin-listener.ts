@@ -10,7 +10,12 @@ import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { mountRoutes } from '../http/route-spec.js'
 import { JSON_LINES_TYPES } from '../imports/import-route.js'
-import { AUDIO_TYPES, audioUploadRoute, requireAudioType } from '../media/audio-upload-route.js'
+import {
+  AUDIO_TYPES,
+  audioUploadRoute,
+  requireAudioLength,
+  requireAudioType,
+} from '../media/audio-upload-route.js'
 import { adminRoutes } from './admin-routes.js'
 
 /** Made once per process: the document depends on the routes alone. */
@@ -52,11 +57,13 @@ export async function buildAdminApi(
       )
     }
   })
-  // Before the body is parsed: a type no parser takes would be refused with the JSON routes' rule.
+  // Before the body is parsed: a type no parser takes would be refused with the JSON routes' rule, and
+  // a client waiting for 100 Continue is told a declared length over the limit before it sends a byte.
   app.addHook('onRequest', (request, _reply, done) => {
     if (request.routeOptions.url !== audioUploadRoute.path) return done()
     try {
       requireAudioType(request.headers['content-type'], context.config.mediaAudioTypes)
+      requireAudioLength(request, context.config.mediaMaxBytes)
       done()
     } catch (error) {
       done(error as Error)

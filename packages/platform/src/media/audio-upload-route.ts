@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import type { FastifyRequest } from 'fastify'
 import Type from 'typebox'
 import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
@@ -57,8 +58,6 @@ export const audioUploadRoute: RouteSpec<PlatformContext> = {
         throw new ApiError(ResponseCode.INVALID_REQUEST, 'send the audio as the request body')
       const recordDuration = durationOf(request.query)
       const limit = context.config.mediaMaxBytes
-      if (Number(request.headers['content-length'] ?? 0) > limit)
-        throw tooLarge(new MediaTooLargeError(limit))
       if (!(await recordingExists(context, enterpriseId, audioId))) throw noRecording(enterpriseId, audioId)
       const key = `${enterpriseId}/${context.randomBytes(16).toString('hex')}`
       const owner = { key, enterpriseId, audioId }
@@ -156,6 +155,13 @@ function noRecording(enterpriseId: number, audioId: string): ApiError {
     ResponseCode.NOT_FOUND,
     `enterprise ${enterpriseId} has no recording ${JSON.stringify(audioId)}`,
   )
+}
+
+/** A declared Content-Length over the limit is refused (4130) before the body is read. */
+export function requireAudioLength(request: FastifyRequest, limit: number): void {
+  if (Number(request.headers['content-length'] ?? 0) > limit) {
+    throw tooLarge(new MediaTooLargeError(limit))
+  }
 }
 
 /** The rest of the body is not read: the connection closes after the answer. */
