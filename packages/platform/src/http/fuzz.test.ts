@@ -17,13 +17,17 @@ import {
 } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner, ingest, partnerFor, type TestPartner } from '@earshot/test-kit/calls'
+import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { Pool } from 'undici'
 
 /**
  * Fuzzing the three partner endpoints (issue 10): a seeded generator mutates headers, bodies,
  * envelopes, plaintexts and tokens, and replays earlier requests. Every answer must be
  * {code, msg, requestId} with a catalogue code below 5000 and HTTP status code / 10, no connection
- * may fail, and /healthz must answer throughout.
+ * may fail, and /healthz must answer throughout. Then the media route (issue 42): valid, broken, re-encoded
+ * and over-long links with Range headers of every kind, against an empty and a small file; an answer must
+ * be the file's bytes (200, 206 within the file), a 416 naming the size (always, for any range of the
+ * empty file), or a catalogue refusal.
  *
  *   EARSHOT_FUZZ_REQUESTS   requests per backend (default 20,000; `npm run fuzz` sends 1,000,000)
  *   EARSHOT_FUZZ_SEED       the seed (printed by every run): the same seed generates the same requests
@@ -1114,6 +1118,204 @@ async function setUp(platform: TestPlatform, seeded: Random): Promise<Fixtures> 
   }
 }
 
+/** Media requests per backend: a tenth of EARSHOT_FUZZ_REQUESTS, at least 2,000. */
+const MEDIA_REQUESTS = Math.max(2000, Math.floor(REQUESTS / 10))
+
+interface MediaFile {
+  opaque: string
+  size: number
+}
+
+interface MediaPlan {
+  path: string
+  method: 'GET' | 'HEAD'
+  headers: Record<string, string>
+  /** The file the path names, when it is a valid link. */
+  file?: MediaFile
+  labels: string[]
+}
+
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'
+
+/** A media path: a valid link, or one broken, lengthened past the router's limit, re-encoded or made up. */
+function mediaPath(
+  random: Random,
+  files: readonly MediaFile[],
+  labels: string[],
+): { path: string; file?: MediaFile } {
+  const file = random.pick(files)
+  const made = (length: number) => Array.from({ length }, () => BASE64URL[random.int(64)]).join('')
+  const kind = random.int(9)
+  labels.push(`path ${kind}`)
+  const at = random.int(file.opaque.length)
+  switch (kind) {
+    case 0:
+    case 1:
+    case 2:
+      return { path: `/media/v1/${file.opaque}`, file }
+    case 3: {
+      const other = BASE64URL[(BASE64URL.indexOf(file.opaque[at] as string) + 1 + random.int(63)) % 64]
+      return { path: `/media/v1/${file.opaque.slice(0, at)}${other}${file.opaque.slice(at + 1)}` }
+    }
+    case 4:
+      return { path: `/media/v1/${file.opaque.slice(0, at)}` }
+    case 5:
+      return { path: `/media/v1/${made(random.pick([0, 1, 100, 1023, 1024, 1025, 1100, 4000]))}` }
+    case 6: {
+      // A percent-encoded dot is the link itself, once decoded.
+      const dot = random.pick(['%2E', '%2e', '..', '.%00', '%zz'])
+      const path = `/media/v1/${file.opaque.replace('.', dot)}`
+      return dot.toLowerCase() === '%2e' ? { path, file } : { path }
+    }
+    case 7: {
+      const suffix = random.pick(['/', '//x', '?x=1', '%20', '.x', ';a'])
+      const path = `/media/v1/${file.opaque}${suffix}`
+      return suffix.startsWith('?') ? { path, file } : { path }
+    }
+    default:
+      return { path: random.pick(['/media/v1/', '/media/v1', '/media/', `/media/v1/../v1/${file.opaque}`]) }
+  }
+}
+
+/** A Range header: suffixes, open and closed ranges, several ranges, junk, numbers past any size. */
+function rangeHeader(random: Random, labels: string[]): string | undefined {
+  const n = () => String(random.pick([0, 1, 5, 99, 999, 1000, 1001, 5000, random.int(2000)]))
+  const kind = random.int(8)
+  labels.push(`range ${kind}`)
+  switch (kind) {
+    case 0:
+      return undefined
+    case 1:
+      return `bytes=-${n()}`
+    case 2:
+      return `bytes=${n()}-`
+    case 3:
+      return `bytes=${n()}-${n()}`
+    case 4:
+      return `bytes=${n()}-${n()},${n()}-${n()}`
+    case 5:
+      return random.pick([
+        'bytes=-',
+        'bytes=',
+        'bytes=a-b',
+        'items=0-1',
+        ' bytes = 0-1',
+        'bytes=--1',
+        'bytes=1-2-3',
+      ])
+    case 6:
+      return `bytes=${random.pick(['99999999999999999999', '1e3', '0x10', '-0'])}-`
+    default:
+      return `bytes=0-${n()}`
+  }
+}
+
+function planMedia(index: number, files: readonly MediaFile[]): MediaPlan {
+  const random = Random.forRequest(SEED ^ 0x3ed1a, index)
+  const labels: string[] = []
+  const { path, file } = mediaPath(random, files, labels)
+  const method = random.chance(0.2) ? 'HEAD' : 'GET'
+  const headers: Record<string, string> = {}
+  const range = rangeHeader(random, labels)
+  if (range !== undefined) headers.range = range
+  if (random.chance(0.1)) headers['if-range'] = random.pick(['"x"', 'W/"x"', 'Tue, 01 Jan 2030 00:00:00 GMT'])
+  return {
+    path,
+    method,
+    headers,
+    ...(file && { file }),
+    labels: [method, ...labels, JSON.stringify(headers)],
+  }
+}
+
+/** What is wrong with a media answer, or undefined: a 2xx, 304 or 416 must fit the file, anything else be a catalogue refusal. */
+function judgeMedia(
+  status: number,
+  headers: Record<string, unknown>,
+  body: Buffer,
+  plan: MediaPlan,
+): string | undefined {
+  const head = plan.method === 'HEAD'
+  const range = plan.headers.range
+  const emptyRange = plan.file?.size === 0 && range !== undefined && /^bytes=(\d+-\d*|-\d+)$/.test(range)
+  if (emptyRange && !plan.headers['if-range'] && status !== 416)
+    return `HTTP ${status} to a range of an empty file`
+  if (status === 200 || status === 206 || status === 416 || status === 304) {
+    if (!plan.file) return `HTTP ${status} for a path that is no valid link`
+    if (headers['x-content-type-options'] !== 'nosniff') return 'no nosniff'
+    if (headers['content-security-policy'] !== 'sandbox') return 'no sandbox CSP'
+  }
+  const size = plan.file?.size ?? -1
+  if (status === 200) return head || body.length === size ? undefined : `${body.length} bytes of ${size}`
+  if (status === 206) {
+    const match = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(String(headers['content-range']))
+    const [start, end, total] = (match ?? []).slice(1).map(Number) as [number, number, number]
+    if (!match || total !== size || start > end || end >= size)
+      return `Content-Range ${headers['content-range']}`
+    return head || body.length === end - start + 1 ? undefined : `${body.length} bytes for ${start}-${end}`
+  }
+  if (status === 416) return headers['content-range'] === `bytes */${size}` ? undefined : 'no bytes */size'
+  if (status === 304) return undefined
+  if (head) return status >= 500 ? `HTTP ${status}` : undefined
+  return judge(
+    { status, requestIdHeader: headers['x-request-id'] as string | undefined, text: body.toString('utf8') },
+    { labels: [] },
+  )
+}
+
+/** Uploads a zero-byte and a small file and returns their links' opaque parts. */
+async function mediaFiles(platform: TestPlatform): Promise<MediaFile[]> {
+  const { enterpriseId } = await adminClientOf(platform).createEnterprise('Media fuzz')
+  const files: MediaFile[] = []
+  for (const size of [0, 1000]) {
+    const audioId = await ingest(platform, enterpriseId, {
+      deviceUid: 'fuzz',
+      title: `${size} bytes`,
+      recordedAt: '2026-01-01T00:00:00Z',
+      denoiseUrl: 'https://cdn.example/a.mp3',
+      recordDuration: 1,
+    })
+    await adminClientOf(platform).uploadAudio(enterpriseId, audioId, Buffer.alloc(size, 7), {
+      contentType: 'audio/wav',
+    })
+    const listed = await adminClientOf(platform).listRecordings(enterpriseId, { audioId })
+    const link = listed.items[0]?.data.denoiseUrl as string
+    files.push({ opaque: link.slice(link.indexOf('/media/v1/') + '/media/v1/'.length), size })
+  }
+  return files
+}
+
+async function fuzzMedia(
+  platform: TestPlatform,
+): Promise<{ failures: string[]; statuses: Map<number, number> }> {
+  const files = await mediaFiles(platform)
+  const pool = new Pool(platform.partnerUrl, { connections: CONCURRENCY })
+  const failures: string[] = []
+  const statuses = new Map<number, number>()
+  let next = 0
+  const worker = async () => {
+    for (let index = next++; index < MEDIA_REQUESTS; index = next++) {
+      const plan = planMedia(index, files)
+      try {
+        const answer = await pool.request({ path: plan.path, method: plan.method, headers: plan.headers })
+        const body = Buffer.from(await answer.body.arrayBuffer())
+        statuses.set(answer.statusCode, (statuses.get(answer.statusCode) ?? 0) + 1)
+        const problem = judgeMedia(answer.statusCode, answer.headers, body, plan)
+        if (problem)
+          failures.push(`#${index} ${plan.path.slice(0, 120)} [${plan.labels.join('; ')}]: ${problem}`)
+      } catch (error) {
+        failures.push(`#${index} ${plan.path.slice(0, 120)} [${plan.labels.join('; ')}]: ${String(error)}`)
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+  } finally {
+    await pool.close()
+  }
+  return { failures, statuses }
+}
+
 for (const backend of testBackends) {
   describe(`fuzzing the partner API (${backend})`, { timeout: 300_000 + REQUESTS * 10 }, () => {
     let platform: TestPlatform
@@ -1244,6 +1446,15 @@ for (const backend of testBackends) {
       for (const code of [2000, 4000, 4001, 4010, 4012, 4090, 4150]) {
         if (REQUESTS >= 5000) assert.ok(tally.codes.has(String(code)), `no answer with code ${code}`)
       }
+    })
+
+    test(`${MEDIA_REQUESTS} media paths and Range headers: the file's bytes, a 416 or a catalogue refusal`, async (t) => {
+      const { failures, statuses } = await fuzzMedia(platform)
+      t.diagnostic(
+        `seed ${SEED}: answers by status: ${[...statuses].map(([s, n]) => `${s}×${n}`).join(', ')}`,
+      )
+      assert.deepEqual(failures.slice(0, 20), [])
+      for (const status of [200, 206, 403, 404, 414, 416]) assert.ok(statuses.has(status), `no ${status}`)
     })
   })
 }
