@@ -48,7 +48,7 @@ export const audioUploadRoute: RouteSpec<PlatformContext> = {
   query: UploadQuery,
   body: { binary: ['audio/*'] },
   answer: { description: 'Stored', payload: { json: UploadedAudioSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND, ResponseCode.URI_TOO_LONG],
   handle: (context) =>
     async function uploadAudio(request) {
       const { enterpriseId, audioId } = recordingParams(request)

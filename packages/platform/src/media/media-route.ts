@@ -24,7 +24,7 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
   tag: 'media',
   summary: "Fetch a recording's stored audio",
   description:
-    'The link is the credential (no bearer token): a denoiseUrl from a query, push or change feed answer, valid for EARSHOT_MEDIA_URL_TTL. Range (one range), If-Range, If-None-Match and HEAD are honoured; ETag is the SHA-256 of the file, Repr-Digest (RFC 9530) its sha-256. A 304 and a 416 (with Content-Range: bytes */size) have no body.',
+    'The link is the credential (no bearer token): a denoiseUrl from a query, push or change feed answer, valid for EARSHOT_MEDIA_URL_TTL. Range (one range), If-Range, If-None-Match and HEAD are honoured; ETag is the SHA-256 of the file, Repr-Digest (RFC 9530) its sha-256. A 304 and a 416 (with Content-Range: bytes */size; any range of an empty file is one) have no body. Every answer carries X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox.',
   open: true,
   head: true,
   params: Type.Object({ link: Type.String({ description: 'the opaque part of the link, as given' }) }),
@@ -34,7 +34,7 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
     '304': { description: 'Not modified (If-None-Match)' },
     '416': { description: 'The range is past the end of the file' },
   },
-  refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
+  refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND, ResponseCode.URI_TOO_LONG],
   handle: ({ context }) => {
     const lookUp = storedAudioLookUp(context)
     const allowed = new Set(context.config.mediaAudioTypes)
