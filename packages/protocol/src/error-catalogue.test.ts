@@ -29,6 +29,7 @@ test('the catalogue holds every code with status code / 10', { timeout: 10_000 }
     [4080, 'REQUEST_TIMEOUT', 408],
     [4090, 'REPLAYED', 409],
     [4130, 'PAYLOAD_TOO_LARGE', 413],
+    [4140, 'URI_TOO_LONG', 414],
     [4150, 'UNSUPPORTED_MEDIA_TYPE', 415],
     [4290, 'RATE_LIMITED', 429],
     [5000, 'INTERNAL_ERROR', 500],
