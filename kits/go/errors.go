@@ -19,6 +19,7 @@ const (
 	CodeRequestTimeout       = 4080
 	CodeReplayed             = 4090
 	CodePayloadTooLarge      = 4130
+	CodeURITooLong           = 4140
 	CodeUnsupportedMediaType = 4150
 	CodeRateLimited          = 4290
 	CodeInternalError        = 5000
@@ -37,6 +38,7 @@ var codeNames = map[int]string{
 	CodeRequestTimeout:       "REQUEST_TIMEOUT",
 	CodeReplayed:             "REPLAYED",
 	CodePayloadTooLarge:      "PAYLOAD_TOO_LARGE",
+	CodeURITooLong:           "URI_TOO_LONG",
 	CodeUnsupportedMediaType: "UNSUPPORTED_MEDIA_TYPE",
 	CodeRateLimited:          "RATE_LIMITED",
 	CodeInternalError:        "INTERNAL_ERROR",

@@ -17,6 +17,7 @@ CATALOGUE: dict[int, tuple[str, str]] = {
     4080: ("REQUEST_TIMEOUT", "the request did not arrive within the server's time limit"),
     4090: ("REPLAYED", "this envelope nonce was already used"),
     4130: ("PAYLOAD_TOO_LARGE", "the request body is over the size limit"),
+    4140: ("URI_TOO_LONG", "a part of the request path is over 1024 characters"),
     4150: ("UNSUPPORTED_MEDIA_TYPE", "Content-Type must be application/json"),
     4290: ("RATE_LIMITED", "rate limit exceeded; retry after the time in Retry-After"),
     5000: ("INTERNAL_ERROR", "internal error"),
@@ -34,6 +35,7 @@ NOT_FOUND = 4040
 REQUEST_TIMEOUT = 4080
 REPLAYED = 4090
 PAYLOAD_TOO_LARGE = 4130
+URI_TOO_LONG = 4140
 UNSUPPORTED_MEDIA_TYPE = 4150
 RATE_LIMITED = 4290
 INTERNAL_ERROR = 5000
