@@ -78,5 +78,32 @@ if (!server) {
         'the object removed from the bucket',
       )
     })
+
+    test('an empty file in the bucket answers 416 to any range, with nosniff and a sandbox CSP (issue 42)', async () => {
+      const audioId = await ingest(platform, partner.enterpriseId, {
+        deviceUid: 'dev',
+        title: 'empty, in a bucket',
+        recordedAt: '2026-11-01T08:00:00Z',
+        denoiseUrl: 'https://cdn.example/a.mp3',
+        recordDuration: 1,
+      })
+      await adminClientOf(platform).uploadAudio(partner.enterpriseId, audioId, Buffer.alloc(0), {
+        contentType: 'audio/ogg',
+      })
+      const reply = await partner.call('/openapi/v1/audios', { audioId })
+      const link = (reply.plaintext as { items: { data: { denoiseUrl: string } }[] }).items[0]?.data
+        .denoiseUrl as string
+      const whole = await fetch(link)
+      assert.equal(whole.status, 200)
+      assert.equal((await whole.arrayBuffer()).byteLength, 0)
+      assert.equal(whole.headers.get('x-content-type-options'), 'nosniff')
+      assert.equal(whole.headers.get('content-security-policy'), 'sandbox')
+      for (const range of ['bytes=-5', 'bytes=0-', 'bytes=0-0']) {
+        const answer = await fetch(link, { headers: { range } })
+        await answer.arrayBuffer()
+        assert.equal(answer.status, 416, range)
+        assert.equal(answer.headers.get('content-range'), 'bytes */0', range)
+      }
+    })
   })
 }
