@@ -62,7 +62,7 @@ const IN_ORDER_AHEAD = "'pending', 'held', 'in_flight', 'queued'"
  * scheduled. A paused endpoint's deliveries (disabled by an operator, or its push URL disabled) are
  * created held: enabling it catches up in order. A recording's events reach each endpoint in the order they
  * were created: one with an earlier event of its recording still pending, held or in flight to the endpoint
- * waits, queued (sql/000017.sql lets it go), and one following an attempt cancelled in flight is not due
+ * waits, queued (sql/000020.sql lets it go), and one following an attempt cancelled in flight is not due
  * before that attempt's lease ends. The earlier deliveries are locked, so that one finishing meanwhile
  * either is seen finished here or sees this one queued. The endpoints (and their disabled push URLs) are
  * locked FOR KEY SHARE, against a removal or an enable (FOR UPDATE): one in progress is waited for, and its
