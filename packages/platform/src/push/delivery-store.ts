@@ -333,7 +333,8 @@ export async function countReplayable(
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
  * re-push allowance; returns how many. One delivery queued behind an earlier event of its recording may be
- * replayed too (pushed ahead of it); a range replay leaves queued ones to their turn. Same eventId: the
+ * replayed too (pushed ahead of it, but not while an attempt of an earlier one cancelled in flight may still
+ * be on the wire); a range replay leaves queued ones to their turn. Same eventId: the
  * partner dedups. Rows are locked in id order, as the push queue and receipts lock them.
  */
 export async function replayDeliveries(
@@ -350,7 +351,8 @@ export async function replayDeliveries(
         }
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
-       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
+       UPDATE deliveries d SET state = 'pending', failures = 0, acks = least(acks, 1),
+                               due_at = CASE WHEN d.state = 'queued' THEN greatest(now(), ${WIRE_WAIT('d')}) ELSE now() END
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,
@@ -389,23 +391,44 @@ export async function replayFailedSince(
   endpointIds: readonly number[],
   sinceMs: number,
 ): Promise<number> {
-  let replayed = 0
-  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; replayed += batch) {
-    const [row] = await db.query<{ replayed: number }>(
+  const replayed = await replayFailedSinceEach(
+    db,
+    endpointIds.map((endpointId) => ({ endpointId, sinceMs })),
+  )
+  return [...replayed.values()].reduce((sum, n) => sum + n, 0)
+}
+
+/**
+ * replayFailedSince with a time for each endpoint, as push URLs recovering together replay theirs: in one
+ * id order across them all (the lock order), not URL by URL. Returns how many for each endpoint.
+ */
+export async function replayFailedSinceEach(
+  db: Queryable,
+  endpoints: readonly { endpointId: number; sinceMs: number }[],
+): Promise<Map<number, number>> {
+  const replayed = new Map<number, number>()
+  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; ) {
+    const rows = await db.query<{ endpoint_id: number; replayed: number }>(
       `WITH chosen AS (
-         SELECT delivery_id FROM deliveries
-          WHERE state = 'failed' AND endpoint_id = ANY($1::int8[]) AND failed_at >= to_timestamp($2::float8 / 1000)
-          ORDER BY delivery_id LIMIT $3 FOR NO KEY UPDATE),
+         SELECT d.delivery_id FROM deliveries d
+           JOIN unnest($1::int8[], $2::float8[]) AS s(endpoint_id, since_ms) ON s.endpoint_id = d.endpoint_id
+          WHERE d.state = 'failed' AND d.failed_at >= to_timestamp(s.since_ms / 1000)
+          ORDER BY d.delivery_id LIMIT $3 FOR NO KEY UPDATE OF d),
        replayed AS (
          UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
            FROM chosen WHERE d.delivery_id = chosen.delivery_id
-         RETURNING 1)
-       SELECT count(*) AS replayed FROM replayed`,
-      [endpointIds, sinceMs, RESUME_BATCH],
+         RETURNING d.endpoint_id)
+       SELECT endpoint_id, count(*)::int AS replayed FROM replayed GROUP BY endpoint_id`,
+      [endpoints.map((e) => e.endpointId), endpoints.map((e) => e.sinceMs), RESUME_BATCH],
     )
-    batch = row?.replayed ?? 0
+    batch = 0
+    for (const row of rows) {
+      const endpointId = Number(row.endpoint_id)
+      replayed.set(endpointId, (replayed.get(endpointId) ?? 0) + Number(row.replayed))
+      batch += Number(row.replayed)
+    }
   }
-  if (replayed > 0) await deliveryQueue.notify(db)
+  if (replayed.size > 0) await deliveryQueue.notify(db)
   return replayed
 }
 
