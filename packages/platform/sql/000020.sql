@@ -2,14 +2,16 @@
 
 -- The promotion decides from its snapshot whether an earlier delivery of the recording to the endpoint is still
 -- open. Two earlier ones finished by overlapping transactions would each see the other open, and neither let
--- the next go. So when it sees one open, it tries a transaction lock of the recording and endpoint, and looks
--- again (a new statement, a new snapshot): a second such transaction finding it taken cannot know whether the
--- first will see it done, so it leaves a mark for the queue's sweep (REPAIR_SQL) to look again once both have
--- committed. It never waits for the lock: a batch finishing deliveries of several recordings would take such
--- locks in the order of its rows, and two batches could wait for each other's. Tried only when one is seen
--- open — rare: two earlier deliveries open at once come of replays and re-pushes — so the usual finish pays
--- nothing. A queued delivery cancelled (by an operator) lets the next go too. It is let go no sooner than an
--- attempt of an earlier delivery cancelled in flight may still be on the wire.
+-- the next go. So when it sees one open, it tries a transaction lock of the recording and endpoint and looks
+-- again (a new statement, a new snapshot): of two such transactions, one trying after the other committed
+-- sees it done. It never waits for the lock: a batch finishing deliveries of several recordings would take
+-- such locks in the order of its rows, and two batches could wait for each other's. When it still cannot
+-- let the next go, it marks the pair for the queue's sweep (REPAIR_SQL), which looks again once the mark is
+-- committed: of transactions finishing earlier deliveries, the last to commit either lets the next go or
+-- leaves a mark the sweep reads after they have all committed. Only when one is seen open — rare: two
+-- earlier deliveries open at once come of replays and re-pushes — so the usual finish pays nothing. A queued
+-- delivery cancelled (by an operator) lets the next go too. It is let go no sooner than an attempt of an
+-- earlier delivery cancelled in flight may still be on the wire.
 CREATE TABLE delivery_rechecks (
   recheck_id bigserial PRIMARY KEY,
   endpoint_id bigint NOT NULL,
@@ -39,12 +41,10 @@ BEGIN
        WHERE q.delivery_id = next_id AND q.state = 'queued';
       RETURN NULL;
     END IF;
-    EXIT WHEN attempt = 2;
-    IF NOT pg_try_advisory_xact_lock(hashtextextended('deliveries_next_in_order ' || NEW.endpoint_id || ' ' || NEW.audio_id, 0)) THEN
-      INSERT INTO delivery_rechecks (endpoint_id, audio_id) VALUES (NEW.endpoint_id, NEW.audio_id);
-      RETURN NULL;
-    END IF;
+    EXIT WHEN attempt = 2
+           OR NOT pg_try_advisory_xact_lock(hashtextextended('deliveries_next_in_order ' || NEW.endpoint_id || ' ' || NEW.audio_id, 0));
   END LOOP;
+  INSERT INTO delivery_rechecks (endpoint_id, audio_id) VALUES (NEW.endpoint_id, NEW.audio_id);
   RETURN NULL;
 END
 $next$;
