@@ -427,4 +427,45 @@ describe('postgres: delivery decisions under concurrency', {
     )
     assert.deepEqual(rows, [{ state: 'queued' }], 'the update was not scheduled behind the earlier delivery')
   })
+
+  test('issue 41 review 4: a sweep with nothing to hold locks no paused endpoint or push URL', async () => {
+    const url = 'http://partner-10.test/push'
+    const { endpointId } = await seed(10, url)
+    await db.query('UPDATE endpoints SET enabled = false WHERE endpoint_id = $1', [endpointId])
+    await disableUrl(url)
+    const xmax = async () =>
+      db.query<{ endpoint: string; url: string }>(
+        `SELECT ep.xmax::text AS endpoint, h.xmax::text AS url
+           FROM endpoints ep JOIN push_url_health h ON h.url = ep.url WHERE ep.endpoint_id = $1`,
+        [endpointId],
+      )
+    const before = await xmax()
+    await deliveryQueue.sweep(db, 100)
+    assert.deepEqual(await xmax(), before, 'the sweep wrote a row lock')
+  })
+
+  test('issue 41 review 5: the repair finds a marked delivery however long a paused backlog queued before it', async () => {
+    const { endpointId: paused, audioId } = await seed(11)
+    await db.query('UPDATE endpoints SET enabled = false WHERE endpoint_id = $1', [paused])
+    await db.query(
+      `INSERT INTO deliveries (event_id, enterprise_id, endpoint_id, audio_id, event_type, state, group_key, due_at)
+       SELECT gen_random_uuid()::text, 11, $1::int8, $2, 'recording.updated', CASE WHEN n = 1 THEN 'held' ELSE 'queued' END,
+              $1::int8::text, CASE WHEN n = 1 THEN now() END
+         FROM generate_series(1, 500) AS n ORDER BY n`,
+      [paused, audioId],
+    )
+    const [other] = await db.query<{ endpoint_id: number }>(
+      `INSERT INTO endpoints (enterprise_id, url, event_types) VALUES (11, 'http://partner-11.test/other', $1)
+       RETURNING endpoint_id`,
+      [ALL_TYPES],
+    )
+    const otherId = Number(other?.endpoint_id)
+    const stranded = await insertDelivery(11, otherId, audioId, 'queued')
+    await db.query('INSERT INTO delivery_rechecks (endpoint_id, audio_id) VALUES ($1, $2)', [
+      otherId,
+      audioId,
+    ])
+    await deliveryQueue.repair(db)
+    assert.equal(await stateOf(stranded), 'pending', 'the stranded delivery was not found by one repair')
+  })
 })
