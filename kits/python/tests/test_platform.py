@@ -153,10 +153,11 @@ class PushTest(PlatformTestCase):
         received = {(event.audio_id, event.event_type) for event in (self.stored.get(timeout=30) for _ in range(3))}
         self.assertEqual(received, {("aud_pyp_audio", "recording.audio_ready"), ("aud_pyp_both", "recording.audio_ready"),
                                     ("aud_pyp_both", "recording.transcript_ready")})
-        for audio_id in ("aud_pyp_audio", "aud_pyp_both"):
-            admin.wait_for_delivery(enterprise_id, audio_id, "confirmed")
-        confirmed = [each for each in admin.deliveries(enterprise_id) if each["state"] == "confirmed"]
-        self.assertEqual(len(confirmed), 3)
+        # Each of the three deliveries is confirmed by its own callback: wait for all of them, not the first.
+        def all_confirmed() -> bool:
+            return [each["state"] for each in admin.deliveries(enterprise_id)] == ["confirmed"] * 3
+
+        wait_for(all_confirmed, 40.0, "the three deliveries confirmed")
 
     def test_the_receiver_passes_every_item_of_the_platforms_receiver_check_storing_nothing(self) -> None:
         url = f"http://127.0.0.1:{self.server.server_port}/earshot/push"

@@ -253,7 +253,7 @@ function endpointActions(page, e) {
           button(
             'discard',
             'Enable, discard held',
-            `Enable endpoint ${id} and cancel the deliveries it held`,
+            `Cancel the deliveries endpoint ${id} held, and enable it`,
             () => enableDiscardingHeld(page, e),
             'danger',
           ),

@@ -2,12 +2,22 @@
 
 -- The promotion decides from its snapshot whether an earlier delivery of the recording to the endpoint is still
 -- open. Two earlier ones finished by overlapping transactions would each see the other open, and neither let
--- the next go. So when it sees one open, it takes a transaction lock of the recording and endpoint, and looks
--- again (a new statement, a new snapshot): of two such transactions the second waits for the first to commit,
--- then sees it done. Taken only then — rare: two earlier deliveries open at once come of replays and re-pushes —
--- so that the usual finish pays nothing; the queue's sweep re-checks what could still be missed.
--- A queued delivery cancelled (by an operator) lets the next go too. It is let go no sooner than an attempt of an
+-- the next go. So when it sees one open, it tries a transaction lock of the recording and endpoint and looks
+-- again (a new statement, a new snapshot): of two such transactions, one trying after the other committed
+-- sees it done. It never waits for the lock: a batch finishing deliveries of several recordings would take
+-- such locks in the order of its rows, and two batches could wait for each other's. When it still cannot
+-- let the next go, it marks the pair for the queue's sweep (REPAIR_SQL), which looks again once the mark is
+-- committed: of transactions finishing earlier deliveries, the last to commit either lets the next go or
+-- leaves a mark the sweep reads after they have all committed. Only when one is seen open — rare: two
+-- earlier deliveries open at once come of replays and re-pushes — so the usual finish pays nothing. A queued
+-- delivery cancelled (by an operator) lets the next go too. It is let go no sooner than an attempt of an
 -- earlier delivery cancelled in flight may still be on the wire.
+CREATE TABLE delivery_rechecks (
+  recheck_id bigserial PRIMARY KEY,
+  endpoint_id bigint NOT NULL,
+  audio_id text NOT NULL
+);
+
 CREATE OR REPLACE FUNCTION deliveries_next_in_order() RETURNS trigger LANGUAGE plpgsql AS $next$
 DECLARE
   next_id bigint;
@@ -31,9 +41,10 @@ BEGIN
        WHERE q.delivery_id = next_id AND q.state = 'queued';
       RETURN NULL;
     END IF;
-    EXIT WHEN attempt = 2;
-    PERFORM pg_advisory_xact_lock(hashtextextended('deliveries_next_in_order ' || NEW.endpoint_id || ' ' || NEW.audio_id, 0));
+    EXIT WHEN attempt = 2
+           OR NOT pg_try_advisory_xact_lock(hashtextextended('deliveries_next_in_order ' || NEW.endpoint_id || ' ' || NEW.audio_id, 0));
   END LOOP;
+  INSERT INTO delivery_rechecks (endpoint_id, audio_id) VALUES (NEW.endpoint_id, NEW.audio_id);
   RETURN NULL;
 END
 $next$;
@@ -45,8 +56,9 @@ WHEN (NEW.endpoint_id IS NOT NULL AND OLD.state IN ('pending', 'held', 'in_fligh
       AND NEW.state NOT IN ('pending', 'held', 'in_flight', 'queued'))
 EXECUTE FUNCTION deliveries_next_in_order();
 
--- The queue's sweep re-checks queued deliveries a batch at a time in id order, from where it left off.
-CREATE INDEX deliveries_queued_by_id ON deliveries (delivery_id) WHERE state = 'queued';
+-- What earlier versions may have left queued is looked at once.
+INSERT INTO delivery_rechecks (endpoint_id, audio_id)
+SELECT DISTINCT endpoint_id, audio_id FROM deliveries WHERE state = 'queued' AND endpoint_id IS NOT NULL;
 
 -- The transitions of push/delivery-states.ts, which gained an operator's replay of a queued delivery and cancel of one,
 -- and the recovery replay (the pairs allowed are the same), as transitionGuardSql writes them.

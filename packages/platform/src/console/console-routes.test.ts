@@ -188,7 +188,16 @@ for (const backend of testBackends) {
       )
       const after = await call('GET', `/admin/v1/enterprises/${enterpriseId}/deliveries/replayable?${query}`)
       assert.equal(after.body.replayable, 0)
-      const overview = (await call('GET', '/admin/v1/overview')).body as unknown as Overview
+      // The URL's health is recorded after the attempts, which do not wait for it.
+      let overview = (await call('GET', '/admin/v1/overview')).body as unknown as Overview
+      await eventually(
+        async () => {
+          overview = (await call('GET', '/admin/v1/overview')).body as unknown as Overview
+          return overview.endpoints[0]?.state === 'healthy'
+        },
+        30_000,
+        'the push URL healthy again',
+      )
       assert.equal(overview.push.attempts, 15)
       assert.equal(overview.push.acked, 5)
       assert.equal(overview.push.successRate, 5 / 15)

@@ -148,7 +148,7 @@ export async function rotateKey(
 ): Promise<RotatedKey | undefined> {
   const secret = generateSecret(randomBytes)
   return db.transaction(async (tx) => {
-    const locked = await tx.query('SELECT 1 FROM enterprises WHERE enterprise_id = $1 FOR UPDATE', [
+    const locked = await tx.query('SELECT 1 FROM enterprises WHERE enterprise_id = $1 FOR NO KEY UPDATE', [
       enterpriseId,
     ])
     if (locked.length === 0) return undefined

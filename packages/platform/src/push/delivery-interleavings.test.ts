@@ -5,8 +5,9 @@ import { type Database, openPostgres, type Queryable } from '@earshot/support/st
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { migrate } from '../storage/migrations.js'
-import { deliveryQueue, scheduleDeliveries } from './delivery-store.js'
-import { removeEndpointIn, updateEndpoint } from './endpoint-store.js'
+import { deliveriesOfRecordings } from './deliveries-of-recordings.js'
+import { deliveryQueue, replayFailedSince, scheduleDeliveries } from './delivery-store.js'
+import { removeEndpointIn, replaceWithPushUrl, updateEndpoint } from './endpoint-store.js'
 import { enablePushUrl } from './push-url-health.js'
 
 /*
@@ -33,6 +34,14 @@ describe('postgres: delivery decisions under concurrency', {
     await scratch?.drop()
   })
 
+  async function addRecording(n: number, audioId: string): Promise<void> {
+    await db.query(
+      `INSERT INTO recordings (audio_id, enterprise_id, device_uid, title, recorded_at, denoise_url, record_duration)
+       VALUES ($1, $2, 'd', 't', now(), 'https://a/1.mp3', 1)`,
+      [audioId, n],
+    )
+  }
+
   /** An enterprise with a recording and an endpoint to `url`, each test its own. */
   async function seed(
     n: number,
@@ -40,11 +49,7 @@ describe('postgres: delivery decisions under concurrency', {
   ): Promise<{ endpointId: number; audioId: string }> {
     const audioId = `rec-${n}`
     await db.query(`INSERT INTO enterprises (enterprise_id, name) VALUES ($1, 'E')`, [n])
-    await db.query(
-      `INSERT INTO recordings (audio_id, enterprise_id, device_uid, title, recorded_at, denoise_url, record_duration)
-       VALUES ($1, $2, 'd', 't', now(), 'https://a/1.mp3', 1)`,
-      [audioId, n],
-    )
+    await addRecording(n, audioId)
     const [row] = await db.query<{ endpoint_id: number }>(
       `INSERT INTO endpoints (enterprise_id, url, event_types) VALUES ($1, $2, $3) RETURNING endpoint_id`,
       [n, url, ALL_TYPES],
@@ -88,6 +93,67 @@ describe('postgres: delivery decisions under concurrency', {
     // Should `first` fail, `ran` never comes: the failure ends the wait instead.
     const started = Promise.race([ran.done, done])
     return { started, commit: gate.signal, done, result: () => result }
+  }
+
+  /**
+   * A transaction run a step at a time: each `step` runs in it once the previous one ended; `commit` ends it
+   * (rolled back when a step failed).
+   */
+  function session() {
+    const steps: {
+      run: (tx: Queryable) => Promise<unknown>
+      settle: (error: unknown, value?: unknown) => void
+    }[] = []
+    let wake: (() => void) | undefined
+    let closing = false
+    const done = db.transaction(async (tx) => {
+      for (;;) {
+        while (steps.length === 0 && !closing) await new Promise<void>((resolve) => (wake = resolve))
+        const next = steps.shift()
+        if (next === undefined) return
+        try {
+          next.settle(undefined, await next.run(tx))
+        } catch (error) {
+          next.settle(error)
+          throw error
+        }
+      }
+    })
+    done.catch(() => {})
+    return {
+      step<T>(run: (tx: Queryable) => Promise<T>): Promise<T> {
+        return new Promise<T>((resolve, reject) => {
+          steps.push({ run, settle: (error, value) => (error ? reject(error) : resolve(value as T)) })
+          wake?.()
+        })
+      },
+      commit(): Promise<void> {
+        closing = true
+        wake?.()
+        return done
+      },
+    }
+  }
+
+  /** Waits until `count` backends of this database wait for a lock. */
+  async function lockWaiters(count: number, what: string): Promise<void> {
+    await eventually(
+      async () => {
+        const [row] = await db.query<{ waiting: number }>(
+          `SELECT count(*)::int AS waiting FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+        )
+        return (row?.waiting ?? 0) >= count
+      },
+      10_000,
+      what,
+    )
+  }
+
+  /** The reasons of those rejected (a deadlock's victim), for an assertion that there are none. */
+  async function failures(...statements: Promise<unknown>[]): Promise<string[]> {
+    const results = await Promise.allSettled(statements)
+    return results.flatMap((r) => (r.status === 'rejected' ? [String((r.reason as Error).message)] : []))
   }
 
   /**
@@ -142,8 +208,11 @@ describe('postgres: delivery decisions under concurrency', {
       await tx1.done
     }
     await tx2
+    // Neither could tell: the second, finding the first's lock taken, did not wait for it but marked the pair.
+    assert.ok(!waited, "the second ack's promotion waited for the first's transaction")
+    assert.equal(await stateOf(queued), 'queued')
+    await deliveryQueue.repair(db)
     assert.equal(await stateOf(queued), 'pending', 'the third delivery was left queued behind two done')
-    assert.ok(waited, "the second ack's promotion did not wait for the first's transaction")
   })
 
   test('finding 2: scheduling while an endpoint is being removed creates nothing for it', async () => {
@@ -246,5 +315,157 @@ describe('postgres: delivery decisions under concurrency', {
     ])
     assert.deepEqual(rows, [{ state: 'pending' }], 'the delivery was not scheduled, or left held')
     assert.ok(waited, 'enabling did not wait for the scheduling')
+  })
+
+  /** The dispatcher's batch write of an ack of the in-flight delivery given (claim 1 of 'instance'). */
+  const ackOf = (deliveryId: number) => (tx: Queryable) =>
+    deliveryQueue.settle(tx, [
+      {
+        id: deliveryId,
+        fence: { claimant: 'instance', claimNo: 1 },
+        next: { state: 'acked', delaySeconds: 60 },
+        attempt: { outcome: 'acked', startedAt: Date.now(), durationMs: 1 },
+      },
+    ])
+
+  test('issue 41 review 1: two batches finishing deliveries of two recordings crosswise do not deadlock', async () => {
+    const { endpointId, audioId: x } = await seed(6)
+    const y = 'rec-6-y'
+    await addRecording(6, y)
+    const [x1, y2, x4, y5] = [
+      await insertDelivery(6, endpointId, x, 'in_flight'),
+      await insertDelivery(6, endpointId, y, 'in_flight'),
+      await insertDelivery(6, endpointId, x, 'in_flight'),
+      await insertDelivery(6, endpointId, y, 'in_flight'),
+    ] as [number, number, number, number]
+    const xQueued = await insertDelivery(6, endpointId, x, 'queued')
+    const yQueued = await insertDelivery(6, endpointId, y, 'queued')
+    // Each batch's promotion sees the other's delivery of the same recording still open, in turn.
+    const t1 = session()
+    const t2 = session()
+    await t1.step(ackOf(x1))
+    await t2.step(ackOf(y2))
+    const t1Second = t1.step(ackOf(y5))
+    await waitsForLock(t1Second, "the first batch's second write to wait, or to end")
+    const t2Second = t2.step(ackOf(x4))
+    const failed = await failures(t1Second, t2Second)
+    failed.push(...(await failures(t1.commit(), t2.commit())))
+    assert.deepEqual([...new Set(failed)], [], 'a batch was cancelled')
+    await deliveryQueue.repair(db)
+    assert.deepEqual(
+      [await stateOf(xQueued), await stateOf(yQueued)],
+      ['pending', 'pending'],
+      'a delivery was left queued behind two done',
+    )
+  })
+
+  test("issue 41 review 2: a recording's deletion while its endpoint is being removed does not deadlock", async () => {
+    const { endpointId, audioId } = await seed(7)
+    const open = await insertDelivery(7, endpointId, audioId, 'in_flight')
+    const removal = session()
+    // The removal's first statement: the endpoint locked.
+    await removal.step((tx) =>
+      tx.query('SELECT 1 FROM endpoints WHERE endpoint_id = $1 FOR UPDATE', [endpointId]),
+    )
+    const deletion = session()
+    const announced = deletion.step((tx) =>
+      deliveriesOfRecordings.announce(tx, 7, [{ audioId, eventType: PushEventType.DELETED }]),
+    )
+    await lockWaiters(1, 'the deletion to wait for the removal')
+    const removed = removal.step((tx) => removeEndpointIn(tx, 7, endpointId))
+    const failed = await failures(removed, removal.commit(), announced, deletion.commit())
+    assert.deepEqual([...new Set(failed)], [], 'the removal or the deletion was cancelled')
+    assert.equal(await stateOf(open), 'cancelled')
+    const rows = await db.query('SELECT 1 FROM deliveries WHERE endpoint_id = $1 AND state <> $2', [
+      endpointId,
+      'cancelled',
+    ])
+    assert.deepEqual(rows, [], 'a delivery to the removed endpoint was left open')
+  })
+
+  test("issue 41 review 2: a recording's deletion while its push URL is being enabled does not deadlock", async () => {
+    const url = 'http://partner-8.test/push'
+    const { endpointId, audioId } = await seed(8, url)
+    const failedOne = await insertDelivery(8, endpointId, audioId, 'in_flight')
+    await db.query(
+      `UPDATE deliveries SET state = 'failed', due_at = NULL, failed_at = now() WHERE delivery_id = $1`,
+      [failedOne],
+    )
+    await disableUrl(url)
+    const enabling = session()
+    // The enable's first statement: the URL's row locked; then it replays what failed (enablePushUrl).
+    await enabling.step((tx) => tx.query('SELECT 1 FROM push_url_health WHERE url = $1 FOR UPDATE', [url]))
+    const deletion = session()
+    const announced = deletion.step((tx) =>
+      deliveriesOfRecordings.announce(tx, 8, [{ audioId, eventType: PushEventType.DELETED }]),
+    )
+    await lockWaiters(1, 'the deletion to wait for the enable')
+    const replayed = enabling.step((tx) => replayFailedSince(tx, [endpointId], Date.now() - 3_600_000))
+    const failed = await failures(replayed, enabling.commit(), announced, deletion.commit())
+    assert.deepEqual([...new Set(failed)], [], 'the enable or the deletion was cancelled')
+  })
+
+  test('issue 41 review 3: scheduling while set-push-url replaces the endpoints does not deadlock', async () => {
+    const { endpointId, audioId } = await seed(9)
+    const earlier = await insertDelivery(9, endpointId, audioId, 'in_flight')
+    // Holding the earlier delivery keeps the scheduling between its endpoints' lock and its insert.
+    const holder = session()
+    await holder.step((tx) =>
+      tx.query('SELECT 1 FROM deliveries WHERE delivery_id = $1 FOR UPDATE', [earlier]),
+    )
+    const scheduling = db.transaction((tx) =>
+      scheduleDeliveries(tx, 9, [{ audioId, eventType: PushEventType.UPDATED }]),
+    )
+    await lockWaiters(1, 'the scheduling to wait for the earlier delivery')
+    const replacing = replaceWithPushUrl(db, 9, 'http://partner-9.test/other')
+    await lockWaiters(2, 'set-push-url to wait for the scheduling')
+    const failed = await failures(holder.commit(), scheduling, replacing)
+    assert.deepEqual([...new Set(failed)], [], 'the scheduling or set-push-url was cancelled')
+    const rows = await db.query<{ state: string }>(
+      `SELECT state FROM deliveries WHERE endpoint_id = $1 AND delivery_id <> $2`,
+      [endpointId, earlier],
+    )
+    assert.deepEqual(rows, [{ state: 'queued' }], 'the update was not scheduled behind the earlier delivery')
+  })
+
+  test('issue 41 review 4: a sweep with nothing to hold locks no paused endpoint or push URL', async () => {
+    const url = 'http://partner-10.test/push'
+    const { endpointId } = await seed(10, url)
+    await db.query('UPDATE endpoints SET enabled = false WHERE endpoint_id = $1', [endpointId])
+    await disableUrl(url)
+    const xmax = async () =>
+      db.query<{ endpoint: string; url: string }>(
+        `SELECT ep.xmax::text AS endpoint, h.xmax::text AS url
+           FROM endpoints ep JOIN push_url_health h ON h.url = ep.url WHERE ep.endpoint_id = $1`,
+        [endpointId],
+      )
+    const before = await xmax()
+    await deliveryQueue.sweep(db, 100)
+    assert.deepEqual(await xmax(), before, 'the sweep wrote a row lock')
+  })
+
+  test('issue 41 review 5: the repair finds a marked delivery however long a paused backlog queued before it', async () => {
+    const { endpointId: paused, audioId } = await seed(11)
+    await db.query('UPDATE endpoints SET enabled = false WHERE endpoint_id = $1', [paused])
+    await db.query(
+      `INSERT INTO deliveries (event_id, enterprise_id, endpoint_id, audio_id, event_type, state, group_key, due_at)
+       SELECT gen_random_uuid()::text, 11, $1::int8, $2, 'recording.updated', CASE WHEN n = 1 THEN 'held' ELSE 'queued' END,
+              $1::int8::text, CASE WHEN n = 1 THEN now() END
+         FROM generate_series(1, 500) AS n ORDER BY n`,
+      [paused, audioId],
+    )
+    const [other] = await db.query<{ endpoint_id: number }>(
+      `INSERT INTO endpoints (enterprise_id, url, event_types) VALUES (11, 'http://partner-11.test/other', $1)
+       RETURNING endpoint_id`,
+      [ALL_TYPES],
+    )
+    const otherId = Number(other?.endpoint_id)
+    const stranded = await insertDelivery(11, otherId, audioId, 'queued')
+    await db.query('INSERT INTO delivery_rechecks (endpoint_id, audio_id) VALUES ($1, $2)', [
+      otherId,
+      audioId,
+    ])
+    await deliveryQueue.repair(db)
+    assert.equal(await stateOf(stranded), 'pending', 'the stranded delivery was not found by one repair')
   })
 })

@@ -18,7 +18,7 @@ export const deliveryMachine = defineQueueMachine({
   // A disabled push URL's deliveries, out of the due path until it is enabled (push-url-health.ts).
   held: 'held',
   waiting: ['acked'],
-  // Behind an earlier event of its recording to the same endpoint that is not done yet (sql/000017.sql
+  // Behind an earlier event of its recording to the same endpoint that is not done yet (sql/000020.sql
   // makes it pending when that one is).
   parked: ['queued'],
   final: ['confirmed', 'failed', 'unconfirmed', 'cancelled'],

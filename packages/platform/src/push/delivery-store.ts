@@ -19,6 +19,15 @@ import {
  * confirm window (acked) — so one partial index serves them all.
  */
 
+/*
+ * Lock order. Every transaction that locks rows of several of these tables takes them in this order:
+ * the enterprise, its endpoints (by id), their push URLs' health rows (by URL), deliveries (by id). A
+ * statement that would lock an earlier one after a later one locks it first instead (a recording's deletion
+ * locks its enterprise's endpoints before cancelling its deliveries). Only the foreign key checks of a new
+ * delivery take the enterprise (KEY SHARE) after its endpoints: nothing that locks endpoints locks an
+ * enterprise in a stronger mode than NO KEY UPDATE, which KEY SHARE does not wait for.
+ */
+
 export type { EventType } from '../recordings/recording-events.js'
 export { DELIVERY_STATES, type DeliveryState, REPLAYABLE_STATES } from './delivery-states.js'
 
@@ -35,23 +44,34 @@ const PAUSED_GROUPS = `SELECT endpoint_id::text FROM endpoints WHERE NOT enabled
                          JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL
                         WHERE p.disabled_at IS NOT NULL`
 
+/** The endpoint `ep` has deliveries the sweep would hold (one probe of the ready-by-group index). */
+const HAS_READY = (ep: string) =>
+  `EXISTS (SELECT 1 FROM deliveries WHERE group_key = ${ep}.endpoint_id::text AND state = 'pending')`
+
 /**
- * PAUSED_GROUPS as the sweep reads it before holding their deliveries: each paused endpoint's row, or its
+ * PAUSED_GROUPS as the sweep reads it before holding their deliveries: each paused endpoint's row, and its
  * push URL's, locked FOR KEY SHARE, as scheduleDeliveries locks them. Enabling an endpoint or a push URL
- * locks its row FOR UPDATE: so a sweep or a scheduling that decided "held" commits before the enable's
- * resume looks (which then sees what it held), or waits for the enable and sees the row enabled. KEY SHARE
- * costs scheduling nothing it did not already pay (a delivery's foreign key takes it on its endpoint), and
- * does not wait for a claim moving a rated endpoint's next attempt time on (NO KEY UPDATE). The sweep skips
- * a row being changed rather than wait (it may hold lease-expired deliveries a removal waits for): that
- * endpoint's deliveries are not held this time — right if it is being enabled or removed, and the next sweep
- * holds them if it is being disabled.
+ * (or moving an endpoint to another URL) locks its row FOR UPDATE: so a sweep or a scheduling that decided
+ * "held" commits before the enable's resume looks (which then sees what it held), or waits for the enable
+ * and sees the row enabled. Only endpoints with a pending delivery are locked: the others have nothing to
+ * hold, and a lock is a write (an idle sweep writes nothing). KEY SHARE does not wait for a claim moving a
+ * rated endpoint's next attempt time on (NO KEY UPDATE). The sweep skips a row being changed rather than
+ * wait (it may hold lease-expired deliveries a removal waits for): that endpoint's deliveries are not held
+ * this time — right if it is being enabled or removed, and the next sweep holds them if it is being disabled.
  */
-const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id FROM endpoints
-                                                 WHERE NOT enabled AND removed_at IS NULL FOR KEY SHARE SKIP LOCKED) d
+const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id FROM endpoints d
+                                                 WHERE NOT enabled AND removed_at IS NULL AND ${HAS_READY('d')}
+                                                   FOR KEY SHARE SKIP LOCKED) d
                               UNION ALL
-                              SELECT ep.endpoint_id::text FROM (SELECT url FROM push_url_health
-                                                                 WHERE disabled_at IS NOT NULL FOR KEY SHARE SKIP LOCKED) p
-                                JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL`
+                              SELECT ep.endpoint_id::text
+                                FROM (SELECT url FROM push_url_health p
+                                       WHERE disabled_at IS NOT NULL
+                                         AND EXISTS (SELECT 1 FROM endpoints e
+                                                      WHERE e.url = p.url AND e.removed_at IS NULL AND ${HAS_READY('e')})
+                                         FOR KEY SHARE SKIP LOCKED) p
+                                JOIN LATERAL (SELECT endpoint_id FROM endpoints e
+                                               WHERE e.url = p.url AND e.removed_at IS NULL AND ${HAS_READY('e')}
+                                                 FOR KEY SHARE SKIP LOCKED) ep ON true`
 
 /** The states in which a delivery holds back the later events of its recording to its endpoint. */
 const IN_ORDER_AHEAD = "'pending', 'held', 'in_flight', 'queued'"
@@ -62,7 +82,7 @@ const IN_ORDER_AHEAD = "'pending', 'held', 'in_flight', 'queued'"
  * scheduled. A paused endpoint's deliveries (disabled by an operator, or its push URL disabled) are
  * created held: enabling it catches up in order. A recording's events reach each endpoint in the order they
  * were created: one with an earlier event of its recording still pending, held or in flight to the endpoint
- * waits, queued (sql/000017.sql lets it go), and one following an attempt cancelled in flight is not due
+ * waits, queued (sql/000020.sql lets it go), and one following an attempt cancelled in flight is not due
  * before that attempt's lease ends. The earlier deliveries are locked, so that one finishing meanwhile
  * either is seen finished here or sees this one queued. The endpoints (and their disabled push URLs) are
  * locked FOR KEY SHARE, against a removal or an enable (FOR UPDATE): one in progress is waited for, and its
@@ -112,33 +132,61 @@ export async function scheduleDeliveries(
   return row?.scheduled ?? 0
 }
 
+/**
+ * Locks, as scheduleDeliveries does and before any delivery (the lock order above), the enterprise's
+ * endpoints and their push URLs: for a statement that locks deliveries before scheduling, as a recording's
+ * deletion cancels its deliveries first.
+ */
+export async function lockEndpointsOf(tx: Queryable, enterpriseId: number): Promise<void> {
+  await tx.query(
+    `WITH eps AS MATERIALIZED (
+       SELECT url FROM endpoints WHERE enterprise_id = $1 AND removed_at IS NULL ORDER BY endpoint_id FOR KEY SHARE)
+     SELECT 1 FROM push_url_health WHERE url IN (SELECT url FROM eps) ORDER BY url FOR KEY SHARE`,
+    [enterpriseId],
+  )
+}
+
 /** Until when an attempt of an earlier delivery of the row's recording to its endpoint may be on the wire. */
 const WIRE_WAIT = (row: string) => `(SELECT max(w.wire_until) FROM deliveries w
                                      WHERE w.audio_id = ${row}.audio_id AND w.endpoint_id = ${row}.endpoint_id
                                        AND w.delivery_id < ${row}.delivery_id)`
 
 /**
- * The sweep's re-check of what a concurrent statement could have left waiting (the queue's repair):
- * queued deliveries with nothing of their recording to their endpoint open before them become pending, a
- * batch per sweep in id order; and held ones of an endpoint no longer paused are resumed, a batch per
- * sweep. Only the endpoints with held deliveries are visited (one index probe each, however many they
- * hold), so that a paused partner's backlog is not read through on every sweep.
+ * The sweep's re-check of what a concurrent statement could have left waiting (the queue's repair): the
+ * recording and endpoint pairs the promotion trigger marked when it could not tell (sql/000020.sql) — their
+ * first queued delivery, with nothing of its recording to its endpoint open before it, becomes pending, and
+ * the mark goes (kept while that delivery is locked by another statement); and held deliveries of an
+ * endpoint no longer paused are resumed, a batch per sweep. Only the marks and the endpoints with held
+ * deliveries are visited (one index probe each), so that no backlog is read through on a sweep.
  */
-const REPAIR_SQL = `WITH RECURSIVE looked AS (
-       SELECT delivery_id, audio_id, endpoint_id FROM deliveries
-        WHERE state = 'queued' AND delivery_id > $1::int8 ORDER BY delivery_id LIMIT $2),
+const REPAIR_SQL = `WITH RECURSIVE marks AS (
+       SELECT recheck_id, endpoint_id, audio_id FROM delivery_rechecks ORDER BY recheck_id LIMIT $1
+          FOR UPDATE SKIP LOCKED),
+     heads AS (
+       SELECT g.endpoint_id, g.audio_id,
+              (SELECT min(q.delivery_id) FROM deliveries q
+                WHERE q.audio_id = g.audio_id AND q.endpoint_id = g.endpoint_id AND q.state = 'queued') AS next_id
+         FROM (SELECT DISTINCT endpoint_id, audio_id FROM marks) g),
+     free AS (
+       SELECT h.* FROM heads h
+        WHERE h.next_id IS NOT NULL
+          AND NOT EXISTS (SELECT 1 FROM deliveries b
+                           WHERE b.audio_id = h.audio_id AND b.endpoint_id = h.endpoint_id
+                             AND b.delivery_id < h.next_id AND b.state IN (${IN_ORDER_AHEAD}))),
      turn AS (
        SELECT d.delivery_id FROM deliveries d
-        WHERE d.state = 'queued'
-          AND d.delivery_id IN (SELECT l.delivery_id FROM looked l
-                                 WHERE NOT EXISTS (SELECT 1 FROM deliveries b
-                                                    WHERE b.audio_id = l.audio_id AND b.endpoint_id = l.endpoint_id
-                                                      AND b.delivery_id < l.delivery_id AND b.state IN (${IN_ORDER_AHEAD})))
+        WHERE d.state = 'queued' AND d.delivery_id IN (SELECT next_id FROM free)
         ORDER BY d.delivery_id FOR NO KEY UPDATE SKIP LOCKED),
      turned AS (
        UPDATE deliveries q SET state = 'pending', due_at = greatest(now(), ${WIRE_WAIT('q')})
          FROM turn WHERE q.delivery_id = turn.delivery_id
        RETURNING 1),
+     rechecked AS (
+       DELETE FROM delivery_rechecks m USING marks k
+        WHERE m.recheck_id = k.recheck_id
+          AND NOT EXISTS (SELECT 1 FROM free f
+                           WHERE f.endpoint_id = k.endpoint_id AND f.audio_id = k.audio_id
+                             AND f.next_id NOT IN (SELECT delivery_id FROM turn))),
      held_groups (group_key) AS (
        (SELECT group_key FROM deliveries WHERE state = 'held' AND group_key IS NOT NULL ORDER BY group_key LIMIT 1)
        UNION ALL
@@ -152,14 +200,13 @@ const REPAIR_SQL = `WITH RECURSIVE looked AS (
                                  WHERE state = 'held'
                                    AND group_key IN (SELECT group_key FROM held_groups
                                                       WHERE group_key IS NOT NULL AND group_key NOT IN (${PAUSED_GROUPS}))
-                                 ORDER BY due_at LIMIT $2)
+                                 ORDER BY due_at LIMIT $1)
         ORDER BY d.delivery_id FOR NO KEY UPDATE SKIP LOCKED),
      resumed AS (
        UPDATE deliveries j SET state = 'pending', due_at = greatest(least(j.due_at, now()), ${WIRE_WAIT('j')})
          FROM resume r WHERE j.delivery_id = r.delivery_id
        RETURNING 1)
-     SELECT (SELECT count(*) FROM turned) + (SELECT count(*) FROM resumed) AS moved,
-            CASE WHEN (SELECT count(*) FROM looked) = $2 THEN (SELECT max(delivery_id) FROM looked) END AS last`
+     SELECT (SELECT count(*) FROM turned) + (SELECT count(*) FROM resumed) AS moved`
 
 /** A claimed delivery: everything needed to send it. */
 export interface ClaimedDelivery {
@@ -286,7 +333,8 @@ export async function countReplayable(
 /**
  * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
  * re-push allowance; returns how many. One delivery queued behind an earlier event of its recording may be
- * replayed too (pushed ahead of it); a range replay leaves queued ones to their turn. Same eventId: the
+ * replayed too (pushed ahead of it, but not while an attempt of an earlier one cancelled in flight may still
+ * be on the wire); a range replay leaves queued ones to their turn. Same eventId: the
  * partner dedups. Rows are locked in id order, as the push queue and receipts lock them.
  */
 export async function replayDeliveries(
@@ -303,7 +351,8 @@ export async function replayDeliveries(
         }
         ORDER BY delivery_id FOR NO KEY UPDATE),
      replayed AS (
-       UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
+       UPDATE deliveries d SET state = 'pending', failures = 0, acks = least(acks, 1),
+                               due_at = CASE WHEN d.state = 'queued' THEN greatest(now(), ${WIRE_WAIT('d')}) ELSE now() END
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,
@@ -342,23 +391,44 @@ export async function replayFailedSince(
   endpointIds: readonly number[],
   sinceMs: number,
 ): Promise<number> {
-  let replayed = 0
-  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; replayed += batch) {
-    const [row] = await db.query<{ replayed: number }>(
+  const replayed = await replayFailedSinceEach(
+    db,
+    endpointIds.map((endpointId) => ({ endpointId, sinceMs })),
+  )
+  return [...replayed.values()].reduce((sum, n) => sum + n, 0)
+}
+
+/**
+ * replayFailedSince with a time for each endpoint, as push URLs recovering together replay theirs: in one
+ * id order across them all (the lock order), not URL by URL. Returns how many for each endpoint.
+ */
+export async function replayFailedSinceEach(
+  db: Queryable,
+  endpoints: readonly { endpointId: number; sinceMs: number }[],
+): Promise<Map<number, number>> {
+  const replayed = new Map<number, number>()
+  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; ) {
+    const rows = await db.query<{ endpoint_id: number; replayed: number }>(
       `WITH chosen AS (
-         SELECT delivery_id FROM deliveries
-          WHERE state = 'failed' AND endpoint_id = ANY($1::int8[]) AND failed_at >= to_timestamp($2::float8 / 1000)
-          ORDER BY delivery_id LIMIT $3 FOR NO KEY UPDATE),
+         SELECT d.delivery_id FROM deliveries d
+           JOIN unnest($1::int8[], $2::float8[]) AS s(endpoint_id, since_ms) ON s.endpoint_id = d.endpoint_id
+          WHERE d.state = 'failed' AND d.failed_at >= to_timestamp(s.since_ms / 1000)
+          ORDER BY d.delivery_id LIMIT $3 FOR NO KEY UPDATE OF d),
        replayed AS (
          UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
            FROM chosen WHERE d.delivery_id = chosen.delivery_id
-         RETURNING 1)
-       SELECT count(*) AS replayed FROM replayed`,
-      [endpointIds, sinceMs, RESUME_BATCH],
+         RETURNING d.endpoint_id)
+       SELECT endpoint_id, count(*)::int AS replayed FROM replayed GROUP BY endpoint_id`,
+      [endpoints.map((e) => e.endpointId), endpoints.map((e) => e.sinceMs), RESUME_BATCH],
     )
-    batch = row?.replayed ?? 0
+    batch = 0
+    for (const row of rows) {
+      const endpointId = Number(row.endpoint_id)
+      replayed.set(endpointId, (replayed.get(endpointId) ?? 0) + Number(row.replayed))
+      batch += Number(row.replayed)
+    }
   }
-  if (replayed > 0) await deliveryQueue.notify(db)
+  if (replayed.size > 0) await deliveryQueue.notify(db)
   return replayed
 }
 

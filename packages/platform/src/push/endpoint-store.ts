@@ -100,7 +100,7 @@ export type NotAdded = 'no-enterprise' | 'too-many'
 
 /**
  * Adds an endpoint, or says why not: the enterprise's row is locked, so that two adds at once cannot pass
- * MAX_ENDPOINTS together.
+ * MAX_ENDPOINTS together — NO KEY UPDATE, which a scheduling's foreign key check (KEY SHARE) does not wait for.
  */
 export async function addEndpoint(
   db: Database,
@@ -110,7 +110,7 @@ export async function addEndpoint(
   return db.transaction(async (tx) => {
     const [enterprise] = await tx.query<{ endpoints: number }>(
       `SELECT (SELECT count(*) FROM endpoints WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL)::int AS endpoints
-         FROM enterprises e WHERE e.enterprise_id = $1 FOR UPDATE`,
+         FROM enterprises e WHERE e.enterprise_id = $1 FOR NO KEY UPDATE`,
       [enterpriseId],
     )
     if (!enterprise) return 'no-enterprise'
@@ -230,7 +230,7 @@ export async function replaceWithPushUrl(
     const [enterprise] = await tx.query<{ endpoints: (number | string)[] | null }>(
       `SELECT (SELECT array_agg(endpoint_id ORDER BY endpoint_id) FROM endpoints
                 WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL) AS endpoints
-         FROM enterprises e WHERE e.enterprise_id = $1 FOR UPDATE`,
+         FROM enterprises e WHERE e.enterprise_id = $1 FOR NO KEY UPDATE`,
       [enterpriseId],
     )
     if (!enterprise) return undefined

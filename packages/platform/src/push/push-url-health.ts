@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { replayFailedSince, resumeHeld } from './delivery-store.js'
+import { replayFailedSince, replayFailedSinceEach, resumeHeld } from './delivery-store.js'
 
 /*
  * The health of every push URL: `healthy`; `failing` once an attempt failed; `disabled`
@@ -160,18 +160,41 @@ export async function recordPushUrlOutcomes(
       column((s) => s.goneAt),
       disableAfterSeconds,
     ])
-    const recovered: Recorded['recovered'] = []
-    for (const { url, failing_since_ms: since } of prior) {
-      if (since === null || !batch.some((s) => s.url === url && s.lastSuccessAt !== null)) continue
-      const [still] = await tx.query<{ disabled: boolean }>(
-        'SELECT disabled_at IS NOT NULL AS disabled FROM push_url_health WHERE url = $1',
-        [url],
-      )
-      if (still?.disabled) continue
-      recovered.push({ url, replayed: await replayFailedSince(tx, await endpointsOf(tx, url), since) })
-    }
-    return { disabled, recovered }
+    return { disabled, recovered: await replayRecovered(tx, prior, batch) }
   })
+}
+
+/**
+ * Replays, for each URL of the batch that recovered by itself (a success while failing, not disabled), the
+ * deliveries to it that went failed since it began failing: all the URLs' in one id order (the lock order).
+ */
+async function replayRecovered(
+  tx: Queryable,
+  prior: readonly { url: string; failing_since_ms: number | null }[],
+  batch: readonly Summary[],
+): Promise<Recorded['recovered']> {
+  const urls = prior.filter(
+    ({ url, failing_since_ms: since }) =>
+      since !== null && batch.some((s) => s.url === url && s.lastSuccessAt !== null),
+  )
+  if (urls.length === 0) return []
+  const rows = await tx.query<{ url: string; endpoint_id: number | null; since_ms: number }>(
+    `SELECT h.url, ep.endpoint_id, u.since_ms FROM unnest($1::text[], $2::float8[]) AS u(url, since_ms)
+       JOIN push_url_health h ON h.url = u.url AND h.disabled_at IS NULL
+       LEFT JOIN endpoints ep ON ep.url = h.url AND ep.removed_at IS NULL
+      ORDER BY h.url, ep.endpoint_id`,
+    [urls.map((u) => u.url), urls.map((u) => u.failing_since_ms)],
+  )
+  const endpoints = rows.flatMap((r) =>
+    r.endpoint_id === null ? [] : [{ endpointId: Number(r.endpoint_id), sinceMs: Number(r.since_ms) }],
+  )
+  const replayed = await replayFailedSinceEach(tx, endpoints)
+  const byUrl = new Map<string, number>()
+  for (const r of rows) {
+    const n = r.endpoint_id === null ? 0 : (replayed.get(Number(r.endpoint_id)) ?? 0)
+    byUrl.set(r.url, (byUrl.get(r.url) ?? 0) + n)
+  }
+  return [...byUrl].map(([url, n]) => ({ url, replayed: n }))
 }
 
 async function endpointsOf(db: Queryable, url: string): Promise<number[]> {

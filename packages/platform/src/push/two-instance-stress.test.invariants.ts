@@ -145,15 +145,26 @@ export function openForRemovedEndpoint(snapshot: Snapshot): Violation[] {
     }))
 }
 
-/** No attempt to a removed endpoint began after its removal had committed (the first such, per delivery). */
+/**
+ * No attempt to a removed endpoint began after its removal had committed (the first such, per delivery),
+ * unless it was claimed before: its delivery was cancelled in flight (cancelled is final, so no claim came
+ * after), and a claim taken before the removal may start its push after it ("an attempt on the wire ends as
+ * it ends") — late on a loaded machine.
+ */
 export function attemptsAfterRemoval(snapshot: Snapshot, removals: readonly Removal[]): Violation[] {
   const removedBy = new Map(removals.map((r) => [r.endpointId, r.committedByMs]))
   const deliveries = new Map(snapshot.deliveries.map((d) => [d.deliveryId, d]))
+  const cancelledInFlight = new Set(
+    snapshot.transitions
+      .filter((t) => t.from === 'in_flight' && t.to === 'cancelled')
+      .map((t) => t.deliveryId),
+  )
   const first = new Map<number, AttemptRow>()
   for (const a of snapshot.attempts) {
     const d = deliveries.get(a.deliveryId)
     const committedBy = d?.endpointId == null ? undefined : removedBy.get(d.endpointId)
     if (committedBy === undefined || a.startedAtMs <= committedBy) continue
+    if (a.stale && cancelledInFlight.has(a.deliveryId)) continue
     if ((first.get(a.deliveryId)?.startedAtMs ?? Infinity) > a.startedAtMs) first.set(a.deliveryId, a)
   }
   return [...first.values()].map((a) => {

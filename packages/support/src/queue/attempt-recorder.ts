@@ -2,6 +2,9 @@ import type { Database } from '../storage/database.js'
 import type { JobId, JobQueue, Settlement } from './job-queue.js'
 import type { RunnerLogger } from './runner-options.js'
 
+/** Writes of a batch at most, when PostgreSQL cancels it to break a deadlock. */
+const MAX_TRIES = 3
+
 /**
  * Records ended attempts in batches: the attempts ending while a batch is being written go into the next
  * one, so there is one statement per batch rather than one per attempt, without waiting on a timer
@@ -33,10 +36,7 @@ export class AttemptRecorder<S extends string, Id extends JobId> {
       const batch = this.#unrecorded
       this.#unrecorded = []
       try {
-        await this.queue.settle(
-          this.db,
-          batch.map((entry) => entry.settlement),
-        )
+        await this.#settle(batch.map((entry) => entry.settlement))
       } catch (error) {
         // The claims' leases run out and the jobs are attempted again: at least once, never lost.
         this.log.error({ err: error, attempts: batch.length }, 'queue: could not record attempts')
@@ -44,5 +44,22 @@ export class AttemptRecorder<S extends string, Id extends JobId> {
       for (const entry of batch) entry.recorded()
     }
     this.#recording = false
+  }
+
+  /**
+   * A batch cancelled as a deadlock's or serialization's victim is written again: the statement is fenced
+   * by each claim's number, so an attempt whose claim was taken back meanwhile is then recorded stale, never
+   * moved twice.
+   */
+  async #settle(settlements: Settlement<S, Id>[]): Promise<void> {
+    for (let tries = 1; ; tries++) {
+      try {
+        await this.queue.settle(this.db, settlements)
+        return
+      } catch (error) {
+        const code = (error as { code?: string }).code
+        if (tries >= MAX_TRIES || (code !== '40P01' && code !== '40001')) throw error
+      }
+    }
   }
 }

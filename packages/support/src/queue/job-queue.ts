@@ -57,8 +57,6 @@ export function defineQueue<S extends string, Id extends JobId, J>(
 
 class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, Id, J> {
   private readonly sql: QueueStatements
-  /** Where the spec's repair looks next (queue-types.ts). */
-  private repairAfter: Id | undefined
   private repairedAt = Number.NEGATIVE_INFINITY
 
   constructor(readonly spec: QueueSpec<S, Id, J>) {
@@ -140,11 +138,7 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
 
   async repair(db: Queryable): Promise<number> {
     if (this.spec.repair === undefined) return 0
-    const [row] = await db.query<{ moved: number; last: Id | null }>(this.spec.repair, [
-      this.repairAfter ?? (this.spec.idType === 'int8' ? 0 : ''),
-      REPAIR_LIMIT,
-    ])
-    this.repairAfter = row?.last ?? undefined
+    const [row] = await db.query<{ moved: number }>(this.spec.repair, [REPAIR_LIMIT])
     return row?.moved ?? 0
   }
 

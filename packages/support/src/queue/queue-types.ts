@@ -86,9 +86,8 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
   resumeDue?: string
   /**
    * A statement the sweep runs after its own, re-checking jobs a concurrent statement may have left
-   * parked or held: $1 the id to look after, $2 how many to look at; it answers one row, `moved` (how many it
-   * moved) and `last` (the last id it looked at, null once there were no more). The queue looks after
-   * `last` next time, and from the start again after null: a batch per sweep, never the whole table.
+   * parked or held: $1 how many to look at; it answers one row, `moved` (how many it moved). It should look
+   * only where something could have been left (a batch per sweep), never through the whole table.
    */
   repair?: string
   /**
@@ -181,7 +180,7 @@ export interface JobQueue<S extends string, Id extends JobId, J> {
    * (one due later is due now), and notifies; returns how many. A group still paused stays held.
    */
   resume(db: Queryable, groups: readonly string[], limit: number): Promise<number>
-  /** Runs the spec's repair once now (a batch, from where the last left off); returns how many it moved. */
+  /** Runs the spec's repair once now (a batch); returns how many it moved. */
   repair(db: Queryable): Promise<number>
   /** Wakes the runners listening (after the transaction commits, when inside one). */
   notify(db: Queryable): Promise<void>
