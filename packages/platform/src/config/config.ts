@@ -145,6 +145,8 @@ const isPortOrRange = (part: string) => {
   const [from, to = from] = bounds
   return bounds.length <= 2 && from !== undefined && to !== undefined && from <= to
 }
+/** The well-known web ports and the unprivileged ones: not SMTP (25), SSH (22) or another service's. */
+export const DEFAULT_PUSH_PORTS = ['80', '443', '1024-65535']
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
@@ -358,7 +360,7 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
       return ports.every(isPortOrRange) ? ports : undefined
     },
     rule: 'comma-separated ports from 1 to 65535 and ranges of them, e.g. 80,443,1024-65535',
-    fallback: ['80', '443', '1024-65535'],
+    fallback: DEFAULT_PUSH_PORTS,
   },
   receiverChecks: {
     key: 'receiverChecks',

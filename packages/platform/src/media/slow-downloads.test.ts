@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
+import { LogCapture, type LogLine } from '@earshot/test-kit/log-capture'
 
 /**
  * Issue 42, finding 2: a client that starts a download and never reads held its connection with no time
@@ -33,11 +34,41 @@ async function neverReading(link: string, localAddress?: string): Promise<Socket
   return socket
 }
 
+const isCut = (line: LogLine) => line.msg?.startsWith('reader too slow') === true
+
+/** Resolves once the platform has logged `count` more readers cut than it had when called. */
+function cuts(logs: LogCapture, count: number): Promise<unknown> {
+  const target = logs.lines.filter(isCut).length + count
+  return logs.waitFor((line) => isCut(line) && logs.lines.filter(isCut).length >= target)
+}
+
+/**
+ * Reads again what a socket the platform cut holds, to its end: a client that reads nothing sees no close.
+ * Resolves with the bytes it got, once it closed.
+ */
+async function drained(socket: Socket): Promise<number> {
+  let bytes = 0
+  socket.on('data', (chunk: Buffer) => {
+    bytes += chunk.length
+  })
+  const closed = new Promise((resolve) => socket.once('close', resolve))
+  socket.resume()
+  await closed
+  return bytes
+}
+
 async function storedAudioLink(platform: TestPartnerPlatform, audioId: string): Promise<string> {
   const { platform: running, partner } = platform
   await adminClientOf(running).call('ingestRecording', {
     params: { enterpriseId: partner.enterpriseId },
-    body: { audioId, deviceUid: 'dev-slow', title: 'slow', recordedAt: '2026-11-01T08:00:00Z' },
+    body: {
+      audioId,
+      deviceUid: 'dev-slow',
+      title: 'slow',
+      recordedAt: '2026-11-01T08:00:00Z',
+      denoiseUrl: 'https://cdn.example/slow.wav',
+      recordDuration: 1,
+    },
   })
   await adminClientOf(running).uploadAudio(partner.enterpriseId, audioId, randomBytes(FILE_BYTES), {
     contentType: 'audio/wav',
@@ -65,16 +96,22 @@ for (const backend of testBackends) {
   describe(`downloads nobody reads (${backend})`, { timeout: 120_000 }, () => {
     let slow: TestPartnerPlatform
     let link: string
+    const logs = new LogCapture()
 
     before(async () => {
-      const platform = await startTestPlatform(backend, {
-        writeTimeoutSeconds: 0.5,
-        minSendRateBytes: 0,
-        mediaDownloadsPerLink: 1,
-        mediaDownloadsPerEnterprise: 2,
-        mediaMaxBytes: FILE_BYTES,
-        pushDispatch: false,
-      })
+      const platform = await startTestPlatform(
+        backend,
+        {
+          writeTimeoutSeconds: 0.5,
+          minSendRateBytes: 0,
+          mediaDownloadsPerLink: 1,
+          mediaDownloadsPerEnterprise: 2,
+          mediaMaxBytes: FILE_BYTES,
+          pushDispatch: false,
+          logLevel: 'info',
+        },
+        { logDestination: logs.destination },
+      )
       slow = { platform, partner: await createPartner(platform, 'Slow') }
       link = await storedAudioLink(slow, 'slow-1')
     })
@@ -84,8 +121,10 @@ for (const backend of testBackends) {
 
     test('a download never read is cut after the write timeout, and its link may be downloaded again', async () => {
       const stalled = await neverReading(link)
+      const cut = cuts(logs, 1)
       await expectTooMany(await fetch(link))
-      await once(stalled, 'close')
+      await cut
+      assert.ok((await drained(stalled)) < FILE_BYTES, 'cut before the whole file was sent')
       const again = await fetch(link)
       assert.equal(again.status, 200)
       assert.equal((await again.arrayBuffer()).byteLength, FILE_BYTES)
@@ -94,9 +133,11 @@ for (const backend of testBackends) {
     test('an enterprise has at most EARSHOT_MEDIA_DOWNLOADS_PER_ENTERPRISE downloads at once', async () => {
       const links = [await storedAudioLink(slow, 'slow-2'), await storedAudioLink(slow, 'slow-3')]
       const third = await storedAudioLink(slow, 'slow-4')
+      const cut = cuts(logs, 2)
       const stalled = await Promise.all(links.map((each) => neverReading(each)))
       await expectTooMany(await fetch(third))
-      await Promise.all(stalled.map((socket) => once(socket, 'close')))
+      await cut
+      await Promise.all(stalled.map(drained))
       const freed = await fetch(third)
       assert.equal(freed.status, 200)
       await freed.arrayBuffer()
