@@ -9,6 +9,7 @@ import { admin } from '@earshot/test-kit/calls'
 import { latch } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startTestReceiver } from '@earshot/test-kit/test-receiver'
+import { DEFAULT_PUSH_PORTS } from '../config/config.js'
 
 /**
  * Issue 42, finding 3: receiver checks had no concurrency limit, went on pushing (and polling) after
@@ -92,6 +93,7 @@ for (const backend of testBackends) {
 
     before(async () => {
       platform = await startTestPlatform(backend, {
+        pushPorts: DEFAULT_PUSH_PORTS,
         receiverChecks: 2,
         receiverChecksPerEnterprise: 1,
         // Longer than the test: a push still hanging when its caller left is one the check did not abort.
