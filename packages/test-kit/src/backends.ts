@@ -64,8 +64,9 @@ export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformCon
     adminToken: 'test-admin-token-0123456789',
     logLevel: 'silent',
     shutdownGraceSeconds: 2,
-    // Test receivers listen on loopback.
+    // Test receivers listen on loopback; tests name the discard port (9) as a URL nothing answers.
     pushAllowPrivate: true,
+    pushPorts: ['1-65535'],
     ...overrides,
   }
 }

@@ -67,6 +67,10 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     "Connections one client address (an IPv6 client's /64) may hold on a listener; more are answered 503 (5030). `0` behind a reverse proxy, which has one address for every client: let it cap each client.",
   EARSHOT_HEADERS_TIMEOUT:
     "Seconds any request's headers may take to arrive, on both listeners (never more than the request timeout); then 4080 (HTTP 408) and the connection closed.",
+  EARSHOT_WRITE_TIMEOUT:
+    'Seconds an answer with bytes waiting for its reader (a download, the API reference) may go without the reader taking `EARSHOT_MIN_SEND_RATE` bytes a second of them; then its connection is closed, on both listeners, and counts against no cap.',
+  EARSHOT_MIN_SEND_RATE:
+    'Bytes a second a reader must take, on average over each `EARSHOT_WRITE_TIMEOUT`, while bytes wait for it. `0`: any progress will do; a reader that takes nothing is cut all the same.',
   EARSHOT_REPLAY_WINDOW:
     "Seconds a token request's nonce is remembered, refusing its replay with 4090 (a replay would yield a token); never below `EARSHOT_TOKEN_TTL`. A request made with a bearer token keeps its nonce until the token expires, plus 5 minutes for clocks that differ. A request carrying `issuedAt` keeps it only for `EARSHOT_REQUEST_MAX_AGE` plus 60 s.",
   EARSHOT_REQUEST_MAX_AGE:
@@ -90,6 +94,12 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     '`1` allows push URLs on loopback and private addresses (tests, partners on the same network). Link-local and cloud metadata addresses stay refused.',
   EARSHOT_PUSH_DISPATCH:
     '`0`: this instance pushes nothing, leaving it to `earshot worker` processes on the same database.',
+  EARSHOT_PUSH_PORTS:
+    'Ports a push URL (an endpoint, a push URL, a receiver check) may name; another is refused with 4001. The default keeps pushes off the well-known ports of other services (`:25`, `:22`, …).',
+  EARSHOT_RECEIVER_CHECKS:
+    'Receiver checks running at once on this instance, over every enterprise; one more is refused with 4290 and `Retry-After`.',
+  EARSHOT_RECEIVER_CHECKS_PER_ENTERPRISE:
+    "Receiver checks of one enterprise running at once on this instance; one more is refused with 4290 and `Retry-After`. A check ends when its caller's connection closes.",
   EARSHOT_PUSH_CONCURRENCY: 'Push attempts in flight at once on this instance, over every push URL.',
   EARSHOT_PUSH_CONCURRENCY_PER_URL:
     "Push attempts in flight at once to one endpoint on this instance, so that a slow partner cannot take every slot (an endpoint's `maxPerSecond` limits it further, across instances). Keep `EARSHOT_PUSH_CONCURRENCY` several times larger.",
@@ -102,6 +112,10 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_MEDIA_URL_TTL: 'Seconds a link to stored audio stays valid; querying again gives a fresh link.',
   EARSHOT_MEDIA_MAX_BYTES:
     'Largest audio upload, in bytes (4130 above it); it must also arrive within `EARSHOT_ADMIN_REQUEST_TIMEOUT`.',
+  EARSHOT_MEDIA_DOWNLOADS_PER_LINK:
+    'Downloads of one media link in progress at once on this instance; one more is refused with 4290 and `Retry-After`.',
+  EARSHOT_MEDIA_DOWNLOADS_PER_ENTERPRISE:
+    "Downloads of one enterprise's stored audio in progress at once on this instance; one more is refused with 4290 and `Retry-After`.",
   EARSHOT_MEDIA_UPLOAD_GRACE:
     "Seconds an audio upload holds its claim on the file it stores, counted by the database's clock from its start and again once the file is stored: the orphan sweep removes no file an upload claims. An upload still unfinished this long after it started, or not yet committed this long after its file was stored, fails and its file is swept. Keep it well above `EARSHOT_ADMIN_REQUEST_TIMEOUT`.",
   EARSHOT_MEDIA_DIR:

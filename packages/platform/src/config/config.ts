@@ -29,6 +29,13 @@ export interface PlatformConfig {
   /** Seconds a request's headers may take to arrive (its body gets the rest of the request timeout). */
   headersTimeoutSeconds: number
   /**
+   * Seconds an answer with bytes waiting for its reader may go without the reader taking
+   * minSendRateBytes a second of them; then its connection is closed.
+   */
+  writeTimeoutSeconds: number
+  /** Bytes a second a reader must take, on average over each writeTimeoutSeconds, while bytes wait for it. */
+  minSendRateBytes: number
+  /**
    * Seconds a token request's nonce is refused again (its replay would yield a token). A request made with
    * a bearer token keeps its nonce only until that token expires: replayed later, it gets 4011. Never
    * below the token lifetime.
@@ -57,6 +64,12 @@ export interface PlatformConfig {
   pushAllowPrivate: boolean
   /** Run the push dispatcher inside this process (off when separate `earshot worker`s push). */
   pushDispatch: boolean
+  /** Ports a push URL may name: single ports and ranges (`1024-65535`). */
+  pushPorts: string[]
+  /** Receiver checks running at once per instance, over all enterprises. */
+  receiverChecks: number
+  /** Receiver checks of one enterprise running at once per instance. */
+  receiverChecksPerEnterprise: number
   /** Push attempts in flight at once, over all push URLs, per instance. */
   pushConcurrency: number
   /** Push attempts in flight at once to one push URL, per instance. */
@@ -71,6 +84,10 @@ export interface PlatformConfig {
   mediaUrlTtlSeconds: number
   /** Bytes an uploaded audio file may have at most. */
   mediaMaxBytes: number
+  /** Downloads of one media link in progress at once per instance. */
+  mediaDownloadsPerLink: number
+  /** Downloads of one enterprise's media in progress at once per instance. */
+  mediaDownloadsPerEnterprise: number
   /** Seconds an upload's claim on its file holds, from its start and again once stored, by the database's clock. */
   mediaUploadGraceSeconds: number
   /** The directory of stored audio; default `<data dir>/media`. */
@@ -138,6 +155,15 @@ export const DEFAULT_AUDIO_TYPES = [
   'audio/flac',
   'audio/webm',
 ]
+const portNumber = integer(1, 65_535)
+/** `443` or `1024-65535`. */
+const isPortOrRange = (part: string) => {
+  const bounds = part.split('-').map(portNumber)
+  const [from, to = from] = bounds
+  return bounds.length <= 2 && from !== undefined && to !== undefined && from <= to
+}
+/** The well-known web ports and the unprivileged ones: not SMTP (25), SSH (22) or another service's. */
+export const DEFAULT_PUSH_PORTS = ['80', '443', '1024-65535']
 const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
@@ -249,6 +275,21 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     // before it could matter.
     fallback: 10,
   },
+  writeTimeoutSeconds: {
+    key: 'writeTimeoutSeconds',
+    env: 'EARSHOT_WRITE_TIMEOUT',
+    parse: decimalSeconds(0.01, 3600),
+    rule: 'seconds from 0.01 to 3600',
+    fallback: 30,
+  },
+  minSendRateBytes: {
+    key: 'minSendRateBytes',
+    env: 'EARSHOT_MIN_SEND_RATE',
+    parse: integer(0, 1024 ** 3),
+    rule: 'bytes a second from 0 (any progress will do) to 1073741824',
+    // 32 kbit/s: a 30 MB file may take up to 2 hours.
+    fallback: 4096,
+  },
   replayWindowSeconds: {
     key: 'replayWindowSeconds',
     env: 'EARSHOT_REPLAY_WINDOW',
@@ -328,6 +369,30 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     rule: '1 or 0',
     fallback: true,
   },
+  pushPorts: {
+    key: 'pushPorts',
+    env: 'EARSHOT_PUSH_PORTS',
+    parse: (raw) => {
+      const ports = raw.split(',').map((part) => part.trim())
+      return ports.every(isPortOrRange) ? ports : undefined
+    },
+    rule: 'comma-separated ports from 1 to 65535 and ranges of them, e.g. 80,443,1024-65535',
+    fallback: DEFAULT_PUSH_PORTS,
+  },
+  receiverChecks: {
+    key: 'receiverChecks',
+    env: 'EARSHOT_RECEIVER_CHECKS',
+    parse: integer(1, 10_000),
+    rule: 'a number of checks from 1 to 10000',
+    fallback: 8,
+  },
+  receiverChecksPerEnterprise: {
+    key: 'receiverChecksPerEnterprise',
+    env: 'EARSHOT_RECEIVER_CHECKS_PER_ENTERPRISE',
+    parse: integer(1, 10_000),
+    rule: 'a number of checks from 1 to 10000',
+    fallback: 2,
+  },
   pushConcurrency: {
     key: 'pushConcurrency',
     env: 'EARSHOT_PUSH_CONCURRENCY',
@@ -374,6 +439,21 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: integer(1, 5 * 1024 ** 4),
     rule: 'a number of bytes from 1 to 5 TiB',
     fallback: 1024 ** 3,
+  },
+  mediaDownloadsPerLink: {
+    key: 'mediaDownloadsPerLink',
+    env: 'EARSHOT_MEDIA_DOWNLOADS_PER_LINK',
+    parse: integer(1, 1_000_000),
+    rule: 'a number of downloads from 1 to 1000000',
+    fallback: 4,
+  },
+  mediaDownloadsPerEnterprise: {
+    key: 'mediaDownloadsPerEnterprise',
+    env: 'EARSHOT_MEDIA_DOWNLOADS_PER_ENTERPRISE',
+    parse: integer(1, 1_000_000),
+    rule: 'a number of downloads from 1 to 1000000',
+    // A quarter of the default per-client connection cap: one enterprise cannot hold a listener.
+    fallback: 32,
   },
   mediaUploadGraceSeconds: {
     key: 'mediaUploadGraceSeconds',

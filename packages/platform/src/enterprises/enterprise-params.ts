@@ -20,6 +20,21 @@ export async function requireEnterprise(db: Queryable, enterpriseId: number): Pr
   if (!(await enterpriseExists(db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
 }
 
+/** Refuses with 4040 an enterpriseId no enterprise has, and with 4030 a disabled enterprise's. */
+export async function requireEnabledEnterprise(db: Queryable, enterpriseId: number): Promise<void> {
+  const [row] = await db.query<{ disabled: boolean }>(
+    'SELECT disabled_at IS NOT NULL AS disabled FROM enterprises WHERE enterprise_id = $1',
+    [enterpriseId],
+  )
+  if (!row) throw noSuchEnterprise(enterpriseId)
+  if (row.disabled) {
+    throw new ApiError(
+      ResponseCode.FORBIDDEN,
+      `enterprise ${enterpriseId} is disabled: enable it before checking or adding its push endpoints`,
+    )
+  }
+}
+
 /** The enterprise the path's :enterpriseId names: 4001 when it is not an id, 4040 when there is none. */
 export async function existingEnterpriseId(db: Queryable, request: FastifyRequest): Promise<number> {
   const enterpriseId = idParam(request, 'enterpriseId')

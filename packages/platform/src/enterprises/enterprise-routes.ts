@@ -45,7 +45,12 @@ const createEnterpriseRoute: RouteSpec<PlatformContext> = {
   handle: (context) =>
     async function createEnterpriseHandler(request, reply) {
       const body = NewEnterprise.parse(jsonObject(request.body))
-      const pushUrl = await checkPushUrl(body.pushUrl, context.config.pushAllowPrivate)
+      const pushUrl = await checkPushUrl(
+        body.pushUrl,
+        context.config.pushAllowPrivate,
+        undefined,
+        context.config.pushPorts,
+      )
       const created = await createEnterprise(context.db, body.name.trim(), pushUrl, context.randomBytes)
       context.credentials.invalidate(created.enterpriseId)
       return reply.code(201).send(created)

@@ -2,6 +2,7 @@ import dns from 'node:dns'
 import { isIP, type LookupFunction } from 'node:net'
 import { InvalidParameterError } from '@earshot/protocol'
 import ipaddr from 'ipaddr.js'
+import { DEFAULT_PUSH_PORTS } from '../config/config.js'
 
 /** The `code` of the error `guardedLookup` calls back with when it refuses an address. */
 export const ADDRESS_REFUSED_CODE = 'EARSHOT_ADDRESS_REFUSED'
@@ -124,6 +125,14 @@ async function lookupAll(host: string): Promise<string[]> {
   return addresses.map((a) => a.address)
 }
 
+/** Whether a port is one of the ports and ranges (`1024-65535`) given, as config.ts validated them. */
+function portAllowed(port: number, ports: readonly string[]): boolean {
+  return ports.some((allowed) => {
+    const [from = '', to = from] = allowed.split('-')
+    return port >= Number(from) && port <= Number(to)
+  })
+}
+
 /**
  * Validates a push URL set through the admin API and returns it normalised, or null for none.
  * A host name is resolved now too; `guardedLookup` checks again when connecting.
@@ -132,6 +141,7 @@ export async function checkPushUrl(
   value: unknown,
   allowPrivate: boolean,
   lookup: (host: string) => Promise<string[]> = lookupAll,
+  ports: readonly string[] = DEFAULT_PUSH_PORTS,
 ): Promise<string | null> {
   if (value === undefined || value === null) return null
   const refuse = (rule: string) => new InvalidParameterError('pushUrl', rule)
@@ -144,6 +154,10 @@ export async function checkPushUrl(
     throw refuse('must be an absolute http:// or https:// URL, or null')
   }
   if (url.username || url.password) throw refuse('must not contain credentials')
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
+  if (!portAllowed(port, ports)) {
+    throw refuse(`must name a port pushes may use (EARSHOT_PUSH_PORTS: ${ports.join(',')}), not ${port}`)
+  }
 
   const host = bareHost(url)
   const literal = hostLiteralRefusal(url, allowPrivate)

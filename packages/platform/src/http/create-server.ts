@@ -16,6 +16,7 @@ import { ConnectionGuard } from './connection-guard.js'
 import { installErrorHandling, markTimedOut, noteRefusal, refusalOf } from './error-handler.js'
 import { requireUncompressedUtf8 } from './json-body.js'
 import { loggedPath, redactSecrets } from './log-redaction.js'
+import { watchWrites } from './write-watchdog.js'
 
 /** Shared by both listeners: set when shutdown starts so new requests are refused with 5030. */
 export interface Lifecycle {
@@ -46,7 +47,8 @@ export interface ListenerLimits {
  * request must arrive within their timeouts (else 4080), an idle keep-alive connection closes, and
  * connections are capped in total and per client (connection-guard.ts). Every answer is in the
  * catalogue's shape, those to requests that are not HTTP or that time out too, and a compressed body
- * or a charset other than UTF-8 is refused (4150) before it is read. Each request is logged once, when
+ * or a charset other than UTF-8 is refused (4150) before it is read. An answer its reader stops taking
+ * is cut after EARSHOT_WRITE_TIMEOUT (write-watchdog.ts). Each request is logged once, when
  * it is answered (RequestLog).
  */
 export function createServer(context: PlatformContext, limits: ListenerLimits): FastifyInstance {
@@ -82,6 +84,17 @@ export function createServer(context: PlatformContext, limits: ListenerLimits): 
     total: config.maxConnections,
     perClient: config.maxConnectionsPerClient,
   })
+  watchWrites(
+    app.server,
+    { timeoutMs: config.writeTimeoutSeconds * 1000, minBytesPerSecond: config.minSendRateBytes },
+    (response) => {
+      const log = requestOf.get(response)?.log ?? app.log
+      log.info(
+        { remoteAddress: response.socket?.remoteAddress },
+        'reader too slow (EARSHOT_WRITE_TIMEOUT, EARSHOT_MIN_SEND_RATE): connection closed',
+      )
+    },
+  )
   answerWhatNodeWould(app)
   // Hooks that do not wait take Fastify's callback, which spares every request a promise.
   app.addHook('onRequest', (request, reply, done) => {

@@ -4,6 +4,7 @@ import Type from 'typebox'
 import type { PartnerEnv } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
+import { InFlight } from '../http/in-flight.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { type ByteRange, rangeOf } from './byte-range.js'
 import type { MediaGrant } from './media-links.js'
@@ -34,10 +35,16 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
     '304': { description: 'Not modified (If-None-Match)' },
     '416': { description: 'The range is past the end of the file' },
   },
-  refusals: [ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND, ResponseCode.URI_TOO_LONG],
+  refusals: [
+    ResponseCode.FORBIDDEN,
+    ResponseCode.NOT_FOUND,
+    ResponseCode.URI_TOO_LONG,
+    ResponseCode.RATE_LIMITED,
+  ],
   handle: ({ context }) => {
     const lookUp = storedAudioLookUp(context)
     const allowed = new Set(context.config.mediaAudioTypes)
+    const downloads = new InFlight(DOWNLOAD_RETRY_AFTER_SECONDS)
     return async function fetchAudio(request, reply) {
       // Never rendered as a page, whatever a browser would make of the bytes; refusals included.
       reply.headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' })
@@ -62,9 +69,32 @@ export const mediaRoute: RouteSpec<PartnerEnv> = {
       if (range === 'unsatisfiable') {
         return reply.code(416).header('content-range', `bytes */${size}`).send()
       }
-      return sendBytes(context, request, reply, { key: row.store_key, size, range })
+      const file = { key: row.store_key, size, range }
+      return sendBytes(context, request, reply, file, () => downloadSlot(context, downloads, link, grant))
     }
   },
+}
+
+/** A download's slot frees when its reader finishes or is cut (EARSHOT_WRITE_TIMEOUT): soon, or not for long. */
+const DOWNLOAD_RETRY_AFTER_SECONDS = 5
+
+/** Counts a download under its link and its enterprise until its answer closes; 4290 past either cap. */
+function downloadSlot(context: PlatformContext, downloads: InFlight, link: string, grant: MediaGrant) {
+  const { mediaDownloadsPerLink, mediaDownloadsPerEnterprise } = context.config
+  return downloads.take([
+    {
+      key: `link ${link}`,
+      max: mediaDownloadsPerLink,
+      refusal: (max) =>
+        `this media link has ${max} downloads in progress, the most it may have at once (EARSHOT_MEDIA_DOWNLOADS_PER_LINK): retry after Retry-After seconds`,
+    },
+    {
+      key: `enterprise ${grant.enterpriseId}`,
+      max: mediaDownloadsPerEnterprise,
+      refusal: (max) =>
+        `the enterprise has ${max} downloads in progress, the most it may have at once (EARSHOT_MEDIA_DOWNLOADS_PER_ENTERPRISE): retry after Retry-After seconds`,
+    },
+  ])
 }
 
 /** How long a recording's stored audio, as looked up, answers its links: a replacement, deletion or disable shows within this. */
@@ -139,12 +169,18 @@ async function sendBytes(
   request: FastifyRequest,
   reply: FastifyReply,
   file: { key: string; size: number; range: ByteRange | undefined },
+  takeSlot: () => () => void,
 ) {
   const { key, size, range } = file
   const length = range ? range.end - range.start + 1 : size
+  if (request.method === 'HEAD' || length === 0) {
+    reply.header('content-length', String(length))
+    if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`)
+    return reply.send()
+  }
+  reply.raw.once('close', takeSlot())
   reply.header('content-length', String(length))
   if (range) reply.code(206).header('content-range', `bytes ${range.start}-${range.end}/${size}`)
-  if (request.method === 'HEAD' || length === 0) return reply.send()
   const bytes = await context.media.store.read(key, range)
   // Removed between the look-up and the read: its audio was replaced or the recording deleted.
   if (!bytes) throw gone()

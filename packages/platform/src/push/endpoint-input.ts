@@ -84,9 +84,12 @@ export const EndpointParams = Type.Object({
 })
 
 /** The URL as stored (normalized), once the address policy allows it; its refusals name the field `url`. */
-export async function endpointUrl(url: string, allowPrivate: boolean): Promise<string> {
+export async function endpointUrl(
+  url: string,
+  policy: { pushAllowPrivate: boolean; pushPorts: readonly string[] },
+): Promise<string> {
   try {
-    return (await checkPushUrl(url, allowPrivate)) as string
+    return (await checkPushUrl(url, policy.pushAllowPrivate, undefined, policy.pushPorts)) as string
   } catch (error) {
     if (!(error instanceof InvalidParameterError)) throw error
     throw new InvalidParameterError('url', error.message.replace(/^pushUrl: /, ''))

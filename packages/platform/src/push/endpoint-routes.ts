@@ -2,7 +2,11 @@ import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
+import {
+  EnterpriseParams,
+  existingEnterpriseId,
+  requireEnabledEnterprise,
+} from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
@@ -64,13 +68,14 @@ const addEndpointRoute: RouteSpec<PlatformContext> = {
   params: EnterpriseParams,
   body: { json: NewEndpointSchema },
   answer: { status: 201, description: 'Added', payload: { json: EndpointSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
+  refusals: [...WITH_BODY, ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
   handle: (context) =>
     async function add(request, reply) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const body = NewEndpoint.parse(jsonObject(request.body))
+      await requireEnabledEnterprise(context.db, enterpriseId)
       const added = await addEndpoint(context.db, enterpriseId, {
-        url: await endpointUrl(body.url, context.config.pushAllowPrivate),
+        url: await endpointUrl(body.url, context.config),
         eventTypes: body.eventTypes ?? ALL_EVENT_TYPES,
         description: body.description ?? '',
         enabled: body.enabled ?? true,
@@ -126,7 +131,7 @@ const updateEndpointRoute: RouteSpec<PlatformContext> = {
         endpointId,
         {
           ...changes,
-          ...(url !== undefined && { url: await endpointUrl(url, context.config.pushAllowPrivate) }),
+          ...(url !== undefined && { url: await endpointUrl(url, context.config) }),
         },
         { discardHeld: discardHeld ?? false },
       )

@@ -56,7 +56,12 @@ const setPushUrlRoute: RouteSpec<PlatformContext> = {
     async function setPushUrlHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
-      const checked = await checkPushUrl(pushUrl, context.config.pushAllowPrivate)
+      const checked = await checkPushUrl(
+        pushUrl,
+        context.config.pushAllowPrivate,
+        undefined,
+        context.config.pushPorts,
+      )
       // Its open deliveries go to the new URL (resumed if they were held), unless that one is disabled too.
       const replaced = await replaceWithPushUrl(context.db, enterpriseId, checked)
       if (!replaced) throw noSuchEnterprise(enterpriseId)

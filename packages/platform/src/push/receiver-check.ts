@@ -63,6 +63,8 @@ interface CheckRun {
   keyVersion: number
   audioIds: Record<PushName, string>
   sender: PushSender
+  /** Aborted when the check's caller goes away: its pushes and its wait for callbacks stop. */
+  signal: AbortSignal
 }
 
 type Outcomes = Record<
@@ -84,6 +86,7 @@ export async function checkReceiver(
   enterpriseId: number,
   url: string,
   callbackWithinMs: number,
+  signal: AbortSignal,
 ): Promise<ReceiverCheckReport> {
   const key = await currentKey(context.db, enterpriseId)
   if (!key) throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
@@ -98,7 +101,7 @@ export async function checkReceiver(
     allowPrivate: context.config.pushAllowPrivate,
     connectionsPerOrigin: 1,
   })
-  const run: CheckRun = { context, url, key: loadKey(secret), keyVersion, audioIds, sender }
+  const run: CheckRun = { context, url, key: loadKey(secret), keyVersion, audioIds, sender, signal }
   try {
     const outcomes = await pushSeries(run)
     const callbacks = await awaitCallbacks(run, outcomes, callbackWithinMs)
@@ -144,7 +147,10 @@ async function pushSeries(run: CheckRun): Promise<Outcomes> {
 /** One push of the series; an acknowledged one is marked answered for its callback. */
 async function push(run: CheckRun, name: PushName, body: string): Promise<SendOutcome> {
   const eventId = (JSON.parse(body) as { eventId: string }).eventId
-  const outcome = await run.sender.send({ url: run.url, eventId, body, headers: { [CHECK_HEADER]: '1' } })
+  run.signal.throwIfAborted()
+  const headers = { [CHECK_HEADER]: '1' }
+  const outcome = await run.sender.send({ url: run.url, eventId, body, headers, signal: run.signal })
+  run.signal.throwIfAborted()
   if (outcome.acked) await markAnswered(run.context.db, run.audioIds[name] as string)
   return outcome
 }
@@ -207,7 +213,7 @@ async function awaitCallbacks(
     const callbacks = await checkCallbacks(run.context.db, all)
     const done = awaited.every((audioId) => callbacks.get(audioId)?.calledBack)
     if (done || performance.now() >= deadline) return callbacks
-    await delay(100)
+    await delay(100, undefined, { signal: run.signal })
   }
 }
 
