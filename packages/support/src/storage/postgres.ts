@@ -33,40 +33,50 @@ export async function openPostgres({ connectionString, max = 20 }: PostgresOptio
     }
     return name
   }
+  /**
+   * Runs `use` on a client of its own. A connection lost between two of its statements is an 'error' event
+   * on the client, which unheard would end the process: it is heard here, the next statement fails, and the
+   * connection is closed rather than pooled again (so is any connection of a failed use, when closeOnFailure).
+   */
+  const checkedOut = async <T>(use: (client: pg.PoolClient) => Promise<T>, closeOnFailure: boolean) => {
+    const client = await pool.connect()
+    let lost = false
+    let failed = false
+    const onError = () => {
+      lost = true
+    }
+    client.on('error', onError)
+    try {
+      return await use(client)
+    } catch (error) {
+      failed = true
+      throw error
+    } finally {
+      client.off('error', onError)
+      client.release(lost || (closeOnFailure && failed))
+    }
+  }
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) =>
     (await client.query({ name: nameOf(sql), text: sql, values: params as unknown[] })).rows as Row[]
 
   return {
     kind: 'postgres',
     query: (sql, params) => run(pool, sql, params),
-    async transaction(fn) {
-      const client = await pool.connect()
-      const tx: Queryable = { query: (sql, params) => run(client, sql, params) }
-      try {
-        await client.query('BEGIN')
-        const result = await fn(tx)
-        await client.query('COMMIT')
-        return result
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw error
-      } finally {
-        client.release()
-      }
-    },
-    async session(fn) {
-      const client = await pool.connect()
-      let failed = false
-      try {
-        return await fn({ query: (sql, params) => run(client, sql, params) })
-      } catch (error) {
-        failed = true
-        throw error
-      } finally {
-        // A failed session's connection is closed, with whatever temporary tables it left.
-        client.release(failed)
-      }
-    },
+    transaction: (fn) =>
+      checkedOut(async (client) => {
+        const tx: Queryable = { query: (sql, params) => run(client, sql, params) }
+        try {
+          await client.query('BEGIN')
+          const result = await fn(tx)
+          await client.query('COMMIT')
+          return result
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => {})
+          throw error
+        }
+      }, false),
+    // A failed session's connection is closed, with whatever temporary tables it left.
+    session: (fn) => checkedOut((client) => fn({ query: (sql, params) => run(client, sql, params) }), true),
     listen: (channel, onNotify) => listenOn(pg, connectionString, channel, onNotify),
     close: () => pool.end(),
   }
