@@ -235,7 +235,7 @@ for (const backend of testBackends) {
       await upload.getByRole('button', { name: 'Upload' }).click()
       await upload
         .getByRole('alert')
-        .filter({ hasText: 'send the audio as its bytes with Content-Type audio/' })
+        .filter({ hasText: 'Content-Type must be audio/<subtype>, one of audio/wav' })
         .waitFor()
       assert.match((await upload.getByRole('alert').textContent()) ?? '', /\(\d+, HTTP 415\)/)
       await expectRefusalLogged(415, `/admin/v1/enterprises/${enterpriseId}/recordings/demo-0300/audio`)
