@@ -7,23 +7,22 @@ file, so a process started on it after a crash or a kill sends what an earlier o
 never lost. A deletion's acknowledgement alone confirms it: it gets no callback.
 
 Callback states: held -> pending -> in_flight -> confirmed (or failed, for a refusal no retry can
-change); in_flight goes back to pending for a retry.
+change); in_flight goes back to pending for a retry. This module runs the outbox (its threads, claims
+and retries); the schema and its statements are in store.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import queue
 import random
-import socket
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
 from typing import Callable, Iterator, Optional, Sequence
 
+from . import store
 from .errors import (
     INVALID_PARAMETER,
     INVALID_REQUEST,
@@ -32,8 +31,17 @@ from .errors import (
     UNSUPPORTED_MEDIA_TYPE,
     EarshotError,
 )
-
-NEW, DUPLICATE, REPLAYED = "new", "duplicate", "replayed"
+# Storage names, importable from here as before the split (store.py holds them).
+from .store import (  # noqa: F401
+    _OPEN_STATES,
+    _SCHEMA,
+    DUPLICATE,
+    NEW,
+    REPLAYED,
+    _Claim,
+    _claimant,
+    _is_dead,
+)
 
 #: Seconds after the 1st, 2nd, ... failed attempt; the last repeats for ever. Each gets +-10% jitter.
 DEFAULT_RETRY_SCHEDULE = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 60.0)
@@ -43,63 +51,7 @@ PERMANENT_REFUSALS = frozenset({INVALID_REQUEST, INVALID_PARAMETER, NOT_FOUND, P
 
 logger = logging.getLogger("earshot_partner.outbox")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS earshot_seen_nonces (
-  key_version INTEGER NOT NULL,
-  nonce TEXT NOT NULL,
-  expires_at REAL NOT NULL,
-  PRIMARY KEY (key_version, nonce)
-) WITHOUT ROWID;
--- One row per eventId ever received: repeated pushes of it are not handed over again.
-CREATE TABLE IF NOT EXISTS earshot_received_events (
-  event_id TEXT PRIMARY KEY,
-  audio_id TEXT NOT NULL,
-  event_type TEXT NOT NULL,
-  received_at REAL NOT NULL
-);
--- One receipt callback per acknowledged push of a recording. due_at: when a held or pending callback
--- may be sent, or when an in_flight claim's lease ends; NULL once confirmed or failed.
-CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
-  callback_id INTEGER PRIMARY KEY AUTOINCREMENT,
-  event_id TEXT NOT NULL,
-  audio_id TEXT NOT NULL,
-  created_at REAL NOT NULL,
-  state TEXT NOT NULL CHECK (state IN ('held', 'pending', 'in_flight', 'confirmed', 'failed')),
-  due_at REAL,
-  claimed_by TEXT,
-  claim_no INTEGER NOT NULL DEFAULT 0,
-  failures INTEGER NOT NULL DEFAULT 0,
-  attempts INTEGER NOT NULL DEFAULT 0,
-  last_error TEXT,
-  done_at REAL,
-  CHECK ((state IN ('confirmed', 'failed')) = (due_at IS NULL))
-);
-CREATE INDEX IF NOT EXISTS earshot_receipt_callbacks_due
-  ON earshot_receipt_callbacks (due_at) WHERE due_at IS NOT NULL;
-"""
-
-_OPEN_STATES = "('held', 'pending', 'in_flight')"
 _PRUNE_EVERY_SECONDS = 600.0
-
-# One identity per process, so that a process that took over the pid of a dead one (a container's
-# pid 1) can still tell the dead one's claims from its own.
-_process_token = (os.getpid(), os.urandom(6).hex())
-
-
-def _claimant() -> str:
-    global _process_token
-    if _process_token[0] != os.getpid():  # forked
-        _process_token = (os.getpid(), os.urandom(6).hex())
-    return f"{socket.gethostname()}/{_process_token[0]}/{_process_token[1]}"
-
-
-@dataclass(frozen=True)
-class _Claim:
-    callback_id: int
-    event_id: str
-    audio_id: str
-    claim_no: int
-    failures: int
 
 
 class Outbox:
@@ -159,53 +111,26 @@ class Outbox:
         DUPLICATE when the event was received before."""
         now = self._clock()
         with self._transaction() as db:
-            row = db.execute(
-                "SELECT expires_at FROM earshot_seen_nonces WHERE key_version = ? AND nonce = ?",
-                (key_version, nonce),
-            ).fetchone()
-            if row is not None and row[0] > now:
-                return REPLAYED
-            db.execute(
-                "INSERT OR REPLACE INTO earshot_seen_nonces (key_version, nonce, expires_at) VALUES (?, ?, ?)",
-                (key_version, nonce, now + self._replay_window),
-            )
-            known = db.execute("SELECT 1 FROM earshot_received_events WHERE event_id = ?", (event_id,))
-            return DUPLICATE if known.fetchone() else NEW
+            return store.admit(db, key_version, nonce, event_id, now, self._replay_window)
 
     def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True) -> Optional[int]:
         """Records the event (once) and, with ``callback``, a receipt callback held until release(),
         in one transaction. Returns the callback's id."""
         now = self._clock()
         with self._transaction() as db:
-            db.execute(
-                "INSERT OR IGNORE INTO earshot_received_events (event_id, audio_id, event_type, received_at)"
-                " VALUES (?, ?, ?, ?)",
-                (event_id, audio_id, event_type, now),
-            )
-            if not callback:
-                return None
-            cursor = db.execute(
-                "INSERT INTO earshot_receipt_callbacks (event_id, audio_id, created_at, state, due_at, claimed_by)"
-                " VALUES (?, ?, ?, 'held', ?, ?)",
-                (event_id, audio_id, now, now + self._answer_grace, self._claimant),
-            )
-            return cursor.lastrowid
+            return store.record(db, event_id, audio_id, event_type, now, callback=callback,
+                                answer_grace=self._answer_grace, claimant=self._claimant)
 
     def is_received(self, event_id: str) -> bool:
         with self._transaction(write=False) as db:
-            found = db.execute("SELECT 1 FROM earshot_received_events WHERE event_id = ?", (event_id,))
-            return found.fetchone() is not None
+            return store.is_received(db, event_id)
 
     def release(self, callback_id: int) -> None:
         """The answer of the push whose callback this is went out: it may be sent now."""
         if self._closed:
             return
         with self._transaction() as db:
-            db.execute(
-                "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
-                " WHERE callback_id = ? AND state = 'held'",
-                (self._clock(), callback_id),
-            )
+            store.release(db, callback_id, self._clock())
         self.wake()
 
     def wake(self) -> None:
@@ -215,14 +140,7 @@ class Outbox:
     def callbacks(self, state: Optional[str] = None, audio_id: Optional[str] = None) -> list[dict]:
         """The callbacks as stored, oldest first, for operators and tests."""
         with self._transaction(write=False) as db:
-            rows = db.execute(
-                "SELECT callback_id, event_id, audio_id, state, attempts, failures, last_error,"
-                "       created_at, done_at, due_at"
-                "  FROM earshot_receipt_callbacks"
-                " WHERE (? IS NULL OR state = ?) AND (? IS NULL OR audio_id = ?)"
-                " ORDER BY callback_id",
-                (state, state, audio_id, audio_id),
-            ).fetchall()
+            rows = store.callbacks(db, state, audio_id)
         names = ("callbackId", "eventId", "audioId", "state", "attempts", "failures", "lastError",
                  "createdAt", "doneAt", "dueAt")
         return [dict(zip(names, row)) for row in rows]
@@ -255,11 +173,7 @@ class Outbox:
             self._closed = True
             with contextlib.suppress(sqlite3.Error):
                 # Claims of attempts cut off: due at once for whoever opens the file next.
-                self._db.execute(
-                    "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
-                    " WHERE state = 'in_flight' AND claimed_by = ?",
-                    (self._clock(), self._claimant),
-                )
+                store.unclaim_own(self._db, self._clock(), self._claimant)
             self._db.close()
 
     def __enter__(self) -> "Outbox":
@@ -287,27 +201,13 @@ class Outbox:
 
     def _setup(self) -> None:
         with self._db_lock:
-            self._db.execute("PRAGMA journal_mode = WAL")
-            # FULL: a transaction that returned survives a power cut, not only a crash.
-            self._db.execute("PRAGMA synchronous = FULL")
-            self._db.executescript(_SCHEMA)
+            store.setup(self._db)
         self._take_over_dead_claims()
 
     def _take_over_dead_claims(self) -> None:
         """Callbacks held or claimed by a process of this machine that is gone are due now."""
-        host = socket.gethostname()
         with self._transaction() as db:
-            claimants = db.execute(
-                f"SELECT DISTINCT claimed_by FROM earshot_receipt_callbacks"
-                f" WHERE state IN {_OPEN_STATES} AND claimed_by IS NOT NULL"
-            ).fetchall()
-            for (claimant,) in claimants:
-                if _is_dead(claimant, host):
-                    db.execute(
-                        "UPDATE earshot_receipt_callbacks SET state = 'pending', due_at = ?, claimed_by = NULL"
-                        " WHERE claimed_by = ? AND state IN ('held', 'in_flight')",
-                        (self._clock(), claimant),
-                    )
+            store.take_over_dead_claims(db, self._clock)
 
     def _dispatch(self) -> None:
         while not self._stopping.is_set():
@@ -330,20 +230,7 @@ class Outbox:
             return self._poll_interval  # a finishing attempt wakes the dispatcher
         now = self._clock()
         with self._transaction() as db:
-            rows = db.execute(
-                f"SELECT callback_id, event_id, audio_id, claim_no, failures FROM earshot_receipt_callbacks"
-                f" WHERE state IN {_OPEN_STATES} AND due_at <= ? ORDER BY due_at LIMIT ?",
-                (now, free),
-            ).fetchall()
-            for row in rows:
-                db.execute(
-                    "UPDATE earshot_receipt_callbacks SET state = 'in_flight', claim_no = claim_no + 1,"
-                    " claimed_by = ?, due_at = ? WHERE callback_id = ?",
-                    (self._claimant, now + self._lease, row[0]),
-                )
-            next_due = db.execute(
-                f"SELECT min(due_at) FROM earshot_receipt_callbacks WHERE state IN {_OPEN_STATES}"
-            ).fetchone()[0]
+            rows, next_due = store.claim_due(db, now, free, self._claimant, self._lease)
         for callback_id, event_id, audio_id, claim_no, failures in rows:
             with self._busy_lock:
                 self._busy += 1
@@ -401,15 +288,7 @@ class Outbox:
     ) -> None:
         """The attempt's result, under its claim only (a claim whose lease ended and was taken over moves
         nothing)."""
-        retry = outcome == "retry"
-        db.execute(
-            "UPDATE earshot_receipt_callbacks SET state = ?, due_at = ?, claimed_by = NULL, failures = ?,"
-            " attempts = attempts + 1, last_error = ?, done_at = ?"
-            " WHERE callback_id = ? AND state = 'in_flight' AND claimed_by = ? AND claim_no = ?",
-            ("pending" if retry else outcome, now + delay if retry else None,
-             claim.failures + 1 if retry else 0, error, None if retry else now,
-             claim.callback_id, self._claimant, claim.claim_no),
-        )
+        store.store_outcome(db, claim, outcome, error, now, delay, self._claimant)
 
     def _retry_delay(self, failures: int) -> float:
         base = self._schedule[min(failures, len(self._schedule) - 1)]
@@ -421,23 +300,4 @@ class Outbox:
             return
         self._pruned_at = now
         with self._transaction() as db:
-            db.execute("DELETE FROM earshot_seen_nonces WHERE expires_at <= ?", (now,))
-
-
-def _is_dead(claimant: str, host: str) -> bool:
-    """Whether a claimant (host/pid/token) is a process of this machine that no longer runs."""
-    parts = claimant.split("/")
-    if os.name != "posix":
-        return False  # no way to ask without signalling it: the lease will tell
-    if len(parts) != 3 or parts[0] != host or not parts[1].isdigit():
-        return False  # another machine's, or unknown: its lease will tell
-    pid = int(parts[1])
-    if pid == os.getpid():
-        return parts[2] != _process_token[1]
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # it exists, under another user
-    return False
+            store.prune_nonces(db, now)

@@ -3,17 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import {
   AccessToken,
   CallbackPlaintext,
-  ChangePage as ChangePageMessage,
   ChangesRequest as ChangesRequestMessage,
   type EnvelopeKey,
   isJsonObject,
-  isTranscriptData,
   type JsonObject,
   loadKey,
   open,
-  parseTranscriptSentences,
   RecordingFilter,
-  RecordingList,
   seal,
 } from '@earshot/protocol'
 import pRetry from 'p-retry'
@@ -26,14 +22,7 @@ import type {
   EarshotClientOptions,
   RequestOptions,
 } from './client-types.js'
-import {
-  EarshotApiError,
-  EarshotConfigError,
-  EarshotError,
-  EarshotNetworkError,
-  EarshotResponseError,
-  EarshotTimeoutError,
-} from './errors.js'
+import { EarshotApiError, EarshotConfigError, EarshotResponseError } from './errors.js'
 import {
   checkBaseUrl,
   checkFilter,
@@ -43,7 +32,9 @@ import {
   checkTimeout,
   withoutUndefined,
 } from './options-check.js'
-import { describe, isRetryable, isTokenRefusal, readReply, type Success, untilAborted } from './reply.js'
+import { audioPageOf, changePageOf } from './pages.js'
+import { postAttempt } from './post-attempt.js'
+import { isRetryable, isTokenRefusal, type Success, untilAborted } from './reply.js'
 
 export type { DownloadAudioOptions, DownloadedAudio, DownloadProgress } from './audio-download.js'
 export type {
@@ -160,27 +151,7 @@ export class EarshotClient {
     const plaintext = checkMessage(ChangesRequestMessage, withoutUndefined(request))
     const eventId = randomUUID()
     const reply = await this.#authorized(CHANGES_PATH, eventId, plaintext, options)
-    const opened = this.#openData(reply, eventId, 'change feed')
-    try {
-      const page = ChangePageMessage.parse(opened)
-      return {
-        specVersion: page.specVersion,
-        items: page.items.map((item) =>
-          item.data && isTranscriptData(item.data)
-            ? { ...item, sentences: parseTranscriptSentences(item.data.transcriptSentences) }
-            : item,
-        ),
-        nextCursor: page.nextCursor,
-        hasMore: page.hasMore,
-        lagSeconds: page.lagSeconds ?? 0,
-      }
-    } catch (error) {
-      throw new EarshotResponseError(
-        `the change feed response data is not a change feed page: ${(error as Error).message}`,
-        reply.httpStatus,
-        { cause: error },
-      )
-    }
+    return changePageOf(this.#openData(reply, eventId, 'change feed'), reply.httpStatus)
   }
 
   /**
@@ -319,47 +290,14 @@ export class EarshotClient {
   }
 
   /** One HTTP attempt: the body is built (so sealed) anew for every attempt. */
-  async #post(
-    path: string,
-    body: () => object,
-    token: string | undefined,
-    options: RequestOptions,
-  ): Promise<Success> {
-    const { signal } = options
-    signal?.throwIfAborted()
-    const timeoutMs = options.timeoutMs ?? this.#timeoutMs
-    const controller = new AbortController()
-    let timedOut = false
-    const timer = setTimeout(() => {
-      timedOut = true
-      controller.abort()
-    }, timeoutMs)
-    const onAbort = () => controller.abort(signal?.reason)
-    signal?.addEventListener('abort', onAbort, { once: true })
-    const fetchImpl = this.#fetch
-    try {
-      const response = await fetchImpl(`${this.baseUrl}${path}`, {
-        method: 'POST',
-        headers: {
-          accept: 'application/json',
-          'content-type': 'application/json',
-          ...(token && { authorization: `Bearer ${token}` }),
-        },
-        body: JSON.stringify(body()),
-        signal: controller.signal,
-      })
-      return readReply(response.status, response.headers, await response.text())
-    } catch (error) {
-      if (signal?.aborted) throw signal.reason
-      if (timedOut) throw new EarshotTimeoutError(timeoutMs, { cause: error })
-      if (error instanceof EarshotError) throw error
-      throw new EarshotNetworkError(`cannot reach the platform at ${this.baseUrl}: ${describe(error)}`, {
-        cause: error,
-      })
-    } finally {
-      clearTimeout(timer)
-      signal?.removeEventListener('abort', onAbort)
-    }
+  #post(path: string, body: () => object, token: string | undefined, options: RequestOptions) {
+    return postAttempt(
+      { baseUrl: this.baseUrl, fetch: this.#fetch, timeoutMs: this.#timeoutMs },
+      path,
+      body,
+      token,
+      options,
+    )
   }
 
   /** The response data opened: sealed with our key, answering this very request. */
@@ -379,26 +317,6 @@ export class EarshotClient {
   }
 
   #openList(reply: Success, eventId: string): AudioPage {
-    const plaintext = this.#openData(reply, eventId, 'query')
-    try {
-      const list = RecordingList.parse(plaintext)
-      return {
-        specVersion: list.specVersion,
-        page: list.page,
-        size: list.size,
-        total: list.total,
-        items: list.items.map(({ audioId, data }) =>
-          isTranscriptData(data)
-            ? { audioId, data, sentences: parseTranscriptSentences(data.transcriptSentences) }
-            : { audioId, data },
-        ),
-      }
-    } catch (error) {
-      throw new EarshotResponseError(
-        `the query response data is not a page of recordings {specVersion, page, size, total, items}: ${(error as Error).message}`,
-        reply.httpStatus,
-        { cause: error },
-      )
-    }
+    return audioPageOf(this.#openData(reply, eventId, 'query'), reply.httpStatus)
   }
 }

@@ -1,0 +1,162 @@
+package earshot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// QueryAudios returns one page of the recordings matching the filter, newest first. The filter is
+// checked before anything is sent (a refusal is an *Error with code 4001).
+func (c *Client) QueryAudios(ctx context.Context, filter Filter) (*AudioPage, error) {
+	plaintext, err := filterPlaintext(filter)
+	if err != nil {
+		return nil, err
+	}
+	page := &AudioPage{}
+	if err := c.sealedCall(ctx, audiosPath, plaintext, page); err != nil {
+		return nil, err
+	}
+	if page.SpecVersion != SpecVersion || page.Page < 1 || page.Size < 1 {
+		return nil, &ResponseError{HTTPStatus: 200, Msg: "the query answer is not a page of recordings"}
+	}
+	return page, nil
+}
+
+// EachAudioPage calls fn with every page of the recordings matching the filter, from filter.Page
+// on, until all of them were seen. An error from fn stops it and is returned.
+func (c *Client) EachAudioPage(ctx context.Context, filter Filter, fn func(*AudioPage) error) error {
+	if filter.Page == 0 {
+		filter.Page = 1
+	}
+	for {
+		page, err := c.QueryAudios(ctx, filter)
+		if err != nil {
+			return err
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		if len(page.Items) == 0 || page.Page*page.Size >= page.Total {
+			return nil
+		}
+		filter.Page = page.Page + 1
+	}
+}
+
+// Changes returns one page of the change feed after cursor ("" for the first change), at most size
+// changes (0: 100).
+func (c *Client) Changes(ctx context.Context, cursor string, size int) (*ChangePage, error) {
+	plaintext := map[string]interface{}{}
+	if cursor != "" {
+		plaintext["cursor"] = cursor
+	}
+	if size < 0 || size > MaxPageSize {
+		return nil, localRefusal("size", "must be an integer from 1 to 100")
+	} else if size > 0 {
+		plaintext["size"] = size
+	}
+	page := &ChangePage{}
+	if err := c.sealedCall(ctx, changesPath, plaintext, page); err != nil {
+		return nil, err
+	}
+	if page.SpecVersion != SpecVersion || page.NextCursor == "" {
+		return nil, &ResponseError{HTTPStatus: 200, Msg: "the change feed answer is not a page of changes"}
+	}
+	return page, nil
+}
+
+// EachChangePage calls fn with every page of the change feed from cursor, following NextCursor
+// until HasMore is false: the last page's NextCursor is where later changes will start. Apply a page
+// and store its NextCursor in one transaction. An error from fn stops it and is returned.
+func (c *Client) EachChangePage(ctx context.Context, cursor string, size int, fn func(*ChangePage) error) error {
+	for {
+		page, err := c.Changes(ctx, cursor, size)
+		if err != nil {
+			return err
+		}
+		if err := fn(page); err != nil {
+			return err
+		}
+		if !page.HasMore {
+			return nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// ConfirmReceipt is the receipt callback: it tells the platform the pushed recording audioID is
+// stored. Idempotent. The Receiver's outbox calls it for you, after each answer.
+func (c *Client) ConfirmReceipt(ctx context.Context, audioID string) error {
+	if audioID == "" || utf8.RuneCountInString(audioID) > 128 || strings.ContainsRune(audioID, 0) {
+		return localRefusal("audioId", "must be 1 to 128 characters, without U+0000")
+	}
+	_, err := c.authorized(ctx, callbackPath, newEventID(), map[string]string{"audioId": audioID})
+	return err
+}
+
+// sealedCall makes a bearer request whose answer data is an envelope, and decodes its plaintext.
+func (c *Client) sealedCall(ctx context.Context, path string, plaintext interface{}, into interface{}) error {
+	eventID := newEventID()
+	data, err := c.authorized(ctx, path, eventID, plaintext)
+	if err != nil {
+		return err
+	}
+	env, opened, err := c.key.Open(data)
+	if err != nil {
+		return &ResponseError{HTTPStatus: 200, Msg: "the answer's data cannot be opened: " + err.Error()}
+	}
+	if env.EventID != eventID || env.KeyVersion != c.keyVersion {
+		return &ResponseError{HTTPStatus: 200, Msg: "the answer's data answers another request (eventId or keyVersion)"}
+	}
+	if err := json.Unmarshal(opened, into); err != nil {
+		return &ResponseError{HTTPStatus: 200, Msg: "the answer's data cannot be read: " + err.Error()}
+	}
+	return nil
+}
+
+// seal seals the plaintext now, with issuedAt (seconds since the Unix epoch): replayed past the
+// platform's max age, the request is refused.
+func (c *Client) seal(eventID string, plaintext interface{}) (*Envelope, error) {
+	text, err := json.Marshal(plaintext)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPlaintext, err)
+	}
+	fields := map[string]json.RawMessage{}
+	if err := json.Unmarshal(text, &fields); err != nil {
+		return nil, fmt.Errorf("%w: the plaintext must be a JSON object", ErrInvalidPlaintext)
+	}
+	fields["issuedAt"] = json.RawMessage(strconv.FormatInt(c.now().Unix(), 10))
+	return c.key.Seal(c.keyVersion, eventID, fields)
+}
+
+// authorized sends a bearer request; refused with 4010 or 4011, it is sent once more with a new token.
+func (c *Client) authorized(ctx context.Context, path, eventID string, plaintext interface{}) (json.RawMessage, error) {
+	send := func(token string) (json.RawMessage, error) {
+		return c.withRetries(ctx, func(ctx context.Context) (json.RawMessage, error) {
+			env, err := c.seal(eventID, plaintext)
+			if err != nil {
+				return nil, err
+			}
+			return c.post(ctx, path, env, token)
+		})
+	}
+	token, err := c.Token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, err := send(token)
+	var apiErr *Error
+	if !errors.As(err, &apiErr) || (apiErr.Code != CodeUnauthorized && apiErr.Code != CodeTokenExpired) {
+		return data, err
+	}
+	c.dropToken(token)
+	if token, err = c.Token(ctx); err != nil {
+		return nil, err
+	}
+	return send(token)
+}
