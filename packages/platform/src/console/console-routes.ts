@@ -10,7 +10,7 @@ import {
   ReplayableQuerySchema,
   replayableRange,
 } from '../push/delivery-queries.js'
-import { countReplayable } from '../push/delivery-store.js'
+import { countReplayable } from '../push/delivery-replays.js'
 import { listDeliveries } from '../push/delivery-views.js'
 import { DeliveryLogSchema, ReplayableSchema } from '../push/push-answers.js'
 import { readOverview } from './overview.js'

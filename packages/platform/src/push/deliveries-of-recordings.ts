@@ -1,6 +1,7 @@
 import { PushEventType } from '@earshot/protocol'
 import type { RecordingEvents } from '../recordings/recording-events.js'
-import { cancelDeliveries, lockEndpointsOf, scheduleDeliveries } from './delivery-store.js'
+import { cancelDeliveries } from './delivery-cancellations.js'
+import { lockEndpointsOf, scheduleDeliveries } from './delivery-store.js'
 
 /**
  * The push side of what recordings announce: a delivery per event to the enterprise's push URL; a deletion

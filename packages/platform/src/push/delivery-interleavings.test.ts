@@ -6,7 +6,8 @@ import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@ea
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { migrate } from '../storage/migrations.js'
 import { deliveriesOfRecordings } from './deliveries-of-recordings.js'
-import { deliveryQueue, replayFailedSince, scheduleDeliveries } from './delivery-store.js'
+import { replayFailedSince } from './delivery-replays.js'
+import { deliveryQueue, scheduleDeliveries } from './delivery-store.js'
 import { removeEndpointIn, replaceWithPushUrl, updateEndpoint } from './endpoint-store.js'
 import { enablePushUrl } from './push-url-health.js'
 

@@ -10,6 +10,7 @@ import {
 import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { RouteSpec } from '../http/route-spec.js'
+import { cancelDelivery } from './delivery-cancellations.js'
 import {
   DeliveryListQuerySchema,
   deliveryListFilter,
@@ -18,7 +19,8 @@ import {
   UnreceiptedReplaySchema,
   unreceiptedReplay,
 } from './delivery-queries.js'
-import { cancelDelivery, REPLAYABLE_STATES, replayDeliveries } from './delivery-store.js'
+import { replayDeliveries } from './delivery-replays.js'
+import { REPLAYABLE_STATES } from './delivery-store.js'
 import { getDelivery, listDeliveries } from './delivery-views.js'
 import {
   CancelledDeliverySchema,

@@ -1,17 +1,10 @@
 import { PushEventType } from '@earshot/protocol'
-import { defineQueue, sqlList } from '@earshot/support/queue'
+import { defineQueue } from '@earshot/support/queue'
 import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
 import type { EventType, RecordingEvent } from '../recordings/recording-events.js'
 import type { Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import {
-  CANCELLABLE_STATES,
-  type DeliveryState,
-  deliveryMachine,
-  MAX_REPUSHES,
-  RANGE_REPLAYABLE_STATES,
-  REPLAYABLE_STATES,
-} from './delivery-states.js'
+import { type DeliveryState, deliveryMachine, MAX_REPUSHES } from './delivery-states.js'
 
 /*
  * Durable push deliveries. One row per event; `due_at` says when a dispatcher must next
@@ -147,7 +140,7 @@ export async function lockEndpointsOf(tx: Queryable, enterpriseId: number): Prom
 }
 
 /** Until when an attempt of an earlier delivery of the row's recording to its endpoint may be on the wire. */
-const WIRE_WAIT = (row: string) => `(SELECT max(w.wire_until) FROM deliveries w
+export const WIRE_WAIT = (row: string) => `(SELECT max(w.wire_until) FROM deliveries w
                                      WHERE w.audio_id = ${row}.audio_id AND w.endpoint_id = ${row}.endpoint_id
                                        AND w.delivery_id < ${row}.delivery_id)`
 
@@ -312,177 +305,6 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
     { state: 'acked', next: `CASE WHEN j.acks > ${MAX_REPUSHES} THEN 'unconfirmed' ELSE 'pending' END` },
   ],
 })
-
-const RANGE_SELECTION =
-  'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'
-
-/** The deliveries an enterprise's range replay would put back to pending now (a dry run of it). */
-export async function countReplayable(
-  db: Queryable,
-  selection: { enterpriseId: number; from: string; to: string },
-): Promise<number> {
-  const [row] = await db.query<{ replayable: number }>(
-    `SELECT count(*) AS replayable FROM deliveries
-      WHERE state IN (${sqlList(RANGE_REPLAYABLE_STATES)})
-        AND ${RANGE_SELECTION}`,
-    [selection.enterpriseId, selection.from, selection.to],
-  )
-  return row?.replayable ?? 0
-}
-
-/**
- * Puts failed or unconfirmed deliveries back to `pending`, due now, with a fresh retry schedule and
- * re-push allowance; returns how many. One delivery queued behind an earlier event of its recording may be
- * replayed too (pushed ahead of it, but not while an attempt of an earlier one cancelled in flight may still
- * be on the wire); a range replay leaves queued ones to their turn. Same eventId: the
- * partner dedups. Rows are locked in id order, as the push queue and receipts lock them.
- */
-export async function replayDeliveries(
-  db: Queryable,
-  selection: { deliveryId: number } | { enterpriseId: number; from: string; to: string },
-): Promise<number> {
-  const [row] = await db.query<{ replayed: number }>(
-    `WITH chosen AS (
-       SELECT delivery_id FROM deliveries
-        WHERE ${
-          'deliveryId' in selection
-            ? `state IN (${sqlList(REPLAYABLE_STATES)}) AND delivery_id = $1`
-            : `state IN (${sqlList(RANGE_REPLAYABLE_STATES)}) AND ${RANGE_SELECTION}`
-        }
-        ORDER BY delivery_id FOR NO KEY UPDATE),
-     replayed AS (
-       UPDATE deliveries d SET state = 'pending', failures = 0, acks = least(acks, 1),
-                               due_at = CASE WHEN d.state = 'queued' THEN greatest(now(), ${WIRE_WAIT('d')}) ELSE now() END
-         FROM chosen WHERE d.delivery_id = chosen.delivery_id
-       RETURNING 1)
-     SELECT count(*) AS replayed FROM replayed`,
-    'deliveryId' in selection
-      ? [selection.deliveryId]
-      : [selection.enterpriseId, selection.from, selection.to],
-  )
-  const replayed = row?.replayed ?? 0
-  if (replayed > 0) await deliveryQueue.notify(db)
-  return replayed
-}
-
-/** Deliveries put back per statement: on the embedded database each statement holds the one connection. */
-const RESUME_BATCH = 1000
-
-/**
- * Puts back to `pending`, in due order and a batch per statement, the deliveries the endpoints given held
- * while they or their push URL were disabled; those still paused stay held. Returns how many.
- */
-export async function resumeHeld(db: Queryable, endpointIds: readonly number[]): Promise<number> {
-  const groups = endpointIds.map(String)
-  let resumed = 0
-  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; resumed += batch) {
-    batch = await deliveryQueue.resume(db, groups, RESUME_BATCH)
-  }
-  return resumed
-}
-
-/**
- * Puts back to `pending`, due now with a fresh retry schedule and a batch per statement, the deliveries to
- * the endpoints given that went failed at or after sinceMs (epoch ms), as enabling their push URL does;
- * returns how many.
- */
-export async function replayFailedSince(
-  db: Queryable,
-  endpointIds: readonly number[],
-  sinceMs: number,
-): Promise<number> {
-  const replayed = await replayFailedSinceEach(
-    db,
-    endpointIds.map((endpointId) => ({ endpointId, sinceMs })),
-  )
-  return [...replayed.values()].reduce((sum, n) => sum + n, 0)
-}
-
-/**
- * replayFailedSince with a time for each endpoint, as push URLs recovering together replay theirs: in one
- * id order across them all (the lock order), not URL by URL. Returns how many for each endpoint.
- */
-export async function replayFailedSinceEach(
-  db: Queryable,
-  endpoints: readonly { endpointId: number; sinceMs: number }[],
-): Promise<Map<number, number>> {
-  const replayed = new Map<number, number>()
-  for (let batch = RESUME_BATCH; batch === RESUME_BATCH; ) {
-    const rows = await db.query<{ endpoint_id: number; replayed: number }>(
-      `WITH chosen AS (
-         SELECT d.delivery_id FROM deliveries d
-           JOIN unnest($1::int8[], $2::float8[]) AS s(endpoint_id, since_ms) ON s.endpoint_id = d.endpoint_id
-          WHERE d.state = 'failed' AND d.failed_at >= to_timestamp(s.since_ms / 1000)
-          ORDER BY d.delivery_id LIMIT $3 FOR NO KEY UPDATE OF d),
-       replayed AS (
-         UPDATE deliveries d SET state = 'pending', due_at = now(), failures = 0, acks = least(acks, 1)
-           FROM chosen WHERE d.delivery_id = chosen.delivery_id
-         RETURNING d.endpoint_id)
-       SELECT endpoint_id, count(*)::int AS replayed FROM replayed GROUP BY endpoint_id`,
-      [endpoints.map((e) => e.endpointId), endpoints.map((e) => e.sinceMs), RESUME_BATCH],
-    )
-    batch = 0
-    for (const row of rows) {
-      const endpointId = Number(row.endpoint_id)
-      replayed.set(endpointId, (replayed.get(endpointId) ?? 0) + Number(row.replayed))
-      batch += Number(row.replayed)
-    }
-  }
-  if (replayed.size > 0) await deliveryQueue.notify(db)
-  return replayed
-}
-
-/**
- * Cancels every delivery of a recording not yet confirmed, as its deletion does; returns how many. An
- * attempt in flight then moves nothing (its claim is no longer current), but it may still be on the wire
- * until its lease ends: what follows it to its endpoint waits for that (scheduleDeliveries).
- */
-export async function cancelDeliveries(tx: Queryable, audioId: string): Promise<number> {
-  return cancelWhere(tx, 'audio_id = $1', [audioId])
-}
-
-/** Cancels every delivery to an endpoint not yet confirmed, as its removal does; returns how many. */
-export async function cancelEndpointDeliveries(tx: Queryable, endpointId: number): Promise<number> {
-  return cancelWhere(tx, 'endpoint_id = $1', [endpointId])
-}
-
-/**
- * Cancels an endpoint's held deliveries and those queued behind them (enabling it with `--discard-held`);
- * returns how many. Call it in the transaction that locked the endpoint's row.
- */
-export async function discardHeldDeliveries(tx: Queryable, endpointId: number): Promise<number> {
-  return cancelWhere(
-    tx,
-    `endpoint_id = $1 AND (state = 'held' OR state = 'queued' AND EXISTS (
-       SELECT 1 FROM deliveries h WHERE h.group_key = $1::text AND h.state = 'held'
-                                    AND h.audio_id = deliveries.audio_id AND h.delivery_id < deliveries.delivery_id))`,
-    [endpointId],
-  )
-}
-
-/**
- * Cancels one delivery not yet confirmed, by an operator; true when it did. A delivery queued behind it then
- * goes when nothing else of its recording to its endpoint is open (sql/000020.sql).
- */
-export async function cancelDelivery(db: Queryable, deliveryId: number): Promise<boolean> {
-  return (await cancelWhere(db, 'delivery_id = $1', [deliveryId])) === 1
-}
-
-async function cancelWhere(tx: Queryable, selection: string, params: unknown[]): Promise<number> {
-  const [row] = await tx.query<{ cancelled: number }>(
-    `WITH chosen AS (
-       SELECT delivery_id FROM deliveries WHERE ${selection} AND state IN (${sqlList(CANCELLABLE_STATES)})
-        ORDER BY delivery_id FOR NO KEY UPDATE),
-     cancelled AS (
-       UPDATE deliveries d SET state = 'cancelled', due_at = NULL, claimed_by = NULL,
-                               wire_until = CASE WHEN d.state = 'in_flight' THEN d.due_at END
-         FROM chosen WHERE d.delivery_id = chosen.delivery_id
-       RETURNING 1)
-     SELECT count(*) AS cancelled FROM cancelled`,
-    params,
-  )
-  return row?.cancelled ?? 0
-}
 
 /**
  * The states metrics count on every scrape: those still moving (the due index) and those waiting for an

@@ -1,7 +1,8 @@
 import type { EventType } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { cancelEndpointDeliveries, discardHeldDeliveries, resumeHeld } from './delivery-store.js'
+import { cancelEndpointDeliveries, discardHeldDeliveries } from './delivery-cancellations.js'
+import { resumeHeld } from './delivery-replays.js'
 import { ALL_EVENT_TYPES, MAX_ENDPOINTS } from './endpoint-input.js'
 import { type PushUrlState, pushUrlStateOf } from './push-url-health.js'
 

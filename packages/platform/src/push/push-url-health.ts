@@ -1,6 +1,6 @@
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { replayFailedSince, replayFailedSinceEach, resumeHeld } from './delivery-store.js'
+import { replayFailedSince, replayFailedSinceEach, resumeHeld } from './delivery-replays.js'
 
 /*
  * The health of every push URL: `healthy`; `failing` once an attempt failed; `disabled`
