@@ -21,7 +21,7 @@ import {
 } from './delivery-queries.js'
 import { replayDeliveries } from './delivery-replays.js'
 import { REPLAYABLE_STATES } from './delivery-store.js'
-import { getDelivery, listDeliveries } from './delivery-views.js'
+import { type DeliveryView, getDelivery, listDeliveries } from './delivery-views.js'
 import {
   CancelledDeliverySchema,
   DeliveryListSchema,
@@ -69,6 +69,23 @@ const showDeliveryRoute: RouteSpec<PlatformContext> = {
     },
 }
 
+/**
+ * Acts on one delivery, then explains a refusal from what the delivery is: no window between check and act.
+ * Answers the delivery as it is after the act.
+ */
+async function actOnDelivery(
+  context: PlatformContext,
+  deliveryId: number,
+  act: () => Promise<boolean>,
+  rule: string,
+): Promise<DeliveryView> {
+  const acted = await act()
+  const delivery = await getDelivery(context.db, deliveryId)
+  if (!delivery) throw noSuchDelivery(deliveryId)
+  if (!acted) throw new InvalidParameterError('state', `delivery ${deliveryId} is ${delivery.state}; ${rule}`)
+  return delivery
+}
+
 const replayDeliveryRoute: RouteSpec<PlatformContext> = {
   ...adminOperation('replayDelivery'),
   tag: 'deliveries',
@@ -80,16 +97,12 @@ const replayDeliveryRoute: RouteSpec<PlatformContext> = {
   handle: (context) =>
     async function replayDelivery(request) {
       const deliveryId = idParam(request, 'deliveryId')
-      // Replay first, then explain a refusal from what the delivery is: no window between check and act.
-      const replayed = await replayDeliveries(context.db, { deliveryId })
-      const delivery = await getDelivery(context.db, deliveryId)
-      if (!delivery) throw noSuchDelivery(deliveryId)
-      if (replayed === 0) {
-        throw new InvalidParameterError(
-          'state',
-          `delivery ${deliveryId} is ${delivery.state}; only ${REPLAYABLE_LIST} deliveries can be replayed`,
-        )
-      }
+      const delivery = await actOnDelivery(
+        context,
+        deliveryId,
+        async () => (await replayDeliveries(context.db, { deliveryId })) > 0,
+        `only ${REPLAYABLE_LIST} deliveries can be replayed`,
+      )
       return { deliveryId, replayed: true, delivery }
     },
 }
@@ -105,16 +118,12 @@ const cancelDeliveryRoute: RouteSpec<PlatformContext> = {
   handle: (context) =>
     async function cancelDeliveryHandler(request) {
       const deliveryId = idParam(request, 'deliveryId')
-      // Cancel first, then explain a refusal from what the delivery is: no window between check and act.
-      const cancelled = await cancelDelivery(context.db, deliveryId)
-      const delivery = await getDelivery(context.db, deliveryId)
-      if (!delivery) throw noSuchDelivery(deliveryId)
-      if (!cancelled) {
-        throw new InvalidParameterError(
-          'state',
-          `delivery ${deliveryId} is ${delivery.state}; only a delivery not yet confirmed nor cancelled can be cancelled`,
-        )
-      }
+      const delivery = await actOnDelivery(
+        context,
+        deliveryId,
+        () => cancelDelivery(context.db, deliveryId),
+        'only a delivery not yet confirmed nor cancelled can be cancelled',
+      )
       return { deliveryId, cancelled: true, delivery }
     },
 }
