@@ -318,7 +318,10 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
         const secret = /secret: +(\S+)/.exec(printed)?.[1]
         const enterpriseId = /enterpriseId: +(\d+)/.exec(printed)?.[1]
         const partnerUrl = /Partner API: +(\S+)/.exec(printed)?.[1]
+        const adminUrl = /Admin API: +(\S+)/.exec(printed)?.[1]
         assert.match(secret ?? '', /^[A-Za-z0-9+/]{43}=$/)
+        assert.match(printed, new RegExp(`Console: +${adminUrl}/console/ `))
+        assert.match(printed, /Pushes may go to loopback and private addresses/)
 
         const file = join(dir, 'demo-credentials.json')
         assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), {

@@ -134,6 +134,7 @@ function printListening(running: RunningPlatform): void {
     'Earshot is running.',
     `  Partner API: ${running.partnerUrl}`,
     `  Admin API:   ${running.adminUrl}`,
+    `  Console:     ${running.adminUrl}/console/ (sign in with the admin token)`,
   ]
   if (running.adminTokenGenerated) {
     lines.push(
@@ -192,6 +193,9 @@ async function demo(running: RunningPlatform, config: PlatformConfig): Promise<s
     '',
     'Run a first query from the repository root, in another shell:',
     `  ${baseUrl}EARSHOT_ENTERPRISE_ID=${enterpriseId} EARSHOT_SECRET='${secret}' node examples/first-query.mjs`,
+    ...(config.pushAllowPrivate
+      ? ['', 'Pushes may go to loopback and private addresses: a partner receiver on this machine works.']
+      : []),
   ]
 }
 

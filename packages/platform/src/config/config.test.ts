@@ -176,3 +176,10 @@ test('connection limits: timeouts for headers and requests, keep-alive, caps per
       /EARSHOT_MAX_CONNECTIONS must be a number of connections from 1 to 1000000/.test(error.message),
   )
 })
+
+test('the demo pushes to loopback and private addresses unless told not to', () => {
+  assert.equal(loadConfig({}).pushAllowPrivate, false)
+  assert.equal(loadConfig({}, { demo: '1' }).pushAllowPrivate, true)
+  assert.equal(loadConfig({ EARSHOT_DEMO: '1' }).pushAllowPrivate, true)
+  assert.equal(loadConfig({ EARSHOT_DEMO: '1', EARSHOT_PUSH_ALLOW_PRIVATE: '0' }).pushAllowPrivate, false)
+})

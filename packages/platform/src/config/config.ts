@@ -114,6 +114,8 @@ interface Setting<K extends keyof PlatformConfig> {
   parse: (raw: string) => PlatformConfig[K] | undefined
   rule: string
   fallback: PlatformConfig[K]
+  /** The default under `--demo` (EARSHOT_DEMO=1), when it differs: a demo runs on one machine. */
+  demoFallback?: PlatformConfig[K]
 }
 
 const integer =
@@ -361,6 +363,7 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     parse: flag,
     rule: '1 or 0',
     fallback: false,
+    demoFallback: true,
   },
   pushDispatch: {
     key: 'pushDispatch',
@@ -521,11 +524,13 @@ export function loadConfig(
 ): PlatformConfig {
   const problems: string[] = []
   const config = {} as Record<keyof PlatformConfig, unknown>
+  const unset: Setting<keyof PlatformConfig>[] = []
   for (const setting of Object.values(settings) as Setting<keyof PlatformConfig>[]) {
     const fromFlag = flags[setting.key]
     const raw = fromFlag ?? env[setting.env]
     if (raw === undefined || (fromFlag === undefined && raw === '')) {
       config[setting.key] = setting.fallback
+      unset.push(setting)
       continue
     }
     const value = setting.parse(raw)
@@ -539,6 +544,8 @@ export function loadConfig(
       config[setting.key] = value
     }
   }
+  if (config.demo === true)
+    for (const setting of unset) if (setting.demoFallback !== undefined) config[setting.key] = setting.demoFallback
   if (problems.length === 0) problems.push(...crossChecks(config as PlatformConfig))
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return config as PlatformConfig

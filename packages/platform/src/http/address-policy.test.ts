@@ -19,7 +19,8 @@ import {
 
 const METADATA = 'a cloud metadata address'
 const LINK_LOCAL = 'a link-local address'
-const HINT = ' (set EARSHOT_PUSH_ALLOW_PRIVATE=1 to allow it)'
+const HINT =
+  " (allowed only when the platform itself runs with EARSHOT_PUSH_ALLOW_PRIVATE=1, as npm start's demo does: a setting of the platform's environment, not of the CLI)"
 
 type Verdict = AddressClass['verdict']
 

@@ -8,7 +8,8 @@ import { DEFAULT_PUSH_PORTS } from '../config/config.js'
 export const ADDRESS_REFUSED_CODE = 'EARSHOT_ADDRESS_REFUSED'
 
 const MAX_URL_LENGTH = 2048
-const PRIVATE_HINT = ' (set EARSHOT_PUSH_ALLOW_PRIVATE=1 to allow it)'
+const PRIVATE_HINT =
+  " (allowed only when the platform itself runs with EARSHOT_PUSH_ALLOW_PRIVATE=1, as npm start's demo does: a setting of the platform's environment, not of the CLI)"
 const METADATA_HOSTS = new Set(['metadata.google.internal', 'metadata.goog', 'metadata'])
 
 // Cloud metadata services at addresses that are otherwise link-local (AWS, GCP, Azure; ECS task
