@@ -91,7 +91,7 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_PUSH_TIMEOUT:
     'Seconds a push attempt may take, connection and answer included; then it is a failed attempt.',
   EARSHOT_PUSH_ALLOW_PRIVATE:
-    '`1` allows push URLs on loopback and private addresses (tests, partners on the same network); `npm start`\'s demo (`--demo`) allows them unless this is `0`. Link-local and cloud metadata addresses stay refused.',
+    "`1` allows push URLs on loopback and private addresses (tests, partners on the same network); `npm start`'s demo (`--demo`) allows them unless this is `0`. Link-local and cloud metadata addresses stay refused.",
   EARSHOT_PUSH_DISPATCH:
     '`0`: this instance pushes nothing, leaving it to `earshot worker` processes on the same database.',
   EARSHOT_PUSH_PORTS:

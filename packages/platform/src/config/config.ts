@@ -545,7 +545,8 @@ export function loadConfig(
     }
   }
   if (config.demo === true)
-    for (const setting of unset) if (setting.demoFallback !== undefined) config[setting.key] = setting.demoFallback
+    for (const setting of unset)
+      if (setting.demoFallback !== undefined) config[setting.key] = setting.demoFallback
   if (problems.length === 0) problems.push(...crossChecks(config as PlatformConfig))
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`)
   return config as PlatformConfig
