@@ -1,25 +1,38 @@
 #!/usr/bin/env node
 // A newcomer's first hour, on a fresh clone: clones the repository's last commit into a temporary
-// directory, runs `npm install` there, then the shell blocks of README.md and packages/partner/README.md
-// marked `<!-- newcomer: NAME -->`, as printed — only the placeholders `<the token npm start printed>` and
-// `<the printed secret>` are filled in, from what `npm start` printed. It stops `npm start` and the
-// partner's listener with SIGTERM and checks that npm start exits 0, the listener says it stopped, and
-// no port is left listening. Needs the ports
-// the README uses (8080, 8081, 3000) free. Run by CI after the build:
+// directory and runs, as printed, the shell blocks of README.md marked `<!-- newcomer: NAME -->`
+// (`npm install` and `npm start`, the first query, the operator's commands), then each partner kit's
+// "try it on one machine" blocks (packages/partner, kits/python, kits/go: `KIT-install`, `KIT-file PATH`,
+// `KIT-quickstart`, `KIT-receiver`, `KIT-push`, `KIT-download`), each kit in a fresh directory of its own.
+// It fills in only the placeholders `<the token npm start printed>`, `<the printed secret>` and
+// `/path/to/earshot` (the clone). For each kit it waits until the receiver stored the pushed recording and
+// the platform shows its deliveries confirmed, checks that the downloaded audio's SHA-256 is the uploaded
+// file's, then sends SIGTERM to the receiver's process alone (`npx` for the Node kit) and checks that no
+// process of its group is left and its port is closed. At the end it stops `npm start` with SIGTERM and
+// checks that it exits 0. Any engine warning (EBADENGINE) fails the run. Needs the ports the READMEs use
+// free. Run by CI after the build:
 //
 //   node scripts/newcomer.mjs
 import { execFileSync, spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { once } from 'node:events'
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { demoChime } from '../packages/platform/dist/demo/demo-audio.js'
 import { markedBlock } from '../packages/platform/dist/docs/markdown.test.support.js'
 
 const root = new URL('..', import.meta.url).pathname
-const PORTS = [8080, 8081, 3000]
+const KITS = [
+  { name: 'node', readme: 'packages/partner/README.md', port: 3000, saysStopped: /^stopped$/m },
+  { name: 'python', readme: 'kits/python/README.md', port: 8000 },
+  { name: 'go', readme: 'kits/go/README.md', port: 8090 },
+]
+const PORTS = [8080, 8081, ...KITS.map((kit) => kit.port)]
+const ADMIN_URL = 'http://127.0.0.1:8081'
 const STEP_MS = 300_000
+const take = demoChime(0)
 
 const started = performance.now()
 const work = await mkdtemp(join(tmpdir(), 'earshot-newcomer-'))
@@ -27,35 +40,28 @@ const clone = join(work, 'earshot')
 const background = []
 try {
   for (const port of PORTS)
-    if (await listening(port)) fail(`port ${port} is in use: the README's commands need it`)
+    if (await listening(port)) fail(`port ${port} is in use: the READMEs' commands need it`)
   await step('git clone', () => command('git', ['clone', '--quiet', root, clone], work))
-  await step('npm install', () => shell('npm install'))
-  const blocks = await newcomerBlocks()
+  const readme = await doc('README.md')
+  const block = (name) => markedBlock(readme, 'newcomer', name).text
   await writeFile(
     join(clone, 'recordings.jsonl'),
     markedBlock(await doc('docs/operator-guide.md'), 'example', 'import.jsonl').text,
   )
-  await writeFile(join(clone, 'take.wav'), demoChime(0))
+  await writeFile(join(clone, 'take.wav'), take)
 
-  const platform = await step('npm start', () => startInBackground(blocks.platform, /Run a first query/))
+  const platform = await step('npm install, npm start', () =>
+    startInBackground(block('platform'), /Run a first query/, clone),
+  )
   const printed = {
     '<the token npm start printed>': matchOf(platform.output(), /export EARSHOT_ADMIN_TOKEN=(\S+)/),
     '<the printed secret>': matchOf(platform.output(), /secret: +(\S+)/),
+    '/path/to/earshot': clone,
   }
-  const asPrinted = (block) => fillIn(block, printed)
-  await step('the first query', () => shell(asPrinted(blocks['first-query'])))
-  await step("the operator's commands", () => shell(asPrinted(blocks.operator)))
-  const listener = await step('the partner listening', () =>
-    startInBackground(asPrinted(blocks.listener), /listening on/),
-  )
-  await step('a push received', async () => {
-    await shell(asPrinted(blocks.pusher))
-    await listener.waitFor(/stored aud_\S+ recording\.audio_ready/)
-  })
-  await step('SIGTERM: npm start exits 0, the listener stops, nothing listening', async () => {
-    // npx itself ends on the signal; the kit's listener, its child, stops in its own time and says so.
-    const stopped = await listener.stop()
-    if (!/^stopped$/m.test(stopped.output)) fail(`the listener did not say it stopped:\n${stopped.output}`)
+  await step('the first query', () => shell(fillIn(block('first-query'), printed)))
+  await step("the operator's commands", () => shell(fillIn(block('operator'), printed)))
+  for (const kit of KITS) await tryKit(kit, printed)
+  await step('SIGTERM: npm start exits 0, nothing listening', async () => {
     const { code, signal, output } = await platform.stop()
     if (code !== 0) fail(`npm start ended ${code ?? signal} after SIGTERM:\n${output}`)
     for (const port of PORTS) if (await listening(port)) fail(`port ${port} is still listening`)
@@ -67,6 +73,66 @@ try {
 } finally {
   for (const each of background) each.kill()
   await rm(work, { recursive: true, force: true })
+}
+
+/** A kit's README, followed in a fresh directory: install, quick start, receiver, a push, the download. */
+async function tryKit(kit, printed) {
+  const readme = await doc(kit.readme)
+  const block = (name) => fillIn(markedBlock(readme, 'newcomer', `${kit.name}-${name}`).text, printed)
+  const dir = join(work, `${kit.name}-partner`)
+  await mkdir(dir)
+  await step(`${kit.name}: install`, () => shell(block('install'), dir))
+  for (const [path, text] of markedFiles(readme, kit.name)) {
+    await mkdir(dirname(join(dir, path)), { recursive: true })
+    await writeFile(join(dir, path), text)
+  }
+  const quick = await step(`${kit.name}: quick start`, () => shell(block('quickstart'), dir))
+  if (!/demo-\d{4}/.test(quick))
+    fail(`the ${kit.name} quick start printed no recording of the demo:\n${quick}`)
+  const receiver = await step(`${kit.name}: receiver listening`, () =>
+    startInBackground(block('receiver'), /listening on/, dir),
+  )
+  const push = block('push')
+  const audioId = matchOf(push, /upload-audio (\S+)/)
+  await step(`${kit.name}: a push stored and confirmed`, async () => {
+    await shell(push)
+    await receiver.waitFor(new RegExp(`stored ${audioId} recording\\.updated`))
+    await confirmed(audioId, printed['<the token npm start printed>'])
+  })
+  await step(`${kit.name}: the audio downloaded and verified`, async () => {
+    const output = await shell(block('download'), dir)
+    const sha256 = createHash('sha256').update(take).digest('hex')
+    if (!output.includes(sha256))
+      fail(`the download did not print the SHA-256 of take.wav (${sha256}):\n${output}`)
+  })
+  await step(`${kit.name}: SIGTERM to the receiver alone, nothing left`, async () => {
+    const { output } = await receiver.stop({ alone: true })
+    if (kit.saysStopped && !kit.saysStopped.test(output)) fail(`the receiver did not say it stopped:\n${output}`)
+    if (await listening(kit.port)) fail(`port ${kit.port} is still listening after the receiver stopped`)
+  })
+}
+
+/** The blocks marked `<!-- newcomer: KIT-file PATH -->`: [PATH, text] to save in the kit's directory. */
+function markedFiles(readme, kit) {
+  const names = [...readme.matchAll(new RegExp(`<!-- newcomer: (${kit}-file \\S+) -->`, 'g'))].map(
+    (m) => m[1],
+  )
+  return names.map((name) => [name.slice(`${kit}-file `.length), markedBlock(readme, 'newcomer', name).text])
+}
+
+/** Waits until the platform shows every delivery of the recording confirmed (the receipt callbacks came). */
+async function confirmed(audioId, token) {
+  const deadline = performance.now() + STEP_MS
+  let deliveries = []
+  while (performance.now() < deadline) {
+    const answer = await fetch(`${ADMIN_URL}/admin/v1/deliveries?enterpriseId=1&audioId=${audioId}`, {
+      headers: { authorization: `Bearer ${token}` },
+    })
+    deliveries = (await answer.json()).deliveries ?? []
+    if (deliveries.length >= 2 && deliveries.every((delivery) => delivery.state === 'confirmed')) return
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  fail(`the deliveries of ${audioId} were not all confirmed:\n${JSON.stringify(deliveries, null, 2)}`)
 }
 
 async function step(name, action) {
@@ -88,17 +154,6 @@ async function doc(path) {
   return readFile(join(clone, path), 'utf8')
 }
 
-async function newcomerBlocks() {
-  const readmes = [await doc('README.md'), await doc('packages/partner/README.md')]
-  const names = ['first-query', 'operator', 'platform', 'listener', 'pusher']
-  const find = (name) => {
-    for (const readme of readmes)
-      if (readme.includes(`<!-- newcomer: ${name} -->`)) return markedBlock(readme, 'newcomer', name).text
-    return fail(`no block is marked <!-- newcomer: ${name} -->`)
-  }
-  return Object.fromEntries(names.map((name) => [name, find(name)]))
-}
-
 function fillIn(block, values) {
   let text = block
   for (const [placeholder, value] of Object.entries(values)) text = text.replaceAll(placeholder, value)
@@ -108,7 +163,7 @@ function fillIn(block, values) {
 }
 
 function matchOf(text, pattern) {
-  return pattern.exec(text)?.[1] ?? fail(`npm start did not print ${pattern}:\n${text}`)
+  return pattern.exec(text)?.[1] ?? fail(`no ${pattern} in:\n${text}`)
 }
 
 /** A newcomer's shell: no Earshot variable set but what the block exports, npm's notices off. */
@@ -123,10 +178,13 @@ function command(file, args, cwd) {
   execFileSync(file, args, { cwd, stdio: 'inherit', timeout: STEP_MS })
 }
 
-/** Runs a block with `bash -e` in the clone; fails with its output unless it exits 0. Returns its stdout. */
-async function shell(script) {
+/**
+ * Runs a block with `bash -e` (in the clone unless told otherwise); fails with its output unless it exits 0,
+ * or when it printed an engine warning. Returns its stdout.
+ */
+async function shell(script, cwd = clone) {
   const child = spawn('bash', ['-e', '-c', script], {
-    cwd: clone,
+    cwd,
     env: shellEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -141,13 +199,19 @@ async function shell(script) {
   const [code] = await once(child, 'exit')
   clearTimeout(timer)
   if (code !== 0) fail(`exit ${code} from:\n${script}\n--- its output:\n${output}`)
+  if (output.includes('EBADENGINE')) fail(`an engine warning from:\n${script}\n--- its output:\n${output}`)
   return stdout
 }
 
 /** The environment a shell has after running `lines` (what they export). */
-async function environmentAfter(lines) {
+async function environmentAfter(lines, cwd) {
   if (lines.length === 0) return shellEnv()
-  const entries = (await shell(`${lines.join('\n')}\nenv -0`)).split('\0').filter(Boolean)
+  const marker = '--- the environment ---'
+  const stdout = await shell(`${lines.join('\n')}\necho '${marker}'\nenv -0`, cwd)
+  const entries = stdout
+    .slice(stdout.lastIndexOf(`${marker}\n`) + marker.length + 1)
+    .split('\0')
+    .filter(Boolean)
   return Object.fromEntries(
     entries.map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
   )
@@ -158,11 +222,11 @@ async function environmentAfter(lines) {
  * one runs as a terminal's foreground job (bash runs a lone command in its own place), in its own process
  * group.
  */
-async function startInBackground(script, ready) {
+async function startInBackground(script, ready, cwd) {
   const lines = script.trimEnd().split('\n')
   const child = spawn('bash', ['-c', lines.at(-1)], {
-    cwd: clone,
-    env: await environmentAfter(lines.slice(0, -1)),
+    cwd,
+    env: await environmentAfter(lines.slice(0, -1), cwd),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -198,9 +262,13 @@ async function startInBackground(script, ready) {
         exited.then(([code]) => done(new Error(`exited ${code} before ${pattern}:\n${output}`)))
         check()
       }),
-    /** SIGTERM to the process group (`kill -TERM -PGID`); resolves once none of its processes is left. */
-    async stop() {
-      signalGroup(child.pid, 'SIGTERM')
+    /**
+     * SIGTERM to the process group (`kill -TERM -PGID`, as a terminal's job control does), or to its first
+     * process alone (as a supervisor does); resolves once none of the group's processes is left.
+     */
+    async stop({ alone = false } = {}) {
+      if (alone) child.kill('SIGTERM')
+      else signalGroup(child.pid, 'SIGTERM')
       const [code, signal] = await exited
       const deadline = performance.now() + STEP_MS
       while (signalGroup(child.pid, 0)) {
