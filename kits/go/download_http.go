@@ -41,7 +41,6 @@ func (c *Client) downloadAttempt(ctx context.Context, t *transfer) error {
 // link cannot go on from the bytes had, with a fresh link when it is refused with 403.
 func (c *Client) openMedia(w *watchdog, t *transfer) (*http.Response, error) {
 	for {
-		// Asking for a fresh link or truncating the file is no stall of the link.
 		w.touch()
 		resp, err := c.http.Do(t.request(w.ctx))
 		if err != nil {
@@ -65,7 +64,9 @@ func (c *Client) openMedia(w *watchdog, t *transfer) (*http.Response, error) {
 		if resp.StatusCode != http.StatusForbidden || !t.mayRenewLink {
 			return nil, refusal
 		}
-		if t.link, err = t.freshLink(w.ctx); err != nil {
+		// The query has its own timeouts and retries: no stall of the link.
+		w.timer.Stop()
+		if t.link, err = t.freshLink(w.parent); err != nil {
 			return nil, err
 		}
 		t.mayRenewLink = false
