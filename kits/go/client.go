@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -44,25 +42,6 @@ type Config struct {
 	// MaxAttempts is how often a request is tried when it fails in a way a later attempt may not
 	// (no connection, a timeout, 5000, 5030, a short 4290); 4 when 0, 1 for no retry.
 	MaxAttempts int
-}
-
-// ConfigFromEnv reads EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION and
-// EARSHOT_SECRET, the variables the Node kit's tools read.
-func ConfigFromEnv() (Config, error) {
-	enterpriseID, err := strconv.ParseInt(os.Getenv("EARSHOT_ENTERPRISE_ID"), 10, 64)
-	if err != nil {
-		return Config{}, fmt.Errorf("earshot: EARSHOT_ENTERPRISE_ID must be an integer: %w", err)
-	}
-	keyVersion, err := strconv.Atoi(os.Getenv("EARSHOT_KEY_VERSION"))
-	if err != nil {
-		return Config{}, fmt.Errorf("earshot: EARSHOT_KEY_VERSION must be an integer: %w", err)
-	}
-	return Config{
-		BaseURL:      os.Getenv("EARSHOT_BASE_URL"),
-		EnterpriseID: enterpriseID,
-		KeyVersion:   keyVersion,
-		Secret:       os.Getenv("EARSHOT_SECRET"),
-	}, nil
 }
 
 // Client calls the partner API: tokens, the query, the change feed and the receipt callback. Every

@@ -1,13 +1,15 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -25,7 +27,7 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pushURL := startExample(ctx, t, p, dbURL, creds)
+	pushURL, example := startExample(ctx, t, p, dbURL, creds)
 	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, deletion, "confirmed"); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := db.QueryContext(ctx, `SELECT audio_id, title, deleted FROM recordings ORDER BY audio_id`)
+	rows, err := db.QueryContext(ctx, `SELECT audio_id, title, deleted FROM earshot_recordings ORDER BY audio_id`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +62,23 @@ func TestReceiverExampleEndToEnd(t *testing.T) {
 	if strings.Join(got, ", ") != "_audio  true, _both Interview false" {
 		t.Fatalf("stored: %v", got)
 	}
+	stopExample(t, example, pushURL)
+}
+
+// stopExample sends SIGTERM to the receiver: it exits 0 and its port is free.
+func stopExample(t *testing.T, example *exec.Cmd, pushURL string) {
+	t.Helper()
+	if err := example.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := example.Wait(); err != nil {
+		t.Fatalf("the receiver exited with %v after SIGTERM", err)
+	}
+	if listener, err := net.Listen("tcp", strings.TrimSuffix(strings.TrimPrefix(pushURL, "http://"), earshot.DefaultPushPath)); err != nil {
+		t.Fatalf("the receiver's port is still taken: %v", err)
+	} else {
+		listener.Close()
+	}
 }
 
 // The platform's receiver check against the README's receiver passes, and leaves its table empty.
@@ -71,7 +90,8 @@ func TestReceiverExampleStoresNothingOfTheCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, startExample(ctx, t, p, dbURL, creds), 30)
+	pushURL, _ := startExample(ctx, t, p, dbURL, creds)
+	report, err := p.CheckReceiver(ctx, creds.EnterpriseID, pushURL, 30)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +99,7 @@ func TestReceiverExampleStoresNothingOfTheCheck(t *testing.T) {
 		t.Fatalf("the check failed: %+v", report)
 	}
 	var stored int
-	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM recordings`).Scan(&stored); err != nil {
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM earshot_recordings`).Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored != 0 {
@@ -88,22 +108,39 @@ func TestReceiverExampleStoresNothingOfTheCheck(t *testing.T) {
 }
 
 // startExample builds and starts the README's receiver on the database, and returns its push URL once
-// it listens; the process is killed when the test ends.
+// it printed that it listens; the process is killed when the test ends, unless stopped before.
 func startExample(ctx context.Context, t *testing.T, p *platformtest.Platform, dbURL string,
-	creds platformtest.Credentials) string {
+	creds platformtest.Credentials) (string, *exec.Cmd) {
 	t.Helper()
 	binary := buildBinary(ctx, t, "./examples/receiver")
 	address := freeAddress(t)
 	example := exec.Command(binary)
 	example.Env = append(kitEnv(dbURL, p, creds), "LISTEN_ADDR="+address)
-	example.Stdout, example.Stderr = os.Stderr, os.Stderr
+	example.Stderr = os.Stderr
+	stdout, err := example.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := example.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = example.Process.Kill(); _ = example.Wait() })
+	t.Cleanup(func() {
+		if example.ProcessState == nil {
+			_ = example.Process.Kill()
+			_ = example.Wait()
+		}
+	})
 	pushURL := "http://" + address + earshot.DefaultPushPath
-	waitListening(t, ctx, pushURL)
-	return pushURL
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "listening on "+pushURL {
+		t.Fatalf("the receiver printed %q", lines.Text())
+	}
+	go func() {
+		for lines.Scan() {
+			fmt.Fprintln(os.Stderr, lines.Text())
+		}
+	}()
+	return pushURL, example
 }
 
 func freeAddress(t *testing.T) string {
@@ -114,20 +151,4 @@ func freeAddress(t *testing.T) string {
 	}
 	defer listener.Close()
 	return listener.Addr().String()
-}
-
-// waitListening waits until the push URL answers (a GET is refused: it is listening).
-func waitListening(t *testing.T, ctx context.Context, url string) {
-	t.Helper()
-	for {
-		if resp, err := http.Get(url); err == nil {
-			resp.Body.Close()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("nothing listens at %s", url)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

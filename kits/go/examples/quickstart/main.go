@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	cfg, err := earshot.ConfigFromEnv() // EARSHOT_BASE_URL, _ENTERPRISE_ID, _KEY_VERSION, _SECRET
+	cfg, err := earshot.ConfigFromEnv() // EARSHOT_ENTERPRISE_ID, EARSHOT_SECRET; see the table below
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -66,8 +66,9 @@ func Missing() string {
 }
 
 // Start runs packages/test-kit/dist/platform-process.js on loopback, with an in-memory database,
-// pushes allowed to loopback and retried after a second, and waits for its address line.
-func Start(ctx context.Context) (*Platform, error) {
+// pushes allowed to loopback and retried after a second, and waits for its address line. env adds
+// settings (e.g. "EARSHOT_MEDIA_URL_TTL=1").
+func Start(ctx context.Context, env ...string) (*Platform, error) {
 	if why := Missing(); why != "" {
 		return nil, errors.New("platformtest: " + why)
 	}
@@ -82,6 +83,7 @@ func Start(ctx context.Context) (*Platform, error) {
 		"EARSHOT_SHUTDOWN_GRACE=1",
 		"EARSHOT_LOG_LEVEL=warn",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -194,6 +196,12 @@ func (p *Platform) RequireIssuedAt(ctx context.Context, enterpriseID int64, requ
 func (p *Platform) DeleteRecording(ctx context.Context, enterpriseID int64, audioID string) error {
 	path := fmt.Sprintf("/admin/v1/enterprises/%d/recordings/%s", enterpriseID, audioID)
 	return p.admin(ctx, http.MethodDelete, path, "", nil, nil)
+}
+
+// UploadAudio stores audio for a recording (the route behind `earshot recordings upload-audio`).
+func (p *Platform) UploadAudio(ctx context.Context, enterpriseID int64, audioID, contentType string, audio []byte) error {
+	path := fmt.Sprintf("/admin/v1/enterprises/%d/recordings/%s/audio", enterpriseID, audioID)
+	return p.admin(ctx, http.MethodPut, path, contentType, audio, nil)
 }
 
 // Delivery is a push delivery as the admin API shows it.
