@@ -5,7 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import random
 import threading
 import time
 import urllib.error
@@ -13,36 +12,31 @@ import urllib.request
 import uuid
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Optional
+from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
-from .envelope import is_json_failure, is_json_integer, load_key, open_envelope, parse_json, seal
+from .audio_download import LinkSettings, Progress, audio_link_of, download_from_link
+from .envelope import is_json_integer, load_key, open_envelope, seal
 from .errors import (
-    INTERNAL_ERROR,
-    OK,
-    RATE_LIMITED,
     TOKEN_EXPIRED,
     UNAUTHORIZED,
-    UNAVAILABLE,
     EarshotError,
     EarshotNetworkError,
     EarshotResponseError,
     EnvelopeError,
-    default_message,
 )
 from .messages import check_changes_request, check_filter
+from .partial_file import DownloadedAudio
+from .replies import backoff_seconds, is_retryable, read_reply
 
 TOKEN_PATH = "/openapi/v1/token"
 AUDIOS_PATH = "/openapi/v1/audios"
 CHANGES_PATH = "/openapi/v1/audios/changes"
 CALLBACK_PATH = "/openapi/v1/callback"
+DEFAULT_BASE_URL = "http://127.0.0.1:8080"
 
 MAX_ENTERPRISE_ID = 2**53 - 1
 #: A token is renewed this long before it expires (or at half its life, when that is shorter).
 RENEW_BEFORE_SECONDS = 300.0
-#: A 4290 asking to wait longer than this is not retried: the caller decides.
-MAX_RETRY_AFTER_SECONDS = 60.0
-BACKOFF_FIRST_SECONDS = 0.25
-BACKOFF_MAX_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -98,6 +92,8 @@ class Client:
         self.retries = retries
         self._key = load_key(secret)
         self._opener = opener or urllib.request.build_opener(_NoRedirects)
+        # Audio links may be a storage's own, which redirect.
+        self._media_opener = opener or urllib.request.build_opener()
         self._sleep = sleep
         self._clock = clock
         self._wall_clock = wall_clock
@@ -111,16 +107,19 @@ class Client:
         EARSHOT_KEY_VERSION (default 1) and EARSHOT_SECRET, as the Node kit's CLI reads them."""
 
         def integer(name: str, default: Optional[str] = None) -> int:
-            text = environ.get(name, default)
-            if text is None or not text.strip().isdigit():
-                raise ValueError(f"{name} must be set to a positive integer")
+            text = environ.get(name) or default
+            if text is None:
+                raise ValueError(f"{name} is not set: set it to your enterprise's id")
+            if not text.strip().isdigit():
+                raise ValueError(f"{name} must be a positive integer, not {text!r}")
             return int(text)
 
+        enterprise_id = integer("EARSHOT_ENTERPRISE_ID")
         if not environ.get("EARSHOT_SECRET"):
-            raise ValueError("EARSHOT_SECRET must be set to the enterprise's secret")
+            raise ValueError("EARSHOT_SECRET is not set: set it to your enterprise's secret")
         return cls(
-            base_url=environ.get("EARSHOT_BASE_URL", "http://127.0.0.1:8080"),
-            enterprise_id=integer("EARSHOT_ENTERPRISE_ID"),
+            base_url=environ.get("EARSHOT_BASE_URL") or DEFAULT_BASE_URL,
+            enterprise_id=enterprise_id,
             key_version=integer("EARSHOT_KEY_VERSION", "1"),
             secret=environ["EARSHOT_SECRET"],
             **options,
@@ -179,6 +178,25 @@ class Client:
         if not isinstance(audio_id, str) or not 1 <= len(audio_id) <= 128:
             raise EarshotError(4001, "audioId: must be a non-empty string of at most 128 characters")
         self._authorized(CALLBACK_PATH, str(uuid.uuid4()), {"audioId": audio_id})
+
+    def download_audio(self, audio_id: str, path: Union[str, "os.PathLike[str]"], *,
+                       on_progress: Optional[Progress] = None) -> DownloadedAudio:
+        """Downloads the recording's audio (its ``denoiseUrl``, as a query answers it now) to ``path``.
+
+        Streamed to ``path + '.part'``, resumed where a cut connection left it, verified against the
+        link's Repr-Digest, then synced and renamed to ``path``. ``on_progress(bytes, total)`` is called
+        after each chunk written. Raises EarshotError 4040 when the recording is gone (the part file is
+        removed), EarshotNoAudioError when it has no audio, EarshotDigestMismatchError on a mismatch.
+        """
+        settings = LinkSettings(
+            fresh_link=lambda: audio_link_of(self.query_audios, audio_id),
+            opener=self._media_opener,
+            timeout=self.timeout,
+            retries=self.retries,
+            sleep=self._sleep,
+            on_progress=on_progress,
+        )
+        return download_from_link(None, os.fspath(path), settings)
 
     # Tokens
 
@@ -270,8 +288,7 @@ class Client:
             except EarshotError as error:
                 if failures == self.retries or not is_retryable(error):
                     raise
-                backoff = min(BACKOFF_MAX_SECONDS, BACKOFF_FIRST_SECONDS * 2**failures)
-                self._sleep(max(backoff * random.uniform(1.0, 2.0), error.retry_after or 0.0))
+                self._sleep(backoff_seconds(failures, error.retry_after))
         raise AssertionError("unreachable")
 
     def _post(self, path: str, body: dict, token: Optional[str]) -> tuple[Any, int]:
@@ -294,46 +311,6 @@ class Client:
         except (urllib.error.URLError, http.client.HTTPException, OSError) as error:
             reason = getattr(error, "reason", None) or error
             raise EarshotNetworkError(f"cannot reach the platform at {self.base_url}: {reason}") from error
-
-
-def read_reply(status: int, headers: Any, raw: bytes) -> tuple[Any, int]:
-    """The data of an answer with code 2000; any other code raised as EarshotError."""
-    try:
-        body = parse_json(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        body = None
-    code = body.get("code") if isinstance(body, dict) else None
-    if is_json_failure(body) or not is_json_integer(code):
-        raise EarshotResponseError(
-            f"the platform answered HTTP {status} without an Earshot JSON body ({{code, msg}})", status
-        )
-    if code == OK:
-        return body.get("data"), status
-    msg = body.get("msg") if isinstance(body.get("msg"), str) and body.get("msg") else default_message(code)
-    request_id = body.get("requestId")
-    raise EarshotError(
-        int(code),
-        msg,
-        request_id=request_id if isinstance(request_id, str) else headers.get("X-Request-Id"),
-        http_status=status,
-        retry_after=_retry_after(headers.get("Retry-After")),
-    )
-
-
-def _retry_after(header: Optional[str]) -> Optional[float]:
-    text = (header or "").strip()
-    return float(text) if text.isdigit() and len(text) <= 9 else None
-
-
-def is_retryable(error: EarshotError) -> bool:
-    """A failure a later attempt may not meet: no connection, 5000, 5030, a short 4290, a gateway's 50x."""
-    if isinstance(error, EarshotNetworkError):
-        return True
-    if isinstance(error, EarshotResponseError):
-        return error.http_status in (502, 503, 504)
-    if error.code == RATE_LIMITED:
-        return (error.retry_after or 0.0) <= MAX_RETRY_AFTER_SECONDS
-    return error.code in (INTERNAL_ERROR, UNAVAILABLE)
 
 
 def _check_recording_page(page: dict) -> None:

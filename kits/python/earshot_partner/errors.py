@@ -98,6 +98,24 @@ class EarshotResponseError(EarshotError):
         super().__init__(None, msg, http_status=http_status)
 
 
+class EarshotNoAudioError(EarshotError):
+    """The recording has no audio part (no ``denoiseUrl``): there is nothing to download."""
+
+    def __init__(self, audio_id: str) -> None:
+        super().__init__(None, f"recording {audio_id} has no audio part (no denoiseUrl)")
+        self.audio_id = audio_id
+
+
+class EarshotDigestMismatchError(EarshotError):
+    """The downloaded audio is not the file its link stated (``Repr-Digest``): the partial file was
+    removed. ``expected`` and ``actual`` are SHA-256s in lower-case hex."""
+
+    def __init__(self, expected: str, actual: str) -> None:
+        super().__init__(None, f"the downloaded audio's SHA-256 is {actual}, but the link stated {expected}")
+        self.expected = expected
+        self.actual = actual
+
+
 class EnvelopeError(EarshotError):
     """An envelope that does not open. ``kind`` is the test vectors' name of the failure."""
 

@@ -1,25 +1,23 @@
-import os
-
 from earshot_partner import Client, EarshotError
 
-client = Client(
-    base_url=os.environ["EARSHOT_BASE_URL"],
-    enterprise_id=int(os.environ["EARSHOT_ENTERPRISE_ID"]),
-    key_version=int(os.environ.get("EARSHOT_KEY_VERSION", "1")),
-    secret=os.environ["EARSHOT_SECRET"],
-)
+# EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET; EARSHOT_BASE_URL defaults to http://127.0.0.1:8080.
+client = Client.from_env()
 
-page = client.query_audios({"deviceUid": "DEV-0001", "size": 50})
-print(f"DEV-0001 has {page['total']} recordings")
-for page in client.iterate_audios({"startTime": "2026-11-01T00:00:00Z", "size": 100}):
-    for item in page["items"]:
-        print(item["audioId"], item["data"]["title"], "transcript" if "transcriptId" in item["data"] else "audio")
+page = client.query_audios({"deviceUid": "REC-ALPHA-01", "size": 5})
+print(f"REC-ALPHA-01 has {page['total']} recordings; the newest:")
+for item in page["items"]:
+    data = item["data"]
+    print(item["audioId"], data["title"], "transcript" if "transcriptId" in data else "audio")
 
-cursor = None  # keep page["nextCursor"] with what you applied: the next run goes on from there
+everything = sum(len(page["items"]) for page in client.iterate_audios({"size": 100}))
+print(f"{everything} recordings in all")
+
+cursor = None  # keep the cursor with what you applied: the next run goes on from there
+changes = 0
 for page in client.iterate_changes(cursor):
-    for change in page["items"]:
-        print(change["seq"], change["change"], change["audioId"])
+    changes += len(page["items"])
     cursor = page["nextCursor"]
+print(f"{changes} changes in the feed, up to cursor {cursor}")
 
 try:
     client.confirm_receipt("aud_never_pushed")

@@ -25,7 +25,7 @@ PLATFORM_PROCESS = os.path.join(REPOSITORY, "packages", "test-kit", "dist", "pla
 ADMIN_TOKEN = "python-kit-admin-token-0123456789"
 
 # Loopback requests must never go through a proxy from the environment.
-_direct = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+direct_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 class TimedTestCase(unittest.TestCase):
@@ -101,7 +101,8 @@ class Platform:
             atexit.register(cls._instance.stop)
         return cls._instance
 
-    def __init__(self) -> None:
+    def __init__(self, **settings: str) -> None:
+        """``settings``: more of the platform's environment (EARSHOT_PUBLIC_URL=…)."""
         if not os.path.exists(PLATFORM_PROCESS):
             raise AssertionError(f"{PLATFORM_PROCESS} is missing: run `npm ci` (or `npm run build`) first")
         env = {
@@ -113,6 +114,7 @@ class Platform:
             "EARSHOT_PUSH_ALLOW_PRIVATE": "1",
             "EARSHOT_PUSH_RETRY_SCHEDULE": "1,1,1,1,1,2,2,2,2,2",
             "EARSHOT_LOG_LEVEL": "warn",
+            **settings,
         }
         if "TMPDIR" in os.environ:
             env["TMPDIR"] = os.environ["TMPDIR"]
@@ -161,7 +163,7 @@ class Admin:
         if data is not None:
             request.add_header("Content-Type", content_type)
         try:
-            with _direct.open(request, timeout=60) as response:
+            with direct_opener.open(request, timeout=60) as response:
                 text = response.read().decode()
         except urllib.error.HTTPError as error:
             raise AssertionError(f"{method} {path}: HTTP {error.code} {error.read().decode()}") from None
@@ -176,6 +178,11 @@ class Admin:
         if "error" in summary:
             raise AssertionError(f"import failed: {summary}")
         return summary
+
+    def upload_audio(self, enterprise_id: int, audio_id: str, audio: bytes, content_type: str = "audio/wav") -> dict:
+        """Stores the recording's audio in Earshot, as `earshot recordings upload-audio` does."""
+        path = f"/admin/v1/enterprises/{enterprise_id}/recordings/{audio_id}/audio"
+        return json.loads(self.call("PUT", path, raw=audio, content_type=content_type))
 
     def set_push_url(self, enterprise_id: int, url: Optional[str]) -> None:
         self.call("PUT", f"/admin/v1/enterprises/{enterprise_id}/push-url", {"pushUrl": url})

@@ -206,3 +206,22 @@ class ClientTest(TimedTestCase):
 
 
 PAGE = {"specVersion": "1", "page": 1, "size": 5, "total": 0, "items": []}
+
+
+class FromEnvTest(TimedTestCase):
+    def test_the_base_url_and_key_version_have_defaults(self) -> None:
+        client = Client.from_env({"EARSHOT_ENTERPRISE_ID": "7", "EARSHOT_SECRET": SECRET})
+        self.assertEqual((client.base_url, client.enterprise_id, client.key_version), ("http://127.0.0.1:8080", 7, 1))
+        given = Client.from_env({"EARSHOT_ENTERPRISE_ID": "7", "EARSHOT_SECRET": SECRET, "EARSHOT_KEY_VERSION": "2",
+                                 "EARSHOT_BASE_URL": "https://api.example.com/"})
+        self.assertEqual((given.base_url, given.key_version), ("https://api.example.com", 2))
+
+    def test_a_missing_variable_is_named(self) -> None:
+        for environ, named in (({"EARSHOT_SECRET": SECRET}, "EARSHOT_ENTERPRISE_ID is not set"),
+                               ({"EARSHOT_ENTERPRISE_ID": "7"}, "EARSHOT_SECRET is not set"),
+                               ({"EARSHOT_ENTERPRISE_ID": "seven", "EARSHOT_SECRET": SECRET},
+                                "EARSHOT_ENTERPRISE_ID must be a positive integer")):
+            with self.subTest(environ=environ):
+                with self.assertRaises(ValueError) as refused:
+                    Client.from_env(environ)
+                self.assertIn(named, str(refused.exception))

@@ -1,4 +1,4 @@
-"""The package as pip builds it: the README's install command works offline, the wheel holds the
+"""The package as pip builds it: the README's install block works offline, the wheel holds the
 package and its metadata, and the code is Python 3.9 importing nothing but the standard library and
 cryptography."""
 
@@ -9,7 +9,6 @@ import base64
 import hashlib
 import importlib.util
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -28,28 +27,29 @@ MISSING = [name for name in ("ensurepip", "pip") if importlib.util.find_spec(nam
 
 
 class PackagingTest(TimedTestCase):
-    timeout = 60.0
+    timeout = 120.0
 
-    def test_the_readmes_install_command_works_offline_in_a_virtual_environment(self) -> None:
+    def test_the_readmes_install_block_works_with_no_package_index_reachable(self) -> None:
         if MISSING:
             self.skipTest(f"this Python has no {' or '.join(MISSING)} (apt-get install python3-venv python3-pip)")
-        command = shlex.split(marked_block("install").strip())
-        self.assertEqual(command[:3], ["python3", "-m", "pip"])
-        self.assertIn("--no-index", command)
+        block = marked_block("python-install").replace("/path/to/earshot", REPOSITORY)
+        self.assertNotIn("--no-index", block)
+        # No pip configuration, and an index that refuses every connection: what a machine without
+        # network access meets. The system's cryptography must do.
+        env = {name: value for name, value in os.environ.items() if not name.startswith("PIP_")}
+        env.update(PIP_CONFIG_FILE=os.devnull, PIP_INDEX_URL="http://127.0.0.1:9/simple",
+                   PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_RETRIES="0", PIP_TIMEOUT="5")
         with tempfile.TemporaryDirectory() as directory:
-            venv = os.path.join(directory, "venv")
-            subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", venv], check=True,
-                           capture_output=True, timeout=60)
-            python = os.path.join(venv, "bin", "python")
-            installed = subprocess.run([python, *command[1:]], cwd=REPOSITORY, capture_output=True, text=True,
-                                       timeout=60, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"})
+            installed = subprocess.run(["bash", "-e", "-c", block], cwd=directory, env=env, capture_output=True,
+                                       text=True, timeout=120)
             self.assertEqual(installed.returncode, 0, installed.stdout + installed.stderr)
+            python = os.path.join(directory, ".venv", "bin", "python")
             where = subprocess.run(
                 [python, "-c", "import earshot_partner, cryptography; print(earshot_partner.__file__)"],
                 cwd=directory, capture_output=True, text=True, timeout=30,
             )
             self.assertEqual(where.returncode, 0, where.stderr)
-            self.assertTrue(where.stdout.strip().startswith(venv), where.stdout)
+            self.assertTrue(where.stdout.strip().startswith(os.path.join(directory, ".venv")), where.stdout)
 
     def test_the_wheel_holds_every_module_its_metadata_and_a_record_that_matches(self) -> None:
         with tempfile.TemporaryDirectory() as directory:
