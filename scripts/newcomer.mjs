@@ -10,7 +10,7 @@
 // file's, then sends SIGTERM to the receiver's process alone (`npx` for the Node kit) and checks that no
 // process of its group is left and its port is closed. At the end it stops `npm start` with SIGTERM and
 // checks that it exits 0. Any engine warning (EBADENGINE) fails the run. Needs the ports the READMEs use
-// free. Run by CI after the build:
+// free. Run by CI after the build (name kits to try only those: `node scripts/newcomer.mjs python go`):
 //
 //   node scripts/newcomer.mjs
 import { execFileSync, spawn } from 'node:child_process'
@@ -29,7 +29,10 @@ const KITS = [
   { name: 'python', readme: 'kits/python/README.md', port: 8000 },
   { name: 'go', readme: 'kits/go/README.md', port: 8090 },
 ]
-const PORTS = [8080, 8081, ...KITS.map((kit) => kit.port)]
+const chosen = process.argv.slice(2)
+for (const name of chosen) if (!KITS.some((kit) => kit.name === name)) fail(`no kit is named ${name}`)
+const kits = KITS.filter((kit) => chosen.length === 0 || chosen.includes(kit.name))
+const PORTS = [8080, 8081, ...kits.map((kit) => kit.port)]
 const ADMIN_URL = 'http://127.0.0.1:8081'
 const STEP_MS = 300_000
 const take = demoChime(0)
@@ -60,7 +63,7 @@ try {
   }
   await step('the first query', () => shell(fillIn(block('first-query'), printed)))
   await step("the operator's commands", () => shell(fillIn(block('operator'), printed)))
-  for (const kit of KITS) await tryKit(kit, printed)
+  for (const kit of kits) await tryKit(kit, printed)
   await step('SIGTERM: npm start exits 0, nothing listening', async () => {
     const { code, signal, output } = await platform.stop()
     if (code !== 0) fail(`npm start ended ${code ?? signal} after SIGTERM:\n${output}`)
