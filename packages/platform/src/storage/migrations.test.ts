@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { deliveryMachine } from '../push/delivery-states.js'
-import { migrate, migrations, parseMigration } from './migrations.js'
+import { migrate, migrations, parseMigration, SchemaMismatchError } from './migrations.js'
 
 /**
  * Migrations are frozen SQL: a database made at once and one upgraded from the last release's schema (with
@@ -113,6 +113,70 @@ for (const backend of testBackends) {
       assert.deepEqual(quotedNames(index('deliveries_due')), [deliveryMachine.held])
       assert.deepEqual(quotedNames(index('deliveries_held')), [deliveryMachine.held])
       assert.deepEqual(quotedNames(index('deliveries_ready_by_group')), [deliveryMachine.ready])
+    })
+  })
+}
+
+for (const backend of testBackends) {
+  describe(`${backend}: what a database applied is checked against the files`, { timeout: 120_000 }, () => {
+    const scratches: ScratchDatabase[] = []
+    const databases: Database[] = []
+    const open = async () => {
+      if (backend === 'pglite') databases.push(await openPglite(undefined))
+      else {
+        const scratch = await scratchPostgresDatabase()
+        scratches.push(scratch)
+        databases.push(await openPostgres({ connectionString: scratch.url, max: 2 }))
+      }
+      return databases.at(-1) as Database
+    }
+    after(async () => {
+      for (const db of databases) await db.close()
+      for (const scratch of scratches) await scratch.drop()
+    })
+    const first = parseMigration(1, '-- one\nCREATE TABLE t1 (a integer);\n')
+    const second = parseMigration(2, '-- two\nCREATE TABLE t2 (a integer);\n')
+    const firstEdited = parseMigration(1, '-- one\nCREATE TABLE t1 (a bigint);\n')
+
+    test('a database migrated further than this code knows is refused, and nothing is applied', async () => {
+      const db = await open()
+      await migrate(db, [first, second])
+      await assert.rejects(
+        migrate(db, [first]),
+        (error: unknown) =>
+          error instanceof SchemaMismatchError &&
+          /schema is at migration 2 \("two"\), newer than this Earshot, which knows migrations up to 1/.test(
+            error.message,
+          ),
+      )
+    })
+
+    test('a migration applied from another text than its file now holds is refused by name', async () => {
+      const db = await open()
+      await migrate(db, [first])
+      await assert.rejects(
+        migrate(db, [firstEdited, second]),
+        (error: unknown) =>
+          error instanceof SchemaMismatchError &&
+          /migration 1 \("one"\) was applied from another text than sql\/000001\.sql/.test(error.message),
+      )
+      const tables = await db.query(`SELECT 1 FROM pg_tables WHERE tablename = 't2'`)
+      assert.equal(tables.length, 0, 'the next migration was not applied')
+    })
+
+    test("a migration applied before checksums were kept gets its file's, and is checked from then on", async () => {
+      const db = await open()
+      await migrate(db, [first])
+      await db.query('UPDATE schema_migrations SET checksum = NULL')
+      assert.deepEqual(await migrate(db, [first, second]), [2])
+      const rows = await db.query<{ checksum: string }>(
+        'SELECT checksum FROM schema_migrations ORDER BY version',
+      )
+      assert.deepEqual(
+        rows.map((row) => row.checksum),
+        [first.checksum, second.checksum],
+      )
+      await assert.rejects(migrate(db, [firstEdited, second]), SchemaMismatchError)
     })
   })
 }
