@@ -110,7 +110,8 @@ async function tryKit(kit, printed) {
   })
   await step(`${kit.name}: SIGTERM to the receiver alone, nothing left`, async () => {
     const { output } = await receiver.stop({ alone: true })
-    if (kit.saysStopped && !kit.saysStopped.test(output)) fail(`the receiver did not say it stopped:\n${output}`)
+    if (kit.saysStopped && !kit.saysStopped.test(output))
+      fail(`the receiver did not say it stopped:\n${output}`)
     if (await listening(kit.port)) fail(`port ${kit.port} is still listening after the receiver stopped`)
   })
 }

@@ -8,8 +8,8 @@ import { randomInt } from 'node:crypto'
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { DELIVERY_STATES, type EnterpriseCredentials } from '@earshot/platform'
 import { AdminClient, type Delivery, type ImportLine } from '@earshot/platform/admin-client'
+import { DELIVERY_STATES, type EnterpriseCredentials } from '@earshot/platform/internal'
 import { loadKey, open, PushEvent, seal } from '@earshot/protocol'
 
 // --- seeded randomness ----------------------------------------------------------------------------

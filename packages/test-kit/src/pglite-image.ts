@@ -4,7 +4,7 @@ import { rename } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { migrate, migrations } from '@earshot/platform'
+import { migrate, migrations } from '@earshot/platform/internal'
 import { openPglite } from '@earshot/support/storage'
 
 /**

@@ -5,8 +5,9 @@
  * seeded here for both backends alike.
  */
 
-import type { EnterpriseCredentials } from '@earshot/platform'
-import { createEnterprise, insertRecordings, startPlatform } from '@earshot/platform'
+import { startPlatform } from '@earshot/platform'
+import type { EnterpriseCredentials } from '@earshot/platform/internal'
+import { createEnterprise, insertRecordings } from '@earshot/platform/internal'
 import { testConfig } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
 import {

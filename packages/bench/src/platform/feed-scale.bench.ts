@@ -28,14 +28,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { EarshotClient } from '@earshot/partner'
-import {
-  createEnterprise,
-  loadConfig,
-  type RunningPlatform,
-  startPlatform,
-  tendDatabase,
-  type UpkeepStep,
-} from '@earshot/platform'
+import { loadConfig, type RunningPlatform, startPlatform } from '@earshot/platform'
+import { createEnterprise, tendDatabase, type UpkeepStep } from '@earshot/platform/internal'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,

@@ -20,7 +20,7 @@ import {
   queryRecordings,
   receiptBatcher,
   tokenSigningKey,
-} from '@earshot/platform'
+} from '@earshot/platform/internal'
 import {
   type EnvelopeKey,
   type JsonObject,

@@ -4,7 +4,8 @@
  * and, after a forced garbage collection, the peak heap in use every second (it runs with --expose-gc).
  * "reset" starts a new measure from now; "peak" reports it; "analyze" runs ANALYZE on every table.
  */
-import { createEnterprise, loadConfig, startPlatform } from '@earshot/platform'
+import { loadConfig, startPlatform } from '@earshot/platform'
+import { createEnterprise } from '@earshot/platform/internal'
 import { serveParent } from '../child.js'
 
 export interface ImportPlatformReady {

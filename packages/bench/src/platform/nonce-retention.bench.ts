@@ -15,7 +15,8 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { type Database, openDatabase } from '@earshot/platform'
+import type { Database } from '@earshot/platform'
+import { openDatabase } from '@earshot/platform/internal'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { openDatabase } from '@earshot/platform'
+import { openDatabase } from '@earshot/platform/internal'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import { type Backend, postgresCpuSeconds, withCleanup } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'

@@ -9,7 +9,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Database } from '@earshot/platform'
-import { openDatabase } from '@earshot/platform'
+import { openDatabase } from '@earshot/platform/internal'
 import { serveParent } from '../child.js'
 
 export interface RawLoopSpec {

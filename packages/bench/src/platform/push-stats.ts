@@ -6,7 +6,7 @@
  * each recording's pushes kept their order.
  */
 import type { Database } from '@earshot/platform'
-import { openDatabase } from '@earshot/platform'
+import { openDatabase } from '@earshot/platform/internal'
 import { serveParent } from '../child.js'
 
 export interface PushStatsSpec {

@@ -24,7 +24,8 @@
  * platform has stopped (push-stats.ts). The results go to docs/benchmarks.md between the push markers.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig, openDatabase } from '@earshot/platform'
+import { loadConfig } from '@earshot/platform'
+import { openDatabase } from '@earshot/platform/internal'
 import {
   type Backend,
   backendsSetting,

@@ -13,8 +13,8 @@
  * - 70% have audio and transcript (set A), 20% audio only (set B), 10% transcript only (set A).
  */
 
-import type { NewRecording } from '@earshot/platform'
-import { samplePhrases, sampleTopics } from '@earshot/platform'
+import type { NewRecording } from '@earshot/platform/internal'
+import { samplePhrases, sampleTopics } from '@earshot/platform/internal'
 import type { TranscriptSentence } from '@earshot/protocol'
 
 export interface DatasetPlan {
