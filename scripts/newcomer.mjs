@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // A newcomer's first hour, on a fresh clone: clones the repository's last commit into a temporary
-// directory and runs, as printed, the shell blocks of README.md marked `<!-- newcomer: NAME -->`
-// (`npm install` and `npm start`, the first query, the operator's commands), then each partner kit's
-// "try it on one machine" blocks (packages/partner, kits/python, kits/go: `KIT-install`, `KIT-file PATH`,
-// `KIT-quickstart`, `KIT-receiver`, `KIT-push`, `KIT-download`), each kit in a fresh directory of its own.
+// directory and runs, as printed, the shell blocks marked `<!-- newcomer: NAME -->`: README.md's
+// `npm install` and `npm start` and first query, then docs/operator-guide.md's operator commands, then
+// each partner kit's "try it on one machine" blocks (packages/partner, kits/python, kits/go:
+// `KIT-install`, `KIT-file PATH`, `KIT-quickstart`, `KIT-receiver`, `KIT-push`, `KIT-download`), each kit
+// in a fresh directory of its own.
 // It fills in only the placeholders `<the token npm start printed>`, `<the printed secret>` and
 // `/path/to/earshot` (the clone). For each kit it waits until the receiver stored the pushed recording and
 // the platform shows its deliveries confirmed, checks that the downloaded audio's SHA-256 is the uploaded
@@ -46,11 +47,9 @@ try {
     if (await listening(port)) fail(`port ${port} is in use: the READMEs' commands need it`)
   await step('git clone', () => command('git', ['clone', '--quiet', root, clone], work))
   const readme = await doc('README.md')
-  const block = (name) => markedBlock(readme, 'newcomer', name).text
-  await writeFile(
-    join(clone, 'recordings.jsonl'),
-    markedBlock(await doc('docs/operator-guide.md'), 'example', 'import.jsonl').text,
-  )
+  const guide = await doc('docs/operator-guide.md')
+  const block = (name, document = readme) => markedBlock(document, 'newcomer', name).text
+  await writeFile(join(clone, 'recordings.jsonl'), markedBlock(guide, 'example', 'import.jsonl').text)
   await writeFile(join(clone, 'take.wav'), take)
 
   const platform = await step('npm install, npm start', () =>
@@ -62,7 +61,7 @@ try {
     '/path/to/earshot': clone,
   }
   await step('the first query', () => shell(fillIn(block('first-query'), printed)))
-  await step("the operator's commands", () => shell(fillIn(block('operator'), printed)))
+  await step("the operator's commands", () => shell(fillIn(block('operator', guide), printed)))
   for (const kit of kits) await tryKit(kit, printed)
   await step('SIGTERM: npm start exits 0, nothing listening', async () => {
     const { code, signal, output } = await platform.stop()
