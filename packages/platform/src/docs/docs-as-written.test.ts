@@ -253,6 +253,26 @@ describe('the protocol: its examples and its answer codes', { timeout: 30_000 },
   })
 })
 
+describe("the README: a first screen, and the newcomer's blocks where scripts/newcomer.mjs reads them", () => {
+  const readme = readDocument('README.md')
+
+  test('is under 120 lines, and links every document of docs/', () => {
+    assert.ok(readme.split('\n').length <= 120, `README.md has ${readme.split('\n').length} lines`)
+    for (const name of readdirSync(join(repositoryRoot, 'docs')).filter((file) => file.endsWith('.md')))
+      assert.ok(readme.includes(`](docs/${name})`), `README.md links docs/${name}`)
+  })
+
+  test('the platform and the first query in the README, the operator commands in the guide', () => {
+    const platform = markedBlock(readme, 'newcomer', 'platform').text
+    assert.match(platform, /^npm install\nnpm start\n$/)
+    assert.match(markedBlock(readme, 'newcomer', 'first-query').text, /<the printed secret>/)
+    const operator = markedBlock(readDocument(GUIDE), 'newcomer', 'operator').text
+    assert.match(operator, /^export EARSHOT_ADMIN_TOKEN=<the token npm start printed>\n/)
+    assert.match(operator, /recordings import recordings\.jsonl /, "imports the guide's example")
+    assert.throws(() => markedBlock(readme, 'newcomer', 'operator'), /no <!-- newcomer: operator -->/)
+  })
+})
+
 describe('the docs stand alone', { timeout: 60_000 }, () => {
   const documents = [
     'README.md',
