@@ -2,8 +2,8 @@
 // Start a platform with demo data first (`npm start`, or `earshot serve --demo`), then run:
 //   EARSHOT_ENTERPRISE_ID=1 EARSHOT_SECRET='<secret it printed>' node examples/first-query.mjs
 import { randomUUID } from 'node:crypto'
-// seal/open are the envelope (AES-256-GCM); in another language, the README's "The envelope in one
-// paragraph" and the vectors in packages/protocol/test-data/envelope.json are all you need.
+// seal/open are the envelope (AES-256-GCM); in another language, docs/protocol.md's "The envelope"
+// and the vectors in packages/protocol/test-data/envelope.json are all you need.
 import { loadKey, open, seal } from '@earshot/protocol'
 
 // `npm start` prints these; the demo's are also kept in .earshot/demo-credentials.json.

@@ -26,7 +26,7 @@ import type { Browser, BrowserContext, Locator, Page } from 'playwright-core'
  * console error the pages cause fails the test; the refusals the test provokes on purpose are
  * accounted for one by one (Chromium logs every 4xx answer as a console error).
  *
- * EARSHOT_CONSOLE_SCREENSHOTS=1 writes the screenshots shown in the README to docs/console/.
+ * EARSHOT_CONSOLE_SCREENSHOTS=1 writes the screenshots shown in the operator guide to docs/console/.
  */
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */

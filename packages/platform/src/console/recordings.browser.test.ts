@@ -27,7 +27,7 @@ import { DEMO_RECORDINGS, seedDemoIfEmpty } from '../demo/demo-seed.js'
  * Any console error the pages cause fails the test; the refusals the test provokes on purpose are
  * accounted for one by one (Chromium logs every 4xx answer as a console error).
  *
- * EARSHOT_CONSOLE_SCREENSHOTS=1 writes docs/console/recordings.png, shown in the README.
+ * EARSHOT_CONSOLE_SCREENSHOTS=1 writes docs/console/recordings.png, shown in the operator guide.
  */
 
 /** The browser globals the test reads in the page: the tests compile without the DOM library. */

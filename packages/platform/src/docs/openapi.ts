@@ -9,7 +9,7 @@ import type { TSchema } from 'typebox'
 
 export type Json = Record<string, unknown>
 
-/** Marks a plaintext schema: it travels only as an envelope's ciphertext (README "The envelope"). */
+/** Marks a plaintext schema: it travels only as an envelope's ciphertext (docs/protocol.md, "The envelope"). */
 export const SEALED = 'x-earshot-sealed'
 /** On an envelope schema: the component its ciphertext holds, once opened. */
 export const PLAINTEXT = 'x-earshot-plaintext'

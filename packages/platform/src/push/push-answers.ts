@@ -34,7 +34,7 @@ export const DeliverySchema = Type.Object({
   eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
   eventType: Type.Enum(Object.values(PushEventType)),
   state: Type.Enum(DELIVERY_STATES, {
-    description: 'the delivery state (see the delivery states in the README)',
+    description: 'the delivery state (see the delivery states in the operator guide)',
   }),
   attempts: Type.Array(AttemptSchema),
   createdAt: Time('when the event was created'),

@@ -15,7 +15,7 @@ import type { NewRecording } from './recording-store.js'
 
 /*
  * Ingested sizes are bounded so that a query page of MAX_PAGE_SIZE (100) recordings, sealed, stays
- * under 16 MiB (README "Limits"). Each recording's data is bounded by its fields: deviceUid,
+ * under 16 MiB (the operator guide's "Limits"). Each recording's data is bounded by its fields: deviceUid,
  * title and denoiseUrl by their lengths (at most 6 bytes of JSON per character, `\u0001`), the
  * transcript part by its own size as JSON, measured as the query returns it (MAX_TRANSCRIPT_BYTES).
  * The worst case, 100 recordings at every limit, is checked by recording-input.test.ts:
