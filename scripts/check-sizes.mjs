@@ -25,14 +25,21 @@ const source = /^(packages\/[^/]+\/(src|console)\/.*\.(ts|js)|kits\/python\/.*\.
 
 const files = execFileSync('git', ['ls-files'], { encoding: 'utf8' })
   .split('\n')
-  .filter((path) => source.test(path) && !path.endsWith('.d.ts') && !notShipped.some((rule) => rule.test(path)))
+  .filter(
+    (path) => source.test(path) && !path.endsWith('.d.ts') && !notShipped.some((rule) => rule.test(path)),
+  )
 
 const problems = []
 for (const path of files) {
   const lines = readFileSync(path, 'utf8').split('\n')
   if (lines.at(-1) === '') lines.pop()
-  if (lines.length > MAX_FILE_LINES) problems.push(`${path}: ${lines.length} lines (at most ${MAX_FILE_LINES})`)
-  const functions = path.endsWith('.py') ? pythonFunctions(lines) : path.endsWith('.go') ? goFunctions(lines) : []
+  if (lines.length > MAX_FILE_LINES)
+    problems.push(`${path}: ${lines.length} lines (at most ${MAX_FILE_LINES})`)
+  const functions = path.endsWith('.py')
+    ? pythonFunctions(lines)
+    : path.endsWith('.go')
+      ? goFunctions(lines)
+      : []
   for (const { name, line, length } of functions) {
     if (length > MAX_FUNCTION_LINES)
       problems.push(`${path}:${line}: ${name} is ${length} lines (at most ${MAX_FUNCTION_LINES})`)
@@ -42,7 +49,9 @@ if (problems.length > 0) {
   console.error(`Shipped code over its size rules:\n  ${problems.join('\n  ')}`)
   process.exit(1)
 }
-console.log(`check-sizes: ${files.length} shipped files within ${MAX_FILE_LINES} lines and their functions within ${MAX_FUNCTION_LINES}`)
+console.log(
+  `check-sizes: ${files.length} shipped files within ${MAX_FILE_LINES} lines and their functions within ${MAX_FUNCTION_LINES}`,
+)
 
 /** Each `def` runs until the next line that is not blank and not indented deeper than it. */
 function pythonFunctions(lines) {
