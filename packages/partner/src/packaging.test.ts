@@ -117,6 +117,30 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
     assert.equal(stdout.trim(), '1', 'one page of one recording since 2026-11-01')
   })
 
+  test("the README's quickstart.mjs runs as printed, credentials from the environment", async () => {
+    const block = /<!-- newcomer: node-file quickstart\.mjs -->\s*```js\n([\s\S]*?)```/.exec(readme)?.[1]
+    assert.ok(block, 'the README has the quickstart.mjs block')
+    const alpha = await ingest(platform, partner.enterpriseId, {
+      deviceUid: 'REC-ALPHA-01',
+      title: 'Alpha',
+      recordedAt: '2026-11-22T09:00:00Z',
+      denoiseUrl: 'https://cdn.example.com/alpha.wav',
+      recordDuration: 10,
+    })
+    writeFileSync(join(project, 'quickstart.mjs'), block)
+    const { stdout } = await run(process.execPath, ['quickstart.mjs'], {
+      cwd: project,
+      env: {
+        ...process.env,
+        EARSHOT_BASE_URL: platform.partnerUrl,
+        EARSHOT_ENTERPRISE_ID: String(partner.enterpriseId),
+        EARSHOT_SECRET: partner.secret,
+      },
+    })
+    assert.match(stdout, /^recordings on REC-ALPHA-01: 1\n/)
+    assert.match(stdout, new RegExp(`^${alpha}  2026-11-22T09:00:00(\\.000)?Z  Alpha$`, 'm'))
+  })
+
   test("the README's change feed example reads the feed to its end", async () => {
     const code = readmeExample('## Following the change feed', [
       ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],

@@ -1,9 +1,9 @@
-import { CommandFailure, fail, positiveInteger, printJson as print } from '@earshot/support/cli'
+import { fail, positiveInteger, printJson as print } from '@earshot/support/cli'
 import { type Command, Option } from 'commander'
+import { DEFAULT_BASE_URL, DEFAULT_KEY_VERSION } from '../client/credentials-from-env.js'
 import { EarshotClient } from '../client/earshot-client.js'
-import { EarshotApiError, EarshotConfigError, EarshotError } from '../client/errors.js'
-
-export const DEFAULT_BASE_URL = 'http://127.0.0.1:8080'
+import { EarshotConfigError } from '../client/errors.js'
+import { CredentialsFailure, failureLine, failureOf } from './failures.js'
 
 /** The credentials every command reads (set on the program, usable before or after the command). */
 export interface CredentialOptions {
@@ -24,7 +24,7 @@ export function credentialOptions(): Option[] {
       .argParser(positiveInteger('an enterprise id')),
     new Option('--key-version <n>', 'the keyVersion of your secret')
       .env('EARSHOT_KEY_VERSION')
-      .default(1)
+      .default(DEFAULT_KEY_VERSION)
       .argParser(positiveInteger('a key version')),
     new Option(
       '--secret <secret>',
@@ -51,32 +51,13 @@ export function clientFor(command: Command): EarshotClient {
     return new EarshotClient({
       baseUrl: baseUrl || DEFAULT_BASE_URL,
       enterpriseId: enterpriseId as number,
-      keyVersion: keyVersion ?? 1,
+      keyVersion: keyVersion ?? DEFAULT_KEY_VERSION,
       secret: secret as string,
     })
   } catch (error) {
     if (!(error instanceof EarshotConfigError)) throw error
     throw new CredentialsFailure(`the credentials are not usable: ${error.message}`)
   }
-}
-
-/** Credentials missing or unusable: reported with the code ERR_EARSHOT_CONFIG. */
-export class CredentialsFailure extends CommandFailure {
-  readonly code = 'ERR_EARSHOT_CONFIG'
-}
-
-/**
- * A failure as the CLI reports it: `code` is the catalogue code (a number) of a refusal, by the platform
- * or before sending, else the client error's `ERR_EARSHOT_…` string (ERR_EARSHOT_NETWORK,
- * ERR_EARSHOT_RESPONSE, …; ERR_EARSHOT_CONFIG for credentials, ERR_EARSHOT_COMMAND for the command's own
- * failures); undefined for an error that is not the CLI's to report.
- */
-export function commandError(error: unknown): { code: number | string; msg: string } | undefined {
-  if (error instanceof EarshotApiError) return { code: error.code, msg: error.msg }
-  if (error instanceof EarshotError) return { code: error.code, msg: error.message }
-  if (error instanceof CredentialsFailure) return { code: error.code, msg: error.message }
-  if (error instanceof CommandFailure) return { code: 'ERR_EARSHOT_COMMAND', msg: error.message }
-  return undefined
 }
 
 /** Whether the command printed its answer on stdout. */
@@ -90,8 +71,9 @@ export function printJson(value: unknown): void {
 
 /**
  * Runs a command with a client, turning refusals into `error <code>: <msg>` on stderr and exit code 1,
- * and any other failure into its message; with --json every failure is also printed on stdout as
- * `{"error": {"code", "msg"}}` (the convention of the platform's `earshot` CLI too), unless the command
+ * and any other failure (file system errors included) into one line, never a stack; with --json every
+ * failure is also printed on stdout as `{"error": {"code", "msg"}}` (the convention of the platform's
+ * `earshot` CLI too), unless the command
  * printed its answer there already (sync --audio's counts, then exit 1 for the audio it could not
  * fetch): stdout holds one JSON value, the answer or the error.
  */
@@ -103,11 +85,15 @@ export async function runWithClient(
   try {
     await body(clientFor(command))
   } catch (error) {
-    const failure = commandError(error)
-    if (!failure) throw error
-    if (json && !answered) printJson({ error: failure })
-    fail(typeof failure.code === 'number' ? `error ${failure.code}: ${failure.msg}` : failure.msg)
+    reportFailure(error, { json })
   }
+}
+
+/** Prints any failure as the CLI's convention says (see runWithClient()) and sets exit code 1. */
+export function reportFailure(error: unknown, { json }: { json: boolean }): void {
+  const failure = failureOf(error)
+  if (json && !answered) printJson({ error: failure })
+  fail(failureLine(failure))
 }
 
 export {
@@ -118,3 +104,5 @@ export {
   printLines,
   table,
 } from '@earshot/support/cli'
+
+export { CredentialsFailure, FileFailure, makeFolderFor } from './failures.js'

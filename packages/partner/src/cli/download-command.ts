@@ -1,9 +1,10 @@
-import { resolve } from 'node:path'
+import { stat } from 'node:fs/promises'
+import { join, resolve, sep } from 'node:path'
 import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import type { AudioDestination, DownloadProgress } from '../client/audio-download.js'
 import { audioDestination, downloadAudioTo } from './audio-files.js'
-import { printJson, printLines, runWithClient } from './command-support.js'
+import { makeFolderFor, printJson, printLines, runWithClient } from './command-support.js'
 
 interface DownloadOptions {
   out?: string
@@ -21,7 +22,8 @@ export function downloadCommand(): Command {
     .argument('<audioId>', 'the recording')
     .option(
       '--out <file>',
-      'the file to write (default ./<audioId>.<extension of its Content-Type, or audio>)',
+      'the file to write, its folder made if missing; a folder (ending in /, or one that exists) gets ' +
+        '<audioId>.<extension> in it (default ./<audioId>.<extension of its Content-Type, or audio>)',
     )
     .option('--progress', 'show a progress bar on stderr even when it is not a terminal')
     .option('--json', 'print {"audioId", "file", "bytes", "sha256"} as JSON')
@@ -30,7 +32,8 @@ export function downloadCommand(): Command {
         const bar = options.progress || process.stderr.isTTY ? progressBar() : undefined
         let downloaded: Awaited<ReturnType<typeof downloadAudioTo>>
         try {
-          downloaded = await downloadAudioTo(client, audioId, destinationOf(audioId, options), {
+          const destination = await destinationOf(audioId, options)
+          downloaded = await downloadAudioTo(client, audioId, destination, {
             onProgress: bar?.update,
           })
         } finally {
@@ -44,9 +47,22 @@ export function downloadCommand(): Command {
     })
 }
 
-function destinationOf(audioId: string, options: DownloadOptions): AudioDestination {
-  const { out } = options
-  return out ? { partPath: `${out}.part`, finalPath: () => out } : audioDestination('.', audioId)
+/** Where --out says, its folder made first (mkdir -p), or refused in one line. */
+async function destinationOf(audioId: string, { out }: DownloadOptions): Promise<AudioDestination> {
+  if (!out) return audioDestination('.', audioId)
+  if (out.endsWith(sep) || out.endsWith('/') || (await isFolder(out))) {
+    await makeFolderFor(join(out, audioId), '--out')
+    return audioDestination(out, audioId)
+  }
+  await makeFolderFor(out, '--out')
+  return { partPath: `${out}.part`, finalPath: () => out }
+}
+
+async function isFolder(path: string): Promise<boolean> {
+  return stat(path).then(
+    (found) => found.isDirectory(),
+    () => false,
+  )
 }
 
 /** A bar on stderr, started once the size of the file is known. */

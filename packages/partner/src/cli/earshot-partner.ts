@@ -5,7 +5,7 @@
  */
 import { reportUsageErrors } from '@earshot/support/cli'
 import { Command } from 'commander'
-import { credentialOptions } from './command-support.js'
+import { credentialOptions, reportFailure } from './command-support.js'
 import { downloadCommand } from './download-command.js'
 import { listenCommand } from './listen-command.js'
 import { exportCommand, queryCommand, tokenCommand } from './query-commands.js'
@@ -30,4 +30,16 @@ const hintOnError = (command: Command): void => {
 hintOnError(program)
 reportUsageErrors(program)
 
-await program.parseAsync(process.argv)
+// Whatever a command lets through still follows the --json convention: one line, no stack, exit 1.
+const json = process.argv.slice(2).includes('--json')
+const crash = (error: unknown) => {
+  reportFailure(error, { json })
+  process.exit(1)
+}
+process.on('uncaughtException', crash)
+process.on('unhandledRejection', crash)
+try {
+  await program.parseAsync(process.argv)
+} catch (error) {
+  reportFailure(error, { json })
+}

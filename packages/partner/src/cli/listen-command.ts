@@ -1,8 +1,5 @@
-import { once } from 'node:events'
-import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
-import { httpStatusOf, PushEventType, ResponseCode } from '@earshot/protocol'
+import { PushEventType } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { EarshotClient } from '../client/earshot-client.js'
 import { EarshotError } from '../client/errors.js'
@@ -18,6 +15,8 @@ import {
 } from '../storage/recording-store.js'
 import { observeAnswers, openAudioFetcher } from './audio-fetcher.js'
 import { CommandFailure, type CredentialOptions, clientFor, fail, printLines } from './command-support.js'
+import { type ReceiverParts, startListener } from './listener.js'
+import { startedByNpm, stopRequest } from './stop-request.js'
 
 interface ListenOptions {
   port: number
@@ -34,12 +33,9 @@ interface ReceiverContext {
   keyVersion: number | undefined
   db: Database
   log: (line: string) => void
-  /** Steps run in reverse order when listen stops. */
+  /** Steps run in reverse order when the receiver closes. */
   cleanup: (() => Promise<unknown>)[]
 }
-
-/** Connections still open this long after SIGINT/SIGTERM are cut. */
-const SHUTDOWN_GRACE_MS = 5000
 
 /**
  * `earshot-partner listen --port P --data DIR [--audio AUDIO_DIR]`: receives pushes, stores each recording
@@ -89,56 +85,37 @@ async function listen(options: ListenOptions, command: Command): Promise<void> {
   const client = clientFor(command)
   const { secret, keyVersion } = command.optsWithGlobals<CredentialOptions>()
   const log = (line: string) => process.stderr.write(`${line}\n`)
+  const stopped = stopRequest({ watchParent: startedByNpm() })
+  const listener = await startListener(options, () =>
+    openReceiverParts(options, { client, secret: secret as string, keyVersion, log }),
+  )
+  printLines(`listening on ${listener.url}`)
+  try {
+    log(`${await Promise.race([stopped, listener.failed])}: stopping`)
+  } finally {
+    await listener.stop()
+  }
+  log('stopped')
+}
 
-  const db = await openDatabase({ dataDir: join(options.data, 'db') })
-  const cleanup: (() => Promise<unknown>)[] = [() => db.close()]
-  const runCleanup = async () => {
+/** The database, then the store, the outbox and the receiver in it; closed in reverse order. */
+async function openReceiverParts(
+  options: ListenOptions,
+  context: Omit<ReceiverContext, 'db' | 'cleanup'>,
+): Promise<ReceiverParts> {
+  const cleanup: (() => Promise<unknown>)[] = []
+  const close = async () => {
     for (const step of cleanup.splice(0).reverse()) await step().catch(() => {})
   }
-  let server: Server
   try {
-    const receiver = await openReceiver(options, {
-      client,
-      secret: secret as string,
-      keyVersion,
-      db,
-      log,
-      cleanup,
-    })
-    server = createServer((request, response) => {
-      const path = (request.url ?? '').split('?', 1)[0]
-      if (path === options.path) return receiver.handler(request, response)
-      const body = JSON.stringify({ code: ResponseCode.NOT_FOUND, msg: `no push endpoint at ${path}` })
-      request.resume()
-      response
-        .writeHead(httpStatusOf(ResponseCode.NOT_FOUND), { 'content-type': 'application/json' })
-        .end(body)
-    })
-    server.listen(options.port, options.host)
-    await Promise.race([
-      once(server, 'listening'),
-      once(server, 'error').then(([error]) => Promise.reject(error)),
-    ])
+    const db = await openDatabase({ dataDir: join(options.data, 'db') })
+    cleanup.push(() => db.close())
+    const receiver = await openReceiver(options, { ...context, db, cleanup })
+    return { handler: receiver.handler, close }
   } catch (error) {
-    await runCleanup()
+    await close()
     throw error
   }
-
-  const { port } = server.address() as AddressInfo
-  const host = options.host.includes(':') ? `[${options.host}]` : options.host
-  printLines(`listening on http://${host}:${port}${options.path}`)
-
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'))
-    process.once('SIGTERM', () => resolve('SIGTERM'))
-  })
-  log(`${signal}: stopping`)
-  server.closeIdleConnections()
-  const cut = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS)
-  await new Promise((resolve) => server.close(resolve))
-  clearTimeout(cut)
-  await runCleanup()
-  log('stopped')
 }
 
 /**

@@ -9,6 +9,7 @@ import { Command } from 'commander'
 import type { AudioPage } from '../client/earshot-client.js'
 import {
   CommandFailure,
+  makeFolderFor,
   positiveInteger,
   printJson,
   printLines,
@@ -221,6 +222,7 @@ async function write(stream: Writable, text: string): Promise<void> {
 
 /** A file written beside its destination and renamed over it only once complete. */
 async function openPartial(path: string) {
+  await makeFolderFor(path, '--out')
   const partial = `${path}.partial-${process.pid}`
   const stream = createWriteStream(partial)
   // A write error also fails finished() in commit(); this keeps it from crashing the process first.

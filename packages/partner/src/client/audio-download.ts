@@ -35,7 +35,7 @@ import {
 
 export type { AudioDestination, DownloadedAudio }
 
-import { describe, isRetryable, readReply } from './reply.js'
+import { connectionDetail, hostOf, isRetryable, readReply } from './reply.js'
 
 export interface DownloadProgress {
   /** Bytes of the file on disk so far (those kept from an earlier attempt included). */
@@ -258,7 +258,7 @@ async function request(transfer: Transfer, fetchImpl: typeof fetch, exchange: Ex
   try {
     return await fetchImpl(transfer.link, { headers, signal: exchange.signal })
   } catch (error) {
-    throw exchange.failure(error)
+    throw exchange.failure(error, transfer.link, 'connect')
   }
 }
 
@@ -290,7 +290,7 @@ async function refusalOf(response: Response, exchange: Exchange): Promise<Error>
   try {
     text = await response.text()
   } catch (error) {
-    return exchange.failure(error)
+    return exchange.failure(error, response.url, 'read')
   }
   try {
     readReply(response.status, response.headers, text)
@@ -311,7 +311,7 @@ async function receiveBody(
   try {
     while (reader) {
       const chunk = await reader.read().catch((error: unknown) => {
-        throw exchange.failure(error)
+        throw exchange.failure(error, transfer.link, 'read')
       })
       if (chunk.done) break
       exchange.touch()
@@ -349,11 +349,15 @@ function startExchange(signal: AbortSignal | undefined, idleTimeoutMs: number) {
   return {
     signal: controller.signal,
     touch,
-    /** What a failed request or read is reported as. */
-    failure(error: unknown): Error {
+    /** What a failed request or read of `link` is reported as: naming its host. */
+    failure(error: unknown, link: string, phase: 'connect' | 'read'): Error {
       if (signal?.aborted) return signal.reason
       if (timedOut) return new EarshotTimeoutError(idleTimeoutMs, { cause: error })
-      return new EarshotNetworkError(`the audio download failed: ${describe(error)}`, { cause: error })
+      const what = phase === 'connect' ? 'cannot reach' : 'lost the connection to'
+      return new EarshotNetworkError(
+        `the audio download failed: ${what} ${hostOf(link)} (${connectionDetail(error)})`,
+        { cause: error },
+      )
     },
     dispose() {
       clearTimeout(timer)

@@ -22,6 +22,7 @@ import type {
   EarshotClientOptions,
   RequestOptions,
 } from './client-types.js'
+import { credentialsFromEnv } from './credentials-from-env.js'
 import { EarshotApiError, EarshotConfigError, EarshotResponseError } from './errors.js'
 import {
   checkBaseUrl,
@@ -104,6 +105,17 @@ export class EarshotClient {
     this.#clock = checkFunction('clock', options.clock) ?? Date.now
     this.#sleep =
       checkFunction('sleep', options.sleep) ?? ((ms, signal) => sleep(ms, undefined, signal && { signal }))
+  }
+
+  /**
+   * A client with the credentials of EARSHOT_BASE_URL (default http://127.0.0.1:8080),
+   * EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION (default 1) and EARSHOT_SECRET, and `options` besides.
+   */
+  static fromEnv(
+    env: NodeJS.ProcessEnv = process.env,
+    options: Omit<EarshotClientOptions, 'baseUrl' | 'enterpriseId' | 'keyVersion' | 'secret'> = {},
+  ): EarshotClient {
+    return new EarshotClient({ ...options, ...credentialsFromEnv(env) })
   }
 
   /** A bearer token: the cached one while it is fresh, else a new one (one request for all callers). */

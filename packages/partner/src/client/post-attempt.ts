@@ -1,6 +1,6 @@
 import type { RequestOptions } from './client-types.js'
 import { EarshotError, EarshotNetworkError, EarshotTimeoutError } from './errors.js'
-import { describe, readReply, type Success } from './reply.js'
+import { connectionDetail, readReply, type Success } from './reply.js'
 
 /** Where and how a client sends its requests. */
 export interface PostTarget {
@@ -44,9 +44,10 @@ export async function postAttempt(
     if (signal?.aborted) throw signal.reason
     if (timedOut) throw new EarshotTimeoutError(timeoutMs, { cause: error })
     if (error instanceof EarshotError) throw error
-    throw new EarshotNetworkError(`cannot reach the platform at ${target.baseUrl}: ${describe(error)}`, {
-      cause: error,
-    })
+    throw new EarshotNetworkError(
+      `cannot reach the platform at ${target.baseUrl} (${connectionDetail(error)})`,
+      { cause: error },
+    )
   } finally {
     clearTimeout(timer)
     signal?.removeEventListener('abort', onAbort)

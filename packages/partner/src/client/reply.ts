@@ -76,10 +76,15 @@ export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal | undef
   })
 }
 
-/** An error's message with its cause's code (ECONNREFUSED…) or message. */
-export function describe(error: unknown): string {
+/** Why a connection failed: its cause's code (ENOTFOUND, ECONNREFUSED…), else the message. */
+export function connectionDetail(error: unknown): string {
   const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause
-  const detail = typeof cause?.code === 'string' ? cause.code : cause?.message
-  const message = error instanceof Error ? error.message : String(error)
-  return typeof detail === 'string' && detail.length > 0 ? `${message} (${detail})` : message
+  if (typeof cause?.code === 'string') return cause.code
+  if (typeof cause?.message === 'string' && cause.message.length > 0) return cause.message
+  return error instanceof Error ? error.message : String(error)
+}
+
+/** The host of a URL (with its port, when it has one), or the URL itself when it does not parse. */
+export function hostOf(url: string): string {
+  return URL.canParse(url) ? new URL(url).host : url
 }
