@@ -39,6 +39,13 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
   let platform: TestPlatform
   let partner: TestPartner
   let audioId: string
+  /** The README's examples read their credentials from the environment, as a partner's shell has them. */
+  const partnerEnv = () => ({
+    ...process.env,
+    EARSHOT_BASE_URL: platform.partnerUrl,
+    EARSHOT_ENTERPRISE_ID: String(partner.enterpriseId),
+    EARSHOT_SECRET: partner.secret,
+  })
 
   before(async () => {
     project = mkdtempSync(join(tmpdir(), 'earshot-kit-'))
@@ -104,17 +111,17 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
   })
 
   test("the README's client quick start runs", async () => {
-    const code = readmeExample('## Client quick start', [
-      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
-      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
-      ["'aud_0123456789abcdef'", JSON.stringify(audioId)],
-    ])
+    const code = readmeExample('## Client quick start', [])
     writeFileSync(join(project, 'quick-start.mjs'), code)
     const { stdout } = await run(process.execPath, ['quick-start.mjs'], {
       cwd: project,
-      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+      env: partnerEnv(),
     })
-    assert.equal(stdout.trim(), '1', 'one page of one recording since 2026-11-01')
+    assert.deepEqual(
+      stdout.trim().split('\n'),
+      ['REC-ALPHA-01: 0 recordings', '1'],
+      'one page of one recording since 2026-11-01',
+    )
   })
 
   test("the README's quickstart.mjs runs as printed, credentials from the environment", async () => {
@@ -142,10 +149,7 @@ describe('the packed partner kit', { timeout: 240_000 }, () => {
   })
 
   test("the README's change feed example reads the feed to its end", async () => {
-    const code = readmeExample('## Following the change feed', [
-      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
-      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
-    ])
+    const code = readmeExample('## Following the change feed', [])
     const myDatabase = `const tx = {
   upsert: async (audioId, data) => console.log(JSON.stringify(['upsert', audioId, data.title])),
   remove: async (audioId) => console.log(JSON.stringify(['remove', audioId])),
@@ -156,7 +160,7 @@ const myDatabase = { loadCursor: async () => undefined, transaction: (work) => w
     writeFileSync(join(project, 'changes.mjs'), myDatabase + code)
     const { stdout } = await run(process.execPath, ['changes.mjs'], {
       cwd: project,
-      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+      env: partnerEnv(),
     })
     const lines = stdout
       .trim()
@@ -168,17 +172,11 @@ const myDatabase = { loadCursor: async () => undefined, transaction: (work) => w
 
   test("the README's receiver stores a pushed recording and confirms it", async () => {
     const port = await closedPort()
-    const code = readmeExample('## Receiving pushes', [
-      ["'https://earshot.example'", JSON.stringify(platform.partnerUrl)],
-      ['enterpriseId: 42', `enterpriseId: ${partner.enterpriseId}`],
-      ['.listen(3000)', `.listen(${port}, () => console.log('listening'))`],
-    ])
-    const myDatabase =
-      'const myDatabase = { upsert: async (...row) => console.log(JSON.stringify(row)), remove: async () => {} }\n'
-    writeFileSync(join(project, 'receiver.mjs'), myDatabase + code)
+    const code = readmeExample('## Receiving pushes', [['3000', String(port)]])
+    writeFileSync(join(project, 'receiver.mjs'), code)
     const receiver: ChildProcess = spawn(process.execPath, ['receiver.mjs'], {
       cwd: project,
-      env: { ...process.env, EARSHOT_SECRET: partner.secret },
+      env: partnerEnv(),
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     let output = ''
@@ -209,9 +207,10 @@ const myDatabase = { loadCursor: async () => undefined, transaction: (work) => w
         60_000,
         'the delivery to be confirmed',
       )
-      const stored = output.split('\n').filter((line) => line.startsWith('['))
-      assert.equal(stored.length, 1)
-      assert.deepEqual(JSON.parse(stored[0] as string).slice(0, 2), [pushed, 'recording.audio_ready'])
+      assert.deepEqual(output.match(/^stored .*$/gm), [`stored ${pushed} recording.audio_ready`])
+      const file = JSON.parse(readFileSync(join(project, 'recordings', `${pushed}.json`), 'utf8'))
+      assert.equal(file.eventType, 'recording.audio_ready')
+      assert.equal(file.data.title, 'Retro')
     } finally {
       receiver.kill()
     }
