@@ -45,12 +45,12 @@ if (kind === 'bare') {
   const db = await openDatabase(
     databaseUrl ? { databaseUrl } : { dataDir: process.env.BENCH_DATA_DIR as string },
   )
-  const outbox = await openCallbackOutbox({ database: db, confirm: async () => {}, logger: silentLogger })
+  const outbox = await openCallbackOutbox({ database: db, confirm: async () => {}, log: silentLogger })
   const store = kind === 'receiver-db' ? await databaseRecordingStore(db) : undefined
   const receiver = createPushReceiver({
     secret: process.env.BENCH_SECRET as string,
     outbox,
-    logger: silentLogger,
+    log: silentLogger,
     onRecording: async (push) => {
       await store?.save(push)
     },

@@ -129,9 +129,10 @@ async function openReceiver(options: ListenOptions, context: ReceiverContext): P
   const outbox = await openCallbackOutbox({
     database: db,
     confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
-    logger: {
+    log: {
       ...logger,
-      info: (message, details) => message === 'receipt confirmed' && log(`confirmed ${details?.audioId}`),
+      info: (details, message) =>
+        message === 'receipt confirmed' && log(`confirmed ${(details as { audioId?: string }).audioId}`),
     },
   })
   cleanup.push(() => outbox.close())
@@ -141,7 +142,7 @@ async function openReceiver(options: ListenOptions, context: ReceiverContext): P
     secret,
     keyVersion,
     outbox: audio ? observeAnswers(outbox, (eventId) => audio.answered(eventId)) : outbox,
-    logger,
+    log: logger,
     onRecording: async (push) => {
       await store.save(push)
       log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
@@ -166,18 +167,14 @@ async function storeFor(options: ListenOptions, db: Database): Promise<Recording
 
 /** One line per warning or error on stderr: the message, then its details as key=value. */
 function stderrLogger(log: (line: string) => void): ReceiverLogger {
-  const line = (level: string, message: string, details?: Record<string, unknown>) =>
+  const line = (level: string) => (details: object, message: string) =>
     log(
       [
         `${level}: ${message}`,
-        ...Object.entries(details ?? {}).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
+        ...Object.entries(details).map(([key, value]) => `${key}=${JSON.stringify(value)}`),
       ].join(' '),
     )
-  return {
-    info: () => {},
-    warn: (message, details) => line('warning', message, details),
-    error: (message, details) => line('error', message, details),
-  }
+  return { info: () => {}, warn: line('warning'), error: line('error') }
 }
 
 function port(raw: string): number {

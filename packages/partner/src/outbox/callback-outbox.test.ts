@@ -12,7 +12,7 @@ import { type Database, openDatabase } from '../storage/database.js'
 import { type CallbackOutbox, type CallbackOutboxOptions, openCallbackOutbox } from './callback-outbox.js'
 import { callbackQueue } from './outbox-store.js'
 
-const fast = { retrySchedule: [20, 40], pollIntervalMs: 50, logger: silentLogger }
+const fast = { retrySchedule: [20, 40], pollIntervalMs: 50, log: silentLogger }
 
 let counter = 0
 const event = (audioId = `audio-${++counter}`) => ({

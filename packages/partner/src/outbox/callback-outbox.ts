@@ -10,7 +10,7 @@ import {
   type WorkResult,
 } from '@earshot/support/queue'
 import { EarshotApiError, EarshotConfigError } from '../client/errors.js'
-import { defaultLogger, type ReceiverLogger } from '../logging/receiver-logger.js'
+import { chosenLogger, type LoggerOptions, type ReceiverLogger } from '../logging/receiver-logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { type Admission, Admissions, type ReceivedEvent } from './admissions.js'
 import {
@@ -31,7 +31,7 @@ export type { Admission, CallbackState, ReceiptCallback, ReceivedEvent }
 /** Sends one receipt callback; resolves when the platform confirmed it (code 2000). */
 export type ConfirmReceipt = (audioId: string, options: { signal: AbortSignal }) => Promise<void>
 
-export interface CallbackOutboxOptions {
+export interface CallbackOutboxOptions extends LoggerOptions {
   /** PGlite data directory; undefined (and no databaseUrl or database) keeps everything in memory. */
   dataDir?: string | undefined
   /** PostgreSQL connection URL: any number of receivers may share it. */
@@ -63,7 +63,6 @@ export interface CallbackOutboxOptions {
   closeTimeoutMs?: number | undefined
   /** Epoch milliseconds; tests inject one they can move. */
   clock?: (() => number) | undefined
-  logger?: ReceiverLogger | undefined
 }
 
 export interface CallbackOutbox {
@@ -144,7 +143,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
 
   const pruneNonces = () =>
     forgetExpiredNonces(db, new Date(clock())).catch((error: unknown) => {
-      logger.warn('receipt callbacks: could not forget expired nonces', { error: messageOf(error) })
+      logger.warn({ error: messageOf(error) }, 'receipt callbacks: could not forget expired nonces')
     })
   let pruning = pruneNonces()
   const pruner = setInterval(() => {
@@ -170,7 +169,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
         // Hands back what it claimed; an attempt still running past the grace is aborted and recorded.
         await runner.stop(settings.closeTimeoutMs)
         await handBackHeld(db, claimant).catch((error: unknown) => {
-          logger.warn('receipt callbacks: could not hand back held callbacks', { error: messageOf(error) })
+          logger.warn({ error: messageOf(error) }, 'receipt callbacks: could not hand back held callbacks')
         })
         await pruning
         if (owned) await db.close()
@@ -199,7 +198,7 @@ async function startCallbackRunner(db: Database, settings: Settings, claimant: s
     next: (claim, attempt) => callbackNext(settings, holdSeconds, claim, attempt),
     observe(claim, attempt) {
       if (attempt.kind === 'done')
-        settings.logger.info('receipt confirmed', { audioId: claim.job.audioId, eventId: claim.id })
+        settings.logger.info({ audioId: claim.job.audioId, eventId: claim.id }, 'receipt confirmed')
     },
   })
 }
@@ -247,15 +246,15 @@ function callbackNext(
   if (isPermanentRefusal(attempt.error)) {
     // A deletion of a recording the platform never got to push here: nothing was stored to confirm.
     if (claim.job.eventType === PushEventType.DELETED && codeOf(attempt.error) === ResponseCode.NOT_FOUND) {
-      logger.info('receipt callback of a deletion: the recording was never received here', ids)
-    } else logger.error('receipt callback refused for good', { ...ids, error })
+      logger.info(ids, 'receipt callback of a deletion: the recording was never received here')
+    } else logger.error({ ...ids, error }, 'receipt callback refused for good')
     return { state: 'failed', delaySeconds: holdSeconds }
   }
   const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {
     repeatLast: true,
   }) as number
   const failures = claim.job.failures + 1
-  logger.warn('receipt callback failed; will retry', { ...ids, failures, retryInMs: delayMs, error })
+  logger.warn({ ...ids, failures, retryInMs: delayMs, error }, 'receipt callback failed; will retry')
   return { state: 'pending', delaySeconds: delayMs / SECOND }
 }
 
@@ -303,7 +302,7 @@ function checkOptions(options: CallbackOutboxOptions): Settings {
     pollIntervalMs: positive('pollIntervalMs', 5 * SECOND),
     closeTimeoutMs: positive('closeTimeoutMs', 5 * SECOND),
     clock: options.clock ?? Date.now,
-    logger: safeLogger(options.logger ?? defaultLogger),
+    logger: safeLogger(chosenLogger(options)),
   }
 }
 
@@ -321,9 +320,9 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 function safeLogger(logger: ReceiverLogger): ReceiverLogger {
   const guard =
     (level: keyof ReceiverLogger) =>
-    (message: string, details?: Record<string, unknown>): void => {
+    (details: object, message: string): void => {
       try {
-        logger[level](message, details)
+        logger[level](details, message)
       } catch {
         // Nothing left to tell it to.
       }
@@ -337,10 +336,10 @@ function runnerLogger(logger: ReceiverLogger): RunnerLogger {
     (level: 'warn' | 'error') =>
     (details: object, message: string): void => {
       const { err, ...rest } = details as { err?: unknown }
-      logger[level](`receipt callbacks: ${message.replace(/^queue: /, '')}`, {
-        ...rest,
-        ...(err !== undefined && { error: messageOf(err) }),
-      })
+      logger[level](
+        { ...rest, ...(err !== undefined && { error: messageOf(err) }) },
+        `receipt callbacks: ${message.replace(/^queue: /, '')}`,
+      )
     }
   return { warn: adapt('warn'), error: adapt('error') }
 }

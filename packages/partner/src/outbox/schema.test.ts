@@ -39,7 +39,7 @@ for (const backend of testBackends)
         const sent: string[] = []
         const outbox = await openCallbackOutbox({
           database: db,
-          logger: silentLogger,
+          log: silentLogger,
           confirm: async (audioId) => {
             sent.push(audioId)
           },

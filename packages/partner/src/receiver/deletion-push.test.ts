@@ -30,14 +30,14 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
     const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
     outbox = await openCallbackOutbox({
       confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
-      logger: silentLogger,
+      log: silentLogger,
     })
     const stored: ReceivedPush[] = []
     const deleted: ReceivedDeletion[] = []
     const receiver = createPushReceiver({
       secret: partner.secret,
       outbox,
-      logger: silentLogger,
+      log: silentLogger,
       onRecording: async (push) => void stored.push(push),
       onDeleted: async (deletion) => void deleted.push(deletion),
     })

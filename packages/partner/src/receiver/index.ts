@@ -1,4 +1,10 @@
-export { defaultLogger, type ReceiverLogger, silentLogger } from '../logging/receiver-logger.js'
+export {
+  defaultLogger,
+  type LoggerOptions,
+  type MessageFirstLogger,
+  type ReceiverLogger,
+  silentLogger,
+} from '../logging/receiver-logger.js'
 export {
   type Admission,
   type CallbackOutbox,

@@ -73,26 +73,26 @@ describe('receipt callback against a real platform that is down for a while', { 
     const client = new EarshotClient({ ...partner, baseUrl: gatewayUrl, retries: 0 })
     const logger: ReceiverLogger = {
       ...silentLogger,
-      warn(message, details) {
+      warn(details, message) {
         if (message !== 'receipt callback failed; will retry') return
         order.push('retry scheduled')
-        retryIn.push(details?.retryInMs as number)
+        retryIn.push((details as { retryInMs: number }).retryInMs)
       },
-      info(message) {
+      info(_details, message) {
         if (message === 'receipt confirmed') order.push('confirmed')
       },
     }
     outbox = await openCallbackOutbox({
       confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
       retrySchedule: [100, 200],
-      logger,
+      log: logger,
     })
     const stored: ReceivedPush[] = []
     const receiver = createPushReceiver({
       secret: partner.secret,
       keyVersion: partner.keyVersion,
       outbox,
-      logger: silentLogger,
+      log: silentLogger,
       onRecording: async (push) => void stored.push(push),
     })
     receiverServer = createServer(receiver.handler)

@@ -108,11 +108,11 @@ describe('push receiver', { timeout: 120_000 }, () => {
       },
       retrySchedule: [20],
       pollIntervalMs: 50,
-      logger: silentLogger,
+      log: silentLogger,
     })
     const common = {
       outbox,
-      logger: silentLogger,
+      log: silentLogger,
       bodyLimitBytes: 64 * 1024,
       onRecording: async (event: ReceivedPush) => {
         if (failNextStore) {

@@ -11,7 +11,7 @@ import {
 } from '@earshot/protocol'
 import type { FastifyPluginAsync } from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
-import { defaultLogger, type ReceiverLogger } from '../logging/receiver-logger.js'
+import { chosenLogger, type LoggerOptions, type ReceiverLogger } from '../logging/receiver-logger.js'
 import type { CallbackOutbox } from '../outbox/callback-outbox.js'
 import { createFastifyPlugin, type PushReceiverPluginOptions } from './fastify-plugin.js'
 import type { PushAnswer, PushRequest } from './push-exchange.js'
@@ -27,7 +27,7 @@ import {
 
 export type { ReceivedDeletion, ReceivedPush } from './push-opening.js'
 
-interface CommonOptions {
+interface CommonOptions extends LoggerOptions {
   /** Records receipts and sends the receipt callbacks once the answer went out. */
   outbox: CallbackOutbox
   /**
@@ -47,7 +47,6 @@ interface CommonOptions {
    * answered 5000 (and logged as an error): the platform pushes it again until its schedule runs out.
    */
   onDeleted?: ((event: ReceivedDeletion) => Promise<void>) | undefined
-  logger?: ReceiverLogger | undefined
   /** Bodies over this are refused with 4130. Default 1 MiB. */
   bodyLimitBytes?: number | undefined
 }
@@ -131,7 +130,7 @@ class Receiver {
       throw new EarshotConfigError('bodyLimitBytes must be a positive whole number')
     }
     this.#outbox = outbox
-    this.#logger = options.logger ?? defaultLogger
+    this.#logger = chosenLogger(options)
     this.#onRecording = options.onRecording
     this.#onDeleted = options.onDeleted
   }
@@ -141,10 +140,10 @@ class Receiver {
       return await this.#receive(request)
     } catch (error) {
       if (error instanceof Refusal) {
-        this.#logger.warn('push refused', { code: error.responseCode, reason: error.message })
+        this.#logger.warn({ code: error.responseCode, reason: error.message }, 'push refused')
         return answer(error.responseCode, error.message)
       }
-      this.#logger.error('push failed', { error: messageOf(error) })
+      this.#logger.error({ error: messageOf(error) }, 'push failed')
       return answer(ResponseCode.INTERNAL_ERROR, catalogueEntry(ResponseCode.INTERNAL_ERROR).defaultMessage)
     }
   }
@@ -211,16 +210,15 @@ class Receiver {
     } finally {
       this.#events.delete(event.eventId)
     }
-    this.#logger.info('push received', {
-      eventId: event.eventId,
-      audioId: event.audioId,
-      eventType: event.eventType,
-    })
+    this.#logger.info(
+      { eventId: event.eventId, audioId: event.audioId, eventType: event.eventType },
+      'push received',
+    )
     return answer(ResponseCode.OK, 'success', wake)
   }
 
   #duplicate(event: Received, wake: () => void): PushAnswer {
-    this.#logger.info('push repeated; already received', { eventId: event.eventId, audioId: event.audioId })
+    this.#logger.info({ eventId: event.eventId, audioId: event.audioId }, 'push repeated; already received')
     return answer(ResponseCode.OK, 'success (already received)', wake)
   }
 
@@ -231,19 +229,19 @@ class Receiver {
   async #store(event: Received, check: boolean): Promise<boolean> {
     const ids = { eventId: event.eventId, audioId: event.audioId }
     try {
-      if (check) this.#logger.info('receiver check push; answered without storing it', ids)
+      if (check) this.#logger.info(ids, 'receiver check push; answered without storing it')
       else if (event.eventType !== PushEventType.DELETED) await this.#onRecording(event)
       else if (this.#onDeleted) await this.#onDeleted(event)
       else {
-        this.#logger.error('a recording was deleted but the receiver has no onDeleted; answering 5000', ids)
+        this.#logger.error(ids, 'a recording was deleted but the receiver has no onDeleted; answering 5000')
         return false
       }
     } catch (error) {
       const handler = event.eventType === PushEventType.DELETED ? 'onDeleted' : 'onRecording'
-      this.#logger.error(`${handler} failed; answering 5000 so that the platform pushes again`, {
-        ...ids,
-        error: messageOf(error),
-      })
+      this.#logger.error(
+        { ...ids, error: messageOf(error) },
+        `${handler} failed; answering 5000 so that the platform pushes again`,
+      )
       return false
     }
     await this.#outbox.recordReceived({

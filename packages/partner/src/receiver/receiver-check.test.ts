@@ -104,7 +104,7 @@ describe('the receiver check', { timeout: 120_000 }, () => {
       secret: partner.secret,
       keyVersion: partner.keyVersion,
       outbox,
-      logger: silentLogger,
+      log: silentLogger,
       onRecording: async (push) => {
         handed.push(`onRecording ${push.audioId}`)
         await store.save(push)
