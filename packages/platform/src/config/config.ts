@@ -2,6 +2,8 @@
  * The platform's configuration: read from environment variables (EARSHOT_…) and CLI
  * flags, validated once at start. A wrong value stops the process with a message naming it.
  */
+import { PARTNER_BODY_LIMIT } from '@earshot/protocol'
+
 export interface PlatformConfig {
   host: string
   port: number
@@ -217,9 +219,9 @@ const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
   bodyLimitBytes: {
     key: 'bodyLimitBytes',
     env: 'EARSHOT_BODY_LIMIT',
-    parse: integer(1024, 16 * 1024 * 1024),
-    rule: 'a number of bytes from 1024 to 16777216',
-    fallback: 64 * 1024,
+    parse: integer(1024, PARTNER_BODY_LIMIT.maxBytes),
+    rule: `a number of bytes from 1024 to ${PARTNER_BODY_LIMIT.maxBytes}`,
+    fallback: PARTNER_BODY_LIMIT.defaultBytes,
   },
   adminBodyLimitBytes: {
     key: 'adminBodyLimitBytes',
