@@ -18,6 +18,13 @@ import (
 // DefaultPushPath is where the platform pushes unless told otherwise.
 const DefaultPushPath = "/earshot/push"
 
+// The receiver check marks its pushes with this header and value, and their audioIds with this prefix.
+const (
+	checkHeader        = "X-Earshot-Check"
+	checkHeaderValue   = "1"
+	checkAudioIDPrefix = "check_"
+)
+
 const defaultBodyLimit = 1 << 20
 
 // ReceiverConfig configures a push Receiver.
@@ -239,5 +246,5 @@ func (r *Receiver) databaseFailure(event *PushEvent, err error) pushAnswer {
 // only of a push that opened with the enterprise's key, and takes both the header and the audioId's
 // prefix (which no recording may have): a forged header cannot make the receiver skip a recording.
 func isCheckPush(req *http.Request, event *PushEvent) bool {
-	return req.Header.Get("X-Earshot-Check") == "1" && strings.HasPrefix(event.AudioID, "check_")
+	return req.Header.Get(checkHeader) == checkHeaderValue && strings.HasPrefix(event.AudioID, checkAudioIDPrefix)
 }

@@ -1,4 +1,5 @@
 export { decodeCanonicalBase64 } from './base64.js'
+export { CONTRACT_COMMAND, CONTRACT_MESSAGES, contractText, partnerContract } from './contract.js'
 export {
   ALG,
   type Envelope,
@@ -36,6 +37,19 @@ export {
 } from './errors.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
 export * from './messages.js'
+export {
+  CHANGE_KINDS,
+  EVENT_TYPES,
+  ISSUED_AT_MAX_AHEAD_SECONDS,
+  MAX_PATH_PARAMETER_LENGTH,
+  PARTNER_BODY_LIMIT,
+  type PartnerCredentials,
+  PartnerOperation,
+  type PartnerOperationId,
+  type PartnerOperationSpec,
+  PUSH_EVENT_ID_HEADER,
+  type PushEventTypeValue,
+} from './partner-api.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
 export {
   ISO_INSTANT_PATTERN,

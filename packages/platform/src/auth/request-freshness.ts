@@ -1,8 +1,11 @@
-import { InvalidParameterError, type JsonObject, ResponseCode, readIssuedAt } from '@earshot/protocol'
+import {
+  InvalidParameterError,
+  ISSUED_AT_MAX_AHEAD_SECONDS,
+  type JsonObject,
+  ResponseCode,
+  readIssuedAt,
+} from '@earshot/protocol'
 import { ApiError } from '../http/api-error.js'
-
-/** How far ahead of the platform's clock a request's issuedAt may be, for clients whose clock runs fast. */
-export const ISSUED_AT_MAX_AHEAD_SECONDS = 60
 
 /** What the freshness rule needs besides the plaintext. */
 export interface FreshnessRule {

@@ -1,3 +1,4 @@
+import { PARTNER_BODY_LIMIT } from '@earshot/protocol'
 import type { PlatformConfig } from './platform-config.js'
 import {
   DEFAULT_AUDIO_TYPES,
@@ -64,9 +65,9 @@ export const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
   bodyLimitBytes: {
     key: 'bodyLimitBytes',
     env: 'EARSHOT_BODY_LIMIT',
-    parse: integer(1024, 16 * 1024 * 1024),
-    rule: 'a number of bytes from 1024 to 16777216',
-    fallback: 64 * 1024,
+    parse: integer(1024, PARTNER_BODY_LIMIT.maxBytes),
+    rule: `a number of bytes from 1024 to ${PARTNER_BODY_LIMIT.maxBytes}`,
+    fallback: PARTNER_BODY_LIMIT.defaultBytes,
   },
   adminBodyLimitBytes: {
     key: 'adminBodyLimitBytes',

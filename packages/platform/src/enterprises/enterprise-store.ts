@@ -1,4 +1,4 @@
-import { generateSecret } from '@earshot/protocol'
+import { EVENT_TYPES, generateSecret } from '@earshot/protocol'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
@@ -55,11 +55,11 @@ export async function createEnterprise(
     const enterpriseId = (row as { enterpriseId: number }).enterpriseId
     // A push URL given at creation is its one endpoint, for every event type.
     if (pushUrl !== null) {
-      await tx.query(
-        `INSERT INTO endpoints (enterprise_id, url, event_types)
-         VALUES ($1, $2, ARRAY['recording.audio_ready', 'recording.transcript_ready', 'recording.updated', 'recording.deleted'])`,
-        [enterpriseId, pushUrl],
-      )
+      await tx.query('INSERT INTO endpoints (enterprise_id, url, event_types) VALUES ($1, $2, $3)', [
+        enterpriseId,
+        pushUrl,
+        EVENT_TYPES,
+      ])
     }
     await tx.query('INSERT INTO enterprise_keys (enterprise_id, key_version, secret) VALUES ($1, 1, $2)', [
       enterpriseId,
