@@ -36,6 +36,7 @@ export {
   ProtocolError,
 } from './errors.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
+export * from './message-parser.js'
 export * from './messages.js'
 export {
   CHANGE_KINDS,

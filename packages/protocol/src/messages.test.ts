@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import Type from 'typebox'
 import { InvalidParameterError } from './errors.js'
+import { messageParser, RULE, UNKNOWN_FIELD_RULE } from './message-parser.js'
 import {
   AccessToken,
   CallbackPlaintext,
@@ -10,15 +11,12 @@ import {
   isTranscriptData,
   MAX_ENTERPRISE_ID,
   MAX_PAGE,
-  messageParser,
   PushEvent,
   RecordingFilter,
   RecordingList,
-  RULE,
   readIssuedAt,
   TokenPlaintext,
   TokenPlaintextSchema,
-  UNKNOWN_FIELD_RULE,
 } from './messages.js'
 
 function refusal(fn: () => unknown): InvalidParameterError {
