@@ -17,6 +17,7 @@ const FILES = {
   'overview.js': JAVASCRIPT,
   'enterprises.js': JAVASCRIPT,
   'endpoints.js': JAVASCRIPT,
+  'endpoint-form.js': JAVASCRIPT,
   'receiver-check.js': JAVASCRIPT,
   'recordings.js': JAVASCRIPT,
   'recording-detail.js': JAVASCRIPT,
