@@ -36,7 +36,9 @@ export {
 } from './errors.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
 export * from './messages.js'
+export * from './partner-contracts.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
+export * from './route-contract.js'
 export {
   ISO_INSTANT_PATTERN,
   ISO_INSTANT_RULE,

@@ -1,7 +1,7 @@
 import { consoleContracts } from '../console/console-contract.js'
 import { enterpriseContracts } from '../enterprises/enterprise-contract.js'
+import type { AdminRouteContract } from '../http/admin-contract.js'
 import { healthContract, metricsContract } from '../http/operations-contract.js'
-import type { AdminRouteContract } from '../http/route-contract.js'
 import { importRecordingsContract } from '../imports/import-contract.js'
 import { mediaContracts } from '../media/media-contract.js'
 import { deliveryContracts } from '../push/delivery-contract.js'

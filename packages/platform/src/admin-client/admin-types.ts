@@ -1,4 +1,4 @@
-import type { JsonAnswerOf, JsonBodyOf, JsonOf, ParamsOf, QueryOf } from '../http/route-contract.js'
+import type { JsonAnswerOf, JsonBodyOf, JsonOf, ParamsOf, QueryOf } from '@earshot/protocol'
 import type { AdminContractOf, AdminOperationId } from './admin-contracts.js'
 
 /* The admin API's types, each read from its operation's contract: nothing here is written twice. */

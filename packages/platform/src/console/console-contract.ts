@@ -1,7 +1,6 @@
-import { ResponseCode } from '@earshot/protocol'
+import { ResponseCode, routeContract } from '@earshot/protocol'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_ID } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { DeliveryLogQuerySchema, ReplayableQuerySchema } from '../push/delivery-queries.js'
 import { DeliveryLogSchema, ReplayableSchema } from '../push/push-answers.js'
 import { OverviewSchema } from './overview-answer.js'

@@ -1,3 +1,4 @@
+import type { RouteContract } from '@earshot/protocol'
 import { ResponseCode } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
 import {
@@ -7,7 +8,6 @@ import {
 } from '../enterprises/enterprise-answers.js'
 import { NewEnterpriseSchema, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { permissions } from '../http/permissions.js'
-import type { RouteContract } from '../http/route-contract.js'
 import { ImportLineSchema } from '../imports/import-answers.js'
 import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../push/delivery-queries.js'
 import { EndpointSchema } from '../push/endpoint-answers.js'

@@ -1,6 +1,6 @@
+import type { Answer, Payload, RouteContract, Schema } from '@earshot/protocol'
 import { ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
 import type { TObject, TSchema } from 'typebox'
-import type { Answer, Payload, RouteContract, Schema } from '../http/route-contract.js'
 import { openApiPath, type WebhookSpec } from '../http/route-spec.js'
 import { type Components, type Json, PERMISSION, refusals } from './openapi.js'
 

@@ -1,7 +1,6 @@
-import { ResponseCode } from '@earshot/protocol'
+import { ResponseCode, routeContract } from '@earshot/protocol'
 import Type from 'typebox'
 import { WITH_BODY, WITH_ID } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import {
   DisabledEnterpriseSchema,
   EnterpriseCredentialsSchema,

@@ -1,6 +1,6 @@
 import type { ResponseCodeValue } from '@earshot/protocol'
+import { ERROR_BODY, routeContract } from '@earshot/protocol'
 import Type from 'typebox'
-import { ERROR_BODY, routeContract } from './route-contract.js'
 
 /* Probes for load balancers and orchestrators, and the metrics a scraper reads. */
 

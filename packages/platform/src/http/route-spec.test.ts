@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { routeContract } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import Type from 'typebox'
-import { routeContract } from './route-contract.js'
 import { defineRoute, type RouteSpec } from './route-spec.js'
 
 /*

@@ -1,6 +1,6 @@
+import type { Answer, JsonAnswerOf, Payload, RouteContract } from '@earshot/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { TObject } from 'typebox'
-import type { Answer, JsonAnswerOf, Payload, RouteContract } from './route-contract.js'
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 

@@ -1,7 +1,6 @@
-import { ResponseCode } from '@earshot/protocol'
+import { ResponseCode, routeContract } from '@earshot/protocol'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_BODY } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { RecordingInputSchema } from '../recordings/recording-input.js'
 import { ImportLineSchema } from './import-answers.js'
 

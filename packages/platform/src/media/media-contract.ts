@@ -1,7 +1,6 @@
-import { ResponseCode } from '@earshot/protocol'
+import { ResponseCode, routeContract } from '@earshot/protocol'
 import Type from 'typebox'
 import { WITH_BODY } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { RecordingParams } from '../recordings/recording-contract.js'
 
 /* The operators' media routes: a recording's audio uploaded, and the key signing media links rotated. */

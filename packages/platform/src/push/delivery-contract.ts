@@ -1,8 +1,7 @@
-import { ResponseCode } from '@earshot/protocol'
+import { ResponseCode, routeContract } from '@earshot/protocol'
 import Type from 'typebox'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_BODY, WITH_ID } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { DeliveryListQuerySchema, ReplayRangeSchema, UnreceiptedReplaySchema } from './delivery-queries.js'
 import {
   CancelledDeliverySchema,

@@ -1,9 +1,8 @@
-import { ResponseCode, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import { ResponseCode, RULE, routeContract, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type from 'typebox'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { WITH_BODY } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { EnabledPushUrlSchema, PushUrlListSchema, PushUrlSetSchema } from './push-answers.js'
 
 /* The operators' push URLs: set an enterprise's, list them with their health, enable one again. */

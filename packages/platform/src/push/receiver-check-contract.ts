@@ -1,9 +1,8 @@
-import { ResponseCode, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import { ResponseCode, RULE, routeContract, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_BODY } from '../http/admin-refusals.js'
 import type { Holds, Same } from '../http/answer-fields.js'
-import { routeContract } from '../http/route-contract.js'
 import { Url } from './endpoint-input.js'
 import type { CheckItem, ReceiverCheckReport } from './receiver-check.js'
 

@@ -1,8 +1,7 @@
-import { RecordingDataSchema, RecordingFilterSchema, ResponseCode } from '@earshot/protocol'
+import { RecordingDataSchema, RecordingFilterSchema, ResponseCode, routeContract } from '@earshot/protocol'
 import Type from 'typebox'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_BODY, WITH_ID } from '../http/admin-refusals.js'
-import { routeContract } from '../http/route-contract.js'
 import { DeletedRecordingSchema, StoredRecordingSchema, UpdatedRecordingSchema } from './recording-answers.js'
 import { RecordingInputSchema, RecordingUpdateSchema, TranscriptPartSchema } from './recording-input.js'
 

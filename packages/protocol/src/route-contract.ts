@@ -1,11 +1,9 @@
-import type { ResponseCodeValue } from '@earshot/protocol'
 import type { Static, TObject, TSchema } from 'typebox'
-import type { Permission } from './permissions.js'
+import type { ResponseCodeValue } from './error-catalogue.js'
 
 /*
- * What a route is, without how it is handled: the listener mounts it with a handler (route-spec.ts), the
- * OpenAPI document is made from it, and the admin client calls it by operationId. Types and data only, so
- * that a contract module imports no server code.
+ * What an HTTP route is, without how it is handled: the platform mounts it with a handler, its OpenAPI
+ * documents are made from it, and clients call it by operationId, typed by its schemas. Types and data only.
  */
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
@@ -59,16 +57,12 @@ export interface RouteContract {
   otherAnswers?: Record<string, Omit<Answer, 'status'>>
   /** The catalogue codes it may refuse with, beyond those its listener gives every route. */
   refusals: readonly ResponseCodeValue[]
-  /** What an operator will need to be allowed to call it (permissions.ts); admin routes only. */
-  permission?: Permission
+  /** What an operator will need to be allowed to call it; the platform's admin routes only. */
+  permission?: string
 }
 
 /** Every refusal's body, `{code, msg, requestId}`, as the documents name it. */
 export const ERROR_BODY = { $ref: '#/components/schemas/ErrorBody' }
-
-/** An admin route: every one but the open ones names its permission. */
-export type AdminRouteContract = RouteContract &
-  ({ open: true; permission?: undefined } | { open?: false; permission: Permission })
 
 /** Declares a route's contract, keeping its literal operationId and its schemas' own types. */
 export function routeContract<const C extends RouteContract>(contract: C): C {
