@@ -105,14 +105,6 @@ export class AdminClient {
     }
   }
 
-  /** Calls any operation with any request, unchecked: for a caller testing what the API refuses. */
-  callUnchecked(operationId: AdminOperationId, request: LooseRequest = {}): Promise<unknown> {
-    return (this.call as (id: AdminOperationId, request: LooseRequest) => Promise<unknown>)(
-      operationId,
-      request,
-    )
-  }
-
   createEnterprise(name: string, pushUrl?: string): Promise<EnterpriseCredentials> {
     return this.call('createEnterprise', { body: { name, ...(pushUrl !== undefined && { pushUrl }) } })
   }
