@@ -51,7 +51,9 @@ export {
   PUSH_EVENT_ID_HEADER,
   type PushEventTypeValue,
 } from './partner-api.js'
+export * from './partner-contracts.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
+export * from './route-contract.js'
 export {
   ISO_INSTANT_PATTERN,
   ISO_INSTANT_RULE,

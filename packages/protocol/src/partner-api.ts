@@ -12,6 +12,13 @@ import {
   TokenPlaintextSchema,
   TokenRequestSchema,
 } from './messages.js'
+import {
+  confirmReceiptContract,
+  fetchAudioContract,
+  issueTokenContract,
+  queryRecordingsContract,
+  readChangesContract,
+} from './partner-contracts.js'
 
 /*
  * The partner API's vocabulary besides the messages: its operations, the headers of a push, and the
@@ -45,11 +52,14 @@ export interface PartnerOperationSpec {
   readonly sealedAnswer?: boolean
 }
 
-/** The partner API's operations by operationId, as the platform's partner routes serve them. */
+/**
+ * The partner API's operations by operationId: each route's method and path from its contract
+ * (partner-contracts.ts), with how a caller authenticates and what its envelopes hold.
+ */
 export const PartnerOperation = {
   issueToken: {
-    method: 'POST',
-    path: '/openapi/v1/token',
+    method: issueTokenContract.method,
+    path: issueTokenContract.path,
     credentials: 'secret',
     body: TokenRequestSchema,
     plaintext: TokenPlaintextSchema,
@@ -57,8 +67,8 @@ export const PartnerOperation = {
     sealedAnswer: false,
   },
   queryRecordings: {
-    method: 'POST',
-    path: '/openapi/v1/audios',
+    method: queryRecordingsContract.method,
+    path: queryRecordingsContract.path,
     credentials: 'bearer',
     body: EnvelopeSchema,
     plaintext: RecordingFilterSchema,
@@ -66,8 +76,8 @@ export const PartnerOperation = {
     sealedAnswer: true,
   },
   readChanges: {
-    method: 'POST',
-    path: '/openapi/v1/audios/changes',
+    method: readChangesContract.method,
+    path: readChangesContract.path,
     credentials: 'bearer',
     body: EnvelopeSchema,
     plaintext: ChangesRequestSchema,
@@ -75,13 +85,13 @@ export const PartnerOperation = {
     sealedAnswer: true,
   },
   confirmReceipt: {
-    method: 'POST',
-    path: '/openapi/v1/callback',
+    method: confirmReceiptContract.method,
+    path: confirmReceiptContract.path,
     credentials: 'bearer',
     body: EnvelopeSchema,
     plaintext: CallbackPlaintextSchema,
   },
-  fetchAudio: { method: 'GET', path: '/media/v1/:link', credentials: 'link' },
+  fetchAudio: { method: fetchAudioContract.method, path: fetchAudioContract.path, credentials: 'link' },
 } as const satisfies Record<string, PartnerOperationSpec>
 export type PartnerOperationId = keyof typeof PartnerOperation
 

@@ -1,5 +1,12 @@
 import assert from 'node:assert/strict'
 import type { RunningPlatform } from '@earshot/platform'
+import {
+  type AdminAnswer,
+  AdminApiError,
+  type AdminBody,
+  type AdminOperationId,
+  type AdminRequestArgs,
+} from '@earshot/platform/admin-client'
 import { type EnvelopeKey, httpStatusOf, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
 import { adminClientOf } from './fault-kit.js'
 
@@ -36,7 +43,36 @@ export function postJson(
   })
 }
 
-/** An admin API call with the platform's admin token, answered as it came (for tests of the API itself). */
+/**
+ * Calls an admin operation by its operationId through the admin client, typed by the operation's contract:
+ * resolves with its answer, rejects with the AdminApiError it was refused with.
+ */
+export function adminCall<Id extends AdminOperationId>(
+  platform: RunningPlatform,
+  operationId: Id,
+  ...request: AdminRequestArgs<Id>
+): Promise<AdminAnswer<Id>> {
+  return adminClientOf(platform).call(operationId, ...request)
+}
+
+/** The refusal of an admin call that must be refused: its code, msg and HTTP status. */
+export async function adminRefusal<Id extends AdminOperationId>(
+  platform: RunningPlatform,
+  operationId: Id,
+  ...request: AdminRequestArgs<Id>
+): Promise<AdminApiError> {
+  const answer = await adminCall(platform, operationId, ...request).catch((error: unknown) => {
+    if (error instanceof AdminApiError) return error
+    throw error
+  })
+  if (answer instanceof AdminApiError) return answer
+  assert.fail(`${operationId} was answered, not refused: ${JSON.stringify(answer)}`)
+}
+
+/**
+ * An admin API call with the platform's admin token, answered as it came: for tests of the HTTP surface
+ * itself (a path, method or body no operation's contract allows). Everything else calls adminCall.
+ */
 export async function admin<T = JsonObject>(
   platform: RunningPlatform,
   method: string,
@@ -109,9 +145,10 @@ export async function ingest(
   enterpriseId: number,
   recording: JsonObject,
 ): Promise<string> {
-  const stored = await adminClientOf(platform).call<{ audioId: string }>('ingestRecording', {
+  // Unchecked: tests ingest what the API may refuse.
+  const stored = await adminClientOf(platform).call('ingestRecording', {
     params: { enterpriseId },
-    body: recording,
+    body: recording as AdminBody<'ingestRecording'>,
   })
   return stored.audioId
 }

@@ -1,95 +1,41 @@
-import type { Static } from 'typebox'
+import type { AdminOperationId } from './admin-contracts.js'
+import { adminOperations } from './admin-operations.js'
+import { AdminConnectionError, jsonLine, refusal, textLines, unreachable } from './admin-responses.js'
 import type {
+  AdminAnswer,
+  AdminRequest,
+  AdminRequestArgs,
+  Delivery,
+  DeliveryQuery,
+  Endpoint,
+  EndpointChanges,
+  EndpointDetail,
+  Enterprise,
   EnterpriseChanges,
   EnterpriseCredentials,
-  EnterpriseSummary,
+  ImportLine,
+  LooseRequest,
+  NewEndpoint,
+  PushUrl,
+  ReceiverCheckReport,
+  RecordingChanges,
+  RecordingQuery,
+  RequestBody,
   RotatedKey,
-} from '../enterprises/enterprise-store.js'
-import type { ImportProgressLine } from '../imports/json-lines-import.js'
-import type { DeliveryView } from '../push/delivery-views.js'
-import type { EndpointChangesSchema, NewEndpointSchema } from '../push/endpoint-input.js'
-import type { EndpointView } from '../push/endpoint-store.js'
-import type { PushUrlView } from '../push/push-url-health.js'
-import type { ReceiverCheckReport } from '../push/receiver-check.js'
-import { type AdminOperationId, adminOperations } from './admin-operations.js'
+  UploadedAudio,
+} from './admin-types.js'
 
 /**
  * The typed client of the admin HTTP API: the `earshot` CLI's, the tests', and the console's (which loads
- * the compiled module as it is: global fetch only, and nothing imported at run time but the operations).
- * Operations are called by their operationId. A refusal ({code, msg, requestId}) becomes an AdminApiError;
- * a platform that cannot be reached, or that answers something that is not the admin API, becomes an
- * AdminConnectionError.
+ * the compiled module as it is: global fetch only, and nothing imported at run time but the operations'
+ * table and admin-responses.js). Operations are called by their operationId, typed by their contracts.
  */
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:8081'
 
-export type { DeliveryState } from '../push/delivery-store.js'
-export type { AttemptView as DeliveryAttempt, DeliveryView as Delivery } from '../push/delivery-views.js'
-export type { EndpointView as Endpoint } from '../push/endpoint-store.js'
-export type { PushUrlState, PushUrlView as PushUrl } from '../push/push-url-health.js'
-export type { CheckItem, ReceiverCheckReport } from '../push/receiver-check.js'
-export type { EnterpriseChanges, EnterpriseCredentials, RotatedKey }
-export type Enterprise = EnterpriseSummary
-/** What an audio upload stored. */
-export interface UploadedAudio {
-  audioId: string
-  bytes: number
-  sha256: string
-  contentType: string
-}
-/** A new endpoint: its URL, and what differs from the defaults (every event type, enabled, no rate). */
-export type NewEndpoint = Static<typeof NewEndpointSchema>
-/** The settings of an endpoint to change; maxPerSecond null lifts its rate. */
-export type EndpointChanges = Static<typeof EndpointChangesSchema>
-/** An endpoint with its recent deliveries (newest first) and their attempts. */
-export interface EndpointDetail {
-  endpoint: EndpointView
-  recentDeliveries: DeliveryView[]
-}
-/** One line of the import response stream. */
-export type ImportLine = ImportProgressLine
-
-export interface DeliveryQuery {
-  enterpriseId?: number | undefined
-  state?: string | undefined
-  audioId?: string | undefined
-  /** Only deliveries with a smaller id: the cursor for the next page. */
-  before?: number | undefined
-  limit?: number | undefined
-}
-
-/** A request body: whole, or a stream of bytes sent as it is read. */
-export type RequestBody = string | Uint8Array | AsyncIterable<Uint8Array>
-
-/** What an operation is called with: its path parameters, query string and body. */
-export interface OperationRequest {
-  params?: Record<string, string | number>
-  query?: Record<string, string | number | boolean | undefined>
-  /** JSON, unless `contentType` says otherwise (then text, bytes or a stream, sent as it is). */
-  body?: unknown
-  contentType?: string
-}
-
-/** The platform refused the call: a catalogue code, its message, and the HTTP status it came with. */
-export class AdminApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly msg: string,
-    readonly requestId: string | undefined,
-    readonly status: number,
-  ) {
-    super(`error ${code}: ${msg}`)
-    this.name = 'AdminApiError'
-  }
-}
-
-/** The admin API could not be reached, or what answered was not the admin API. */
-export class AdminConnectionError extends Error {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options)
-    this.name = 'AdminConnectionError'
-  }
-}
+export { AdminApiError, AdminConnectionError, unreachable } from './admin-responses.js'
+export type * from './admin-types.js'
+export type { AdminOperationId }
 
 export class AdminClient {
   readonly baseUrl: string
@@ -106,17 +52,21 @@ export class AdminClient {
     this.baseUrl = baseUrl.replace(/\/+$/, '')
   }
 
-  /** Calls an operation and resolves with its JSON answer (the metrics' text for `metrics`). */
-  async call<T>(operationId: AdminOperationId, request: OperationRequest = {}): Promise<T> {
-    return this.answer<T>(operationId, await this.send(operationId, request))
+  /** Calls an operation and resolves with its answer (the metrics' text for `metrics`). */
+  async call<Id extends AdminOperationId>(
+    operationId: Id,
+    ...[request]: AdminRequestArgs<Id>
+  ): Promise<AdminAnswer<Id>> {
+    return this.answer(operationId, await this.send(operationId, ...([request] as AdminRequestArgs<Id>)))
   }
 
-  /** An operation's response as call() resolves it: its JSON answer, or the refusal thrown. */
-  async answer<T>(operationId: AdminOperationId, response: Response): Promise<T> {
-    if (!response.ok) throw await this.refusal(response)
-    if (operationId === 'metrics') return (await response.text()) as T
+  /** An operation's response as call() resolves it: its answer, or the refusal thrown. */
+  async answer<Id extends AdminOperationId>(operationId: Id, response: Response): Promise<AdminAnswer<Id>> {
+    if (!response.ok) throw await refusal(this.baseUrl, response)
+    if (adminOperations[operationId].answer === 'text')
+      return (await response.text()) as unknown as AdminAnswer<Id>
     try {
-      return (await response.json()) as T
+      return (await response.json()) as AdminAnswer<Id>
     } catch (cause) {
       throw new AdminConnectionError(`${this.baseUrl} answered ${operationId} with a body that is not JSON`, {
         cause,
@@ -125,21 +75,22 @@ export class AdminClient {
   }
 
   /** The URL, method and headers of an operation's request, for a caller sending its body itself. */
-  prepare(
-    operationId: AdminOperationId,
-    request: OperationRequest,
+  prepare<Id extends AdminOperationId>(
+    operationId: Id,
+    ...[request]: AdminRequestArgs<Id>
   ): { url: string; method: string; headers: Record<string, string> } {
+    const given = (request ?? {}) as LooseRequest
     const { method, path } = adminOperations[operationId]
-    const url = `${this.baseUrl}${fill(path, request.params)}${search(request.query)}`
+    const url = `${this.baseUrl}${fill(path, given.params)}${search(given.query)}`
     const headers: Record<string, string> = { authorization: `Bearer ${this.adminToken}` }
-    if (request.body !== undefined) headers['content-type'] = request.contentType ?? 'application/json'
+    if (given.body !== undefined) headers['content-type'] = given.contentType ?? 'application/json'
     return { url, method, headers }
   }
 
   /** Calls an operation and hands over the response as it is, to be read as it streams. */
-  async send(operationId: AdminOperationId, request: OperationRequest): Promise<Response> {
-    const { url, method, headers } = this.prepare(operationId, request)
-    const { body, contentType = 'application/json' } = request
+  async send<Id extends AdminOperationId>(operationId: Id, ...args: AdminRequestArgs<Id>): Promise<Response> {
+    const { url, method, headers } = this.prepare(operationId, ...args)
+    const { body, contentType = 'application/json' } = (args[0] ?? {}) as LooseRequest
     const sent = body === undefined || contentType !== 'application/json' ? body : JSON.stringify(body)
     const streamed = sent !== undefined && typeof sent !== 'string' && !(sent instanceof Uint8Array)
     try {
@@ -159,7 +110,7 @@ export class AdminClient {
   }
 
   async listEnterprises(): Promise<Enterprise[]> {
-    return (await this.call<{ enterprises: Enterprise[] }>('listEnterprises')).enterprises
+    return (await this.call('listEnterprises')).enterprises
   }
 
   /** Changes an enterprise's settings (the fields given); answers the enterprise as it is now. */
@@ -167,7 +118,7 @@ export class AdminClient {
     return this.call('updateEnterprise', { params: { enterpriseId }, body: changes })
   }
 
-  disableEnterprise(enterpriseId: number): Promise<{ enterpriseId: number; disabled: true }> {
+  disableEnterprise(enterpriseId: number): Promise<AdminAnswer<'disableEnterprise'>> {
     return this.call('disableEnterprise', { params: { enterpriseId } })
   }
 
@@ -175,87 +126,77 @@ export class AdminClient {
     return this.call('rotateKey', { params: { enterpriseId } })
   }
 
-  setPushUrl(
-    enterpriseId: number,
-    pushUrl: string | null,
-  ): Promise<{ enterpriseId: number; pushUrl: string | null; cancelled: number }> {
+  setPushUrl(enterpriseId: number, pushUrl: string | null): Promise<AdminAnswer<'setPushUrl'>> {
     return this.call('setPushUrl', { params: { enterpriseId }, body: { pushUrl } })
   }
 
   updateRecording(
     enterpriseId: number,
     audioId: string,
-    changes: Record<string, string | number>,
-  ): Promise<{ updated: string }> {
+    changes: RecordingChanges,
+  ): Promise<AdminAnswer<'updateRecording'>> {
     return this.call('updateRecording', { params: { enterpriseId, audioId }, body: changes })
   }
 
-  deleteRecording(enterpriseId: number, audioId: string): Promise<{ deleted: string }> {
+  deleteRecording(enterpriseId: number, audioId: string): Promise<AdminAnswer<'deleteRecording'>> {
     return this.call('deleteRecording', { params: { enterpriseId, audioId } })
   }
 
   /** Deliveries matching the query, newest first. */
-  async listDeliveries(query: DeliveryQuery = {}): Promise<DeliveryView[]> {
-    return (await this.call<{ deliveries: DeliveryView[] }>('listDeliveries', { query: { ...query } }))
-      .deliveries
+  async listDeliveries(query: DeliveryQuery = {}): Promise<Delivery[]> {
+    return (await this.call('listDeliveries', { query })).deliveries
   }
 
-  getDelivery(deliveryId: number): Promise<DeliveryView> {
+  getDelivery(deliveryId: number): Promise<Delivery> {
     return this.call('showDelivery', { params: { deliveryId } })
   }
 
   /** Puts one failed, unconfirmed or queued delivery back to pending. */
-  replayDelivery(
-    deliveryId: number,
-  ): Promise<{ deliveryId: number; replayed: true; delivery: DeliveryView }> {
+  replayDelivery(deliveryId: number): Promise<AdminAnswer<'replayDelivery'>> {
     return this.call('replayDelivery', { params: { deliveryId } })
   }
 
   /** Cancels one delivery not yet confirmed. */
-  cancelDelivery(
-    deliveryId: number,
-  ): Promise<{ deliveryId: number; cancelled: true; delivery: DeliveryView }> {
+  cancelDelivery(deliveryId: number): Promise<AdminAnswer<'cancelDelivery'>> {
     return this.call('cancelDelivery', { params: { deliveryId } })
   }
 
   /** Puts an enterprise's failed or unconfirmed deliveries created in [from, to) back to pending. */
-  replayDeliveries(
-    enterpriseId: number,
-    from: string,
-    to: string,
-  ): Promise<{ enterpriseId: number; replayed: number }> {
+  replayDeliveries(enterpriseId: number, from: string, to: string): Promise<AdminAnswer<'replayRange'>> {
     return this.call('replayRange', { params: { enterpriseId }, body: { from, to } })
   }
 
   /** How many of an enterprise's deliveries created since `since` an unreceipted replay would push again. */
-  countUnreceipted(
+  async countUnreceipted(
     enterpriseId: number,
     since: string,
   ): Promise<{ enterpriseId: number; since: string; replayable: number; alreadyScheduled: number }> {
-    return this.call('replayUnreceipted', { params: { enterpriseId }, body: { since, dryRun: true } })
+    const body = { since, dryRun: true }
+    const counted = await this.call('replayUnreceipted', { params: { enterpriseId }, body })
+    return counted as typeof counted & { replayable: number }
   }
 
   /** Pushes again an enterprise's deliveries created since `since` that were never receipted. */
-  replayUnreceipted(
+  async replayUnreceipted(
     enterpriseId: number,
     since: string,
   ): Promise<{ enterpriseId: number; since: string; replayed: number; alreadyScheduled: number }> {
-    return this.call('replayUnreceipted', { params: { enterpriseId }, body: { since } })
+    const replayed = await this.call('replayUnreceipted', { params: { enterpriseId }, body: { since } })
+    return replayed as typeof replayed & { replayed: number }
   }
 
   /** Every enterprise's push endpoints, by enterprise, with their URL's health. */
-  async listEndpoints(): Promise<EndpointView[]> {
-    return (await this.call<{ endpoints: EndpointView[] }>('listEndpoints')).endpoints
+  async listEndpoints(): Promise<Endpoint[]> {
+    return (await this.call('listEndpoints')).endpoints
   }
 
   /** An enterprise's push endpoints, in the order they were added. */
-  async listEnterpriseEndpoints(enterpriseId: number): Promise<EndpointView[]> {
-    const params = { enterpriseId }
-    return (await this.call<{ endpoints: EndpointView[] }>('listEnterpriseEndpoints', { params })).endpoints
+  async listEnterpriseEndpoints(enterpriseId: number): Promise<Endpoint[]> {
+    return (await this.call('listEnterpriseEndpoints', { params: { enterpriseId } })).endpoints
   }
 
   /** Adds a push endpoint to an enterprise (it may have 10 at most). */
-  addEndpoint(enterpriseId: number, endpoint: NewEndpoint): Promise<EndpointView> {
+  addEndpoint(enterpriseId: number, endpoint: NewEndpoint): Promise<Endpoint> {
     return this.call('addEndpoint', { params: { enterpriseId }, body: endpoint })
   }
 
@@ -268,12 +209,12 @@ export class AdminClient {
     enterpriseId: number,
     endpointId: number,
     changes: EndpointChanges,
-  ): Promise<EndpointView & { discarded: number }> {
+  ): Promise<AdminAnswer<'updateEndpoint'>> {
     return this.call('updateEndpoint', { params: { enterpriseId, endpointId }, body: changes })
   }
 
   /** Removes an endpoint; its deliveries not yet confirmed are cancelled. */
-  removeEndpoint(enterpriseId: number, endpointId: number): Promise<{ removed: number; cancelled: number }> {
+  removeEndpoint(enterpriseId: number, endpointId: number): Promise<AdminAnswer<'removeEndpoint'>> {
     return this.call('removeEndpoint', { params: { enterpriseId, endpointId } })
   }
 
@@ -288,34 +229,22 @@ export class AdminClient {
   }
 
   /** Every push URL in use or with a health record, with its health. */
-  async listPushUrls(): Promise<PushUrlView[]> {
-    return (await this.call<{ pushUrls: PushUrlView[] }>('listPushUrls')).pushUrls
+  async listPushUrls(): Promise<PushUrl[]> {
+    return (await this.call('listPushUrls')).pushUrls
   }
 
   /** Makes a push URL healthy again; the deliveries it held resume, and those that failed meanwhile. */
-  enablePushUrl(
-    url: string,
-  ): Promise<{ url: string; enabled: true; resumed: number; replayed: number; endpoint: PushUrlView }> {
+  enablePushUrl(url: string): Promise<AdminAnswer<'enablePushUrl'>> {
     return this.call('enablePushUrl', { body: { url } })
   }
 
   /** An enterprise's recordings as its partner's query answers them (stored audio as fresh links). */
-  listRecordings(
-    enterpriseId: number,
-    filter: {
-      audioId?: string
-      deviceUid?: string
-      startTime?: string
-      endTime?: string
-      page?: number
-      size?: number
-    } = {},
-  ): Promise<{ total: number; items: { audioId: string; data: Record<string, unknown> }[] }> {
+  listRecordings(enterpriseId: number, filter: RecordingQuery = {}): Promise<AdminAnswer<'listRecordings'>> {
     return this.call('listRecordings', { params: { enterpriseId }, query: filter })
   }
 
   /** Signs media links with a new key; with retireOthers, links signed before stop working. */
-  rotateLinkKey(retireOthers = false): Promise<{ keyId: number; retiredOthers: boolean }> {
+  rotateLinkKey(retireOthers = false): Promise<AdminAnswer<'rotateLinkKey'>> {
     return this.call('rotateLinkKey', { body: { retireOthers } })
   }
 
@@ -344,15 +273,16 @@ export class AdminClient {
    * refusal before the import starts (e.g. a bad line) throws AdminApiError.
    */
   async *importRecordings(enterpriseId: number, jsonLines: RequestBody): AsyncGenerator<ImportLine> {
-    const response = await this.send('importRecordings', {
+    const request: AdminRequest<'importRecordings'> = {
       params: { enterpriseId },
       body: jsonLines,
       contentType: 'application/x-ndjson',
-    })
-    if (!response.ok) throw await this.refusal(response)
+    }
+    const response = await this.send('importRecordings', request)
+    if (!response.ok) throw await refusal(this.baseUrl, response)
     if (!response.body) throw new AdminConnectionError(`${this.baseUrl} sent an empty import response`)
     try {
-      for await (const line of textLines(response.body)) yield importLine(line)
+      for await (const line of textLines(response.body)) yield jsonLine<ImportLine>(line)
     } catch (error) {
       if (error instanceof AdminConnectionError) throw error
       throw new AdminConnectionError(
@@ -361,74 +291,19 @@ export class AdminClient {
       )
     }
   }
-
-  private async refusal(response: Response): Promise<Error> {
-    const text = await response.text().catch(() => '')
-    let parsed: { code?: unknown; msg?: unknown; requestId?: unknown } | undefined
-    try {
-      parsed = JSON.parse(text)
-    } catch {}
-    if (typeof parsed?.code === 'number' && typeof parsed.msg === 'string') {
-      const requestId = typeof parsed.requestId === 'string' ? parsed.requestId : undefined
-      return new AdminApiError(parsed.code, parsed.msg, requestId, response.status)
-    }
-    return new AdminConnectionError(
-      `${this.baseUrl} answered HTTP ${response.status} without an Earshot error body; is it the admin API (EARSHOT_URL)?`,
-    )
-  }
 }
 
 /** The path with each `:name` replaced by its parameter. */
-function fill(path: string, params: OperationRequest['params'] = {}): string {
+function fill(path: string, params: LooseRequest['params'] = {}): string {
   return path.replace(/:(\w+)/g, (_, name: string) => {
     if (params[name] === undefined) throw new TypeError(`${path} needs the parameter ${name}`)
     return encodeURIComponent(String(params[name]))
   })
 }
 
-function search(query: OperationRequest['query'] = {}): string {
+function search(query: LooseRequest['query'] = {}): string {
   const params = new URLSearchParams()
   for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, String(value))
   const text = params.toString()
   return text && `?${text}`
-}
-
-/** The non-empty lines of a stream of UTF-8 text, trimmed, as they arrive. */
-async function* textLines(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder()
-  let pending = ''
-  for await (const chunk of body) {
-    pending += decoder.decode(chunk, { stream: true })
-    let end = pending.indexOf('\n')
-    while (end >= 0) {
-      const line = pending.slice(0, end).trim()
-      pending = pending.slice(end + 1)
-      if (line) yield line
-      end = pending.indexOf('\n')
-    }
-  }
-  pending += decoder.decode()
-  if (pending.trim()) yield pending.trim()
-}
-
-function importLine(line: string): ImportLine {
-  try {
-    const value = JSON.parse(line) as ImportLine
-    if (typeof value === 'object' && value !== null) return value
-  } catch {}
-  throw new AdminConnectionError(`unexpected line in the import response: ${line.slice(0, 200)}`)
-}
-
-export function unreachable(baseUrl: string, error: unknown): AdminConnectionError {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause
-  const code = cause?.code ?? (error as { code?: string }).code
-  if (code === 'ECONNREFUSED') {
-    return new AdminConnectionError(
-      `cannot connect to the admin API at ${baseUrl} (connection refused): is \`earshot serve\` running? ` +
-        'Point EARSHOT_URL (or --url) at its admin listener.',
-      { cause: error },
-    )
-  }
-  const detail = cause?.message ?? (error as Error).message
-  return new AdminConnectionError(`cannot reach the admin API at ${baseUrl}: ${detail}`, { cause: error })
 }

@@ -16,7 +16,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import {
-  admin,
+  adminCall,
   createPartner,
   expectCode,
   partnerFor,
@@ -364,8 +364,7 @@ for (const backend of testBackends) {
       const doomed = await createPartner(platform, 'Doomed Co')
       const issued = await doomed.token()
       expectCode(await doomed.call(AUDIOS, {}, issued), 2000)
-      const disabled = await admin(platform, 'POST', `/enterprises/${doomed.enterpriseId}/disable`)
-      assert.equal(disabled.status, 200)
+      await adminCall(platform, 'disableEnterprise', { params: { enterpriseId: doomed.enterpriseId } })
       expectCode(await requestToken(platform, tokenBody(doomed)), 4030)
       expectCode(await doomed.call(AUDIOS, {}, issued), 4030)
       expectCode(await doomed.call(CALLBACK, { audioId: 'x' }, issued), 4030)
@@ -429,14 +428,11 @@ for (const backend of testBackends) {
     test('key rotation: the old keyVersion works within the grace, the new one at once', async () => {
       const rotating = await createPartner(platform, 'Rotating Co')
       const oldToken = await rotating.token()
-      const rotated = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
-        platform,
-        'POST',
-        `/enterprises/${rotating.enterpriseId}/rotate-key`,
-      )
-      assert.equal(rotated.status, 200)
-      assert.equal(rotated.body.keyVersion, 2)
-      const fresh = partnerFor(platform, rotated.body)
+      const rotated = await adminCall(platform, 'rotateKey', {
+        params: { enterpriseId: rotating.enterpriseId },
+      })
+      assert.equal(rotated.keyVersion, 2)
+      const fresh = partnerFor(platform, rotated)
       const oldKeyToken = await rotating.token()
       const newKeyToken = await fresh.token()
       for (const each of [oldToken, oldKeyToken, newKeyToken]) {
@@ -526,13 +522,10 @@ for (const backend of testBackends) {
       const partner = await createPartner(platform, 'Strict Co')
       const oldToken = await partner.token()
       expectCode(await partner.call(AUDIOS, {}, oldToken), 2000)
-      const rotated = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
-        platform,
-        'POST',
-        `/enterprises/${partner.enterpriseId}/rotate-key`,
-      )
-      assert.equal(rotated.status, 200)
-      const fresh = partnerFor(platform, rotated.body)
+      const rotated = await adminCall(platform, 'rotateKey', {
+        params: { enterpriseId: partner.enterpriseId },
+      })
+      const fresh = partnerFor(platform, rotated)
       expectCode(await requestToken(platform, tokenBody(partner)), 4012)
       expectCode(await partner.call(AUDIOS, {}, oldToken), 4010)
       // Even with an envelope under the new key, the token of the retired key is revoked.
@@ -579,7 +572,7 @@ for (const backend of testBackends) {
         expectCode(await postJson(a, AUDIOS, envelope, fromA), 2000)
         expectCode(await postJson(b, AUDIOS, envelope, fromA), 4090)
         // Disabling through one instance revokes on the other, once it has heard (revocation.test.ts).
-        assert.equal((await admin(a, 'POST', `/enterprises/${onA.enterpriseId}/disable`)).status, 200)
+        await adminCall(a, 'disableEnterprise', { params: { enterpriseId: onA.enterpriseId } })
         await eventually(
           async () => (await onB.call(AUDIOS, {}, fromA)).body.code === 4030,
           10_000,

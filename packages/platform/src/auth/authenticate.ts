@@ -1,4 +1,4 @@
-import { ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
+import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
@@ -11,23 +11,6 @@ import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } f
  * so an instance whose clock is behind still takes the token a little after another pruned its nonces.
  */
 const CLOCK_SKEW_SECONDS = 300
-
-/** What a request with a token may be refused with, whatever its route. */
-export const BEARER_REFUSALS: readonly ResponseCodeValue[] = [
-  ResponseCode.INVALID_REQUEST,
-  ResponseCode.INVALID_PARAMETER,
-  ResponseCode.UNAUTHORIZED,
-  ResponseCode.TOKEN_EXPIRED,
-  ResponseCode.DECRYPTION_FAILED,
-  ResponseCode.FORBIDDEN,
-  ResponseCode.REQUEST_TIMEOUT,
-  ResponseCode.REPLAYED,
-  ResponseCode.PAYLOAD_TOO_LARGE,
-  ResponseCode.UNSUPPORTED_MEDIA_TYPE,
-  ResponseCode.RATE_LIMITED,
-  ResponseCode.INTERNAL_ERROR,
-  ResponseCode.UNAVAILABLE,
-]
 
 /**
  * The pipeline of every request made with a token: bearer token (4010/4011), envelope shape (4000;

@@ -10,6 +10,7 @@ import {
 } from '@earshot/test-kit/backends'
 import {
   admin,
+  adminCall,
   createPartner,
   expectCode,
   partnerFor,
@@ -79,7 +80,7 @@ if (testBackends.includes('postgres')) {
       expectCode(await onB.call(AUDIOS, {}, issued), 2000)
       expectCode(await tokenRequest(b, onB), 2000)
 
-      assert.equal((await admin(a, 'POST', `/enterprises/${onA.enterpriseId}/disable`)).status, 200)
+      await adminCall(a, 'disableEnterprise', { params: { enterpriseId: onA.enterpriseId } })
       const took = await untilCode('a query on the other instance', 4030, () => onB.call(AUDIOS, {}, issued))
       expectCode(await tokenRequest(b, onB), 4030)
       t.diagnostic(`refused on the other instance ${took.toFixed(1)} ms after the admin call returned`)
@@ -110,13 +111,8 @@ if (testBackends.includes('postgres')) {
       const next = { ...onB, keyVersion: 2 }
       expectCode(await tokenRequest(b, next), 4012)
 
-      const rotated = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
-        a,
-        'POST',
-        `/enterprises/${onA.enterpriseId}/rotate-key`,
-      )
-      assert.equal(rotated.status, 200)
-      const fresh = partnerFor(b, rotated.body)
+      const rotated = await adminCall(a, 'rotateKey', { params: { enterpriseId: onA.enterpriseId } })
+      const fresh = partnerFor(b, rotated)
       const took = await untilCode('a token request under the new key on the other instance', 2000, () =>
         tokenRequest(b, fresh),
       )
@@ -172,13 +168,10 @@ for (const backend of testBackends) {
     test('a key stops working the moment its grace ends, with nothing notified', async () => {
       const partner = await createPartner(platform, 'Graced Co')
       const oldToken = await partner.token()
-      const rotated = await admin<{ enterpriseId: number; keyVersion: number; secret: string }>(
-        platform,
-        'POST',
-        `/enterprises/${partner.enterpriseId}/rotate-key`,
-      )
-      assert.equal(rotated.status, 200)
-      const fresh = partnerFor(platform, rotated.body)
+      const rotated = await adminCall(platform, 'rotateKey', {
+        params: { enterpriseId: partner.enterpriseId },
+      })
+      const fresh = partnerFor(platform, rotated)
       const newToken = await fresh.token()
 
       now += 59_999

@@ -1,33 +1,13 @@
-import {
-  AccessTokenSchema,
-  MAX_ENTERPRISE_ID,
-  ResponseCode,
-  TokenPlaintext,
-  TokenRequestSchema,
-} from '@earshot/protocol'
+import { issueTokenContract, MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protocol'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
-import { BEARER_REFUSALS } from './authenticate.js'
+import { defineRoute } from '../http/route-spec.js'
 import { usableKey } from './credentials.js'
 import { openAndGuard, type PartnerEnv, readEnvelope } from './envelope-request.js'
 
 /** POST /openapi/v1/token. The answer's data is not encrypted. */
-export const tokenRoute: RouteSpec<PartnerEnv> = {
-  method: 'POST',
-  path: '/openapi/v1/token',
-  operationId: 'issueToken',
-  tag: 'authentication',
-  summary: 'Issue an access token',
-  description:
-    'Several tokens of one enterprise coexist; issuing one revokes none. A token is revoked when its enterprise is disabled or its keyVersion retired.',
-  open: true,
-  body: { json: TokenRequestSchema },
-  answer: {
-    description: 'A token (data not encrypted)',
-    payload: { result: AccessTokenSchema, sealed: false },
-  },
-  refusals: BEARER_REFUSALS.filter((code) => code !== ResponseCode.UNAUTHORIZED),
-  handle: ({ context, rateLimit }) =>
+export const tokenRoute = defineRoute(
+  issueTokenContract,
+  ({ context, rateLimit }: PartnerEnv) =>
     async function issueToken(request, reply) {
       const { envelope, enterpriseId } = readEnvelope(request.body, { tokenRequest: true })
       if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {
@@ -69,4 +49,4 @@ export const tokenRoute: RouteSpec<PartnerEnv> = {
         data: { accessToken, expiresIn, tokenType: 'Bearer' },
       })
     },
-}
+)

@@ -2,7 +2,15 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Change, ChangePage, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, expectCode, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import {
+  admin,
+  adminCall,
+  adminRefusal,
+  createPartner,
+  expectCode,
+  ingest,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
 import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
@@ -73,19 +81,15 @@ for (const backend of testBackends) {
       await ingest(platform, a.enterpriseId, recording('ch-1'))
       await ingest(platform, b.enterpriseId, recording('ch-other'))
       await ingest(platform, a.enterpriseId, recording('ch-2'))
-      const attached = await admin(
-        platform,
-        'PUT',
-        `/enterprises/${a.enterpriseId}/recordings/ch-1/transcript`,
-        transcript,
-      )
-      assert.equal(attached.status, 200)
-      const updated = await admin(platform, 'PATCH', `/enterprises/${a.enterpriseId}/recordings/ch-2`, {
-        title: 'renamed',
+      const ch1 = { enterpriseId: a.enterpriseId, audioId: 'ch-1' }
+      await adminCall(platform, 'attachTranscript', { params: ch1, body: transcript })
+      const ch2 = { enterpriseId: a.enterpriseId, audioId: 'ch-2' }
+      const updated = await adminCall(platform, 'updateRecording', {
+        params: ch2,
+        body: { title: 'renamed' },
       })
-      assert.deepEqual(updated, { status: 200, body: { updated: 'ch-2' } })
-      const deleted = await admin(platform, 'DELETE', `/enterprises/${a.enterpriseId}/recordings/ch-2`)
-      assert.deepEqual(deleted, { status: 200, body: { deleted: 'ch-2' } })
+      assert.deepEqual(updated, { updated: 'ch-2' })
+      assert.deepEqual(await adminCall(platform, 'deleteRecording', { params: ch2 }), { deleted: 'ch-2' })
 
       const items = await all(a, 2)
       assert.deepEqual(
@@ -144,22 +148,16 @@ for (const backend of testBackends) {
 
     test('a deleted recording leaves the query, its audioId stays taken, and a second delete is 4040', async () => {
       await ingest(platform, a.enterpriseId, recording('del-1'))
-      assert.equal(
-        (await admin(platform, 'DELETE', `/enterprises/${a.enterpriseId}/recordings/del-1`)).status,
-        200,
-      )
+      const del1 = { enterpriseId: a.enterpriseId, audioId: 'del-1' }
+      await adminCall(platform, 'deleteRecording', { params: del1 })
       const query = await a.call('/openapi/v1/audios', { audioId: 'del-1' })
       assert.equal((query.plaintext as { total: number }).total, 0)
-      const again = await admin(platform, 'DELETE', `/enterprises/${a.enterpriseId}/recordings/del-1`)
+      const again = await adminRefusal(platform, 'deleteRecording', { params: del1 })
       assert.equal(again.status, 404)
-      assert.equal((again.body as { code: number }).code, 4040)
-      const reused = await admin(
-        platform,
-        'POST',
-        `/enterprises/${a.enterpriseId}/recordings`,
-        recording('del-1'),
-      )
-      assert.equal((reused.body as { code: number }).code, 4001)
+      assert.equal(again.code, 4040)
+      const params = { enterpriseId: a.enterpriseId }
+      const reused = await adminRefusal(platform, 'ingestRecording', { params, body: recording('del-1') })
+      assert.equal(reused.code, 4001)
       const reimport = await fetch(
         `${platform.adminUrl}/admin/v1/enterprises/${a.enterpriseId}/recordings/import`,
         {
@@ -174,7 +172,9 @@ for (const backend of testBackends) {
         refusal.msg,
         /^nothing was imported; fix these lines and import the file again:\nline 2: audioId "del-1" was deleted/,
       )
-      const otherTenant = await admin(platform, 'DELETE', `/enterprises/${b.enterpriseId}/recordings/ch-1`)
+      const otherTenant = await adminRefusal(platform, 'deleteRecording', {
+        params: { enterpriseId: b.enterpriseId, audioId: 'ch-1' },
+      })
       assert.equal(otherTenant.status, 404)
     })
 
@@ -197,14 +197,18 @@ for (const backend of testBackends) {
         assert.match(reply.body.msg, message)
       }
       const before = (await all(a)).length
-      const same = await admin(platform, 'PATCH', `/enterprises/${a.enterpriseId}/recordings/upd-1`, {
-        title: 'title of upd-1',
+      await adminCall(platform, 'updateRecording', {
+        params: { enterpriseId: a.enterpriseId, audioId: 'upd-1' },
+        body: {
+          title: 'title of upd-1',
+        },
       })
-      assert.equal(same.status, 200)
-      const moved = await admin(platform, 'PATCH', `/enterprises/${a.enterpriseId}/recordings/upd-1`, {
-        recordedAt: '2026-06-01T00:00:00+02:00',
+      await adminCall(platform, 'updateRecording', {
+        params: { enterpriseId: a.enterpriseId, audioId: 'upd-1' },
+        body: {
+          recordedAt: '2026-06-01T00:00:00+02:00',
+        },
       })
-      assert.equal(moved.status, 200)
       const items = (await all(a)).slice(before)
       assert.deepEqual(
         items.map((item) => [item.audioId, item.change]),
@@ -350,7 +354,10 @@ for (const backend of testBackends) {
             ? { status: 503, body: { code: 5030 } }
             : { status: 200, body: { code: 2000 } },
       })
-      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: receiver.url })
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: receiver.url },
+      })
     })
     after(async () => {
       await platform?.stop()
@@ -364,10 +371,9 @@ for (const backend of testBackends) {
         10_000,
         'the first push of gone-1',
       )
-      assert.equal(
-        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/gone-1`)).status,
-        200,
-      )
+      await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId: 'gone-1' },
+      })
       const pushed = await eventually(
         async () => receiver.received.find((push) => push.event.eventType === PushEventType.DELETED),
         10_000,
@@ -400,33 +406,42 @@ for (const backend of testBackends) {
         10_000,
         'the data push acknowledged',
       )
-      assert.equal(
-        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/had-1`)).status,
-        200,
-      )
+      await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId: 'had-1' },
+      })
       expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-1' }), 2000)
 
       // A receipt before the deletion is as good.
-      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: null })
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: null },
+      })
       await ingest(platform, partner.enterpriseId, recording('had-2'))
       expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-2' }), 2000)
-      assert.equal(
-        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/had-2`)).status,
-        200,
-      )
+      await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId: 'had-2' },
+      })
       expectCode(await partner.call('/openapi/v1/callback', { audioId: 'had-2' }), 2000)
-      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: receiver.url })
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: receiver.url },
+      })
     })
 
     test('a callback for a deleted recording the partner never had is 4040', async () => {
-      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: null })
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: null },
+      })
       await ingest(platform, partner.enterpriseId, recording('never-had'))
-      assert.equal(
-        (await admin(platform, 'DELETE', `/enterprises/${partner.enterpriseId}/recordings/never-had`)).status,
-        200,
-      )
+      await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId: 'never-had' },
+      })
       expectCode(await partner.call('/openapi/v1/callback', { audioId: 'never-had' }), 4040)
-      await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl: receiver.url })
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: receiver.url },
+      })
     })
   })
 }

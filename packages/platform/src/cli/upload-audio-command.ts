@@ -5,7 +5,7 @@ import { extname } from 'node:path'
 import { Transform } from 'node:stream'
 import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
-import { type AdminClient, type UploadedAudio, unreachable } from '../admin-client/admin-client.js'
+import { type AdminClient, unreachable } from '../admin-client/admin-client.js'
 import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
 /** Content types by file extension, for files given without --content-type. */
@@ -62,7 +62,7 @@ export function uploadAudioCommand(): Command {
           const response = await putFile(target, source).catch((error: unknown) => {
             throw error instanceof CommandFailure ? error : unreachable(client.baseUrl, error)
           })
-          const stored = await client.answer<UploadedAudio>('uploadAudio', response)
+          const stored = await client.answer('uploadAudio', response)
           bar?.stop()
           if (json) return printJson(stored)
           printLines(

@@ -6,7 +6,7 @@ import { sendStaticAsset, staticAsset } from '../http/static-asset.js'
 const CONSOLE_DIR = new URL('../../console/', import.meta.url)
 /** The admin client the CLI uses too, as compiled: the console loads it as it is. */
 const CLIENT_DIR = new URL('../admin-client/', import.meta.url)
-const FROM_CLIENT = new Set(['admin-client.js', 'admin-operations.js'])
+const FROM_CLIENT = new Set(['admin-client.js', 'admin-responses.js'])
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 const FILES = {
@@ -27,7 +27,7 @@ const FILES = {
   'dom.js': JAVASCRIPT,
   'admin-api.js': JAVASCRIPT,
   'admin-client.js': JAVASCRIPT,
-  'admin-operations.js': JAVASCRIPT,
+  'admin-responses.js': JAVASCRIPT,
 } as const
 
 /**
@@ -51,12 +51,14 @@ const CONTENT_SECURITY_POLICY = [
 /**
  * Serves the operators' console at `/console`: its files, read once at startup and served from memory.
  * Only these names are routes, so no request path ever reaches the file system. They are revalidated
- * on every load (ETag), so an upgraded platform serves its new console at once.
+ * on every load (ETag), so an upgraded platform serves its new console at once. `made` are modules made
+ * at startup rather than read (the admin operations' table, from the contracts), by name.
  */
-export function consoleAssets(app: FastifyInstance, mountPath: string): void {
-  for (const [name, contentType] of Object.entries(FILES)) {
+export function consoleAssets(app: FastifyInstance, mountPath: string, made: Record<string, string>): void {
+  const files = { ...FILES, ...Object.fromEntries(Object.keys(made).map((name) => [name, JAVASCRIPT])) }
+  for (const [name, contentType] of Object.entries(files)) {
     const file = new URL(name, FROM_CLIENT.has(name) ? CLIENT_DIR : CONSOLE_DIR)
-    const asset = staticAsset(readFileSync(file), contentType)
+    const asset = staticAsset(made[name] ?? readFileSync(file), contentType)
     const paths =
       name === 'index.html'
         ? [mountPath, `${mountPath}/`, `${mountPath}/index.html`]

@@ -14,7 +14,6 @@ import {
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import type { Browser, Page } from 'playwright-core'
 import { AdminClient } from '../admin-client/admin-client.js'
-import type { EndpointView } from '../push/endpoint-store.js'
 
 /*
  * The console's Endpoints screen in Debian's Chromium driven by playwright-core: reached from the
@@ -74,7 +73,7 @@ for (const backend of testBackends) {
     const endpointsPath = () => `/admin/v1/enterprises/${enterpriseId}/endpoints`
     const stored = async () =>
       (
-        await admin.call<{ endpoint: EndpointView }>('showEndpoint', {
+        await admin.call('showEndpoint', {
           params: { enterpriseId, endpointId },
         })
       ).endpoint

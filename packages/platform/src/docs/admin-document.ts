@@ -1,3 +1,4 @@
+import type { RouteContract } from '@earshot/protocol'
 import { ResponseCode } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
 import {
@@ -6,12 +7,12 @@ import {
   RotatedKeySchema,
 } from '../enterprises/enterprise-answers.js'
 import { NewEnterpriseSchema, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { permissions } from '../http/permissions.js'
 import { ImportLineSchema } from '../imports/import-answers.js'
 import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../push/delivery-queries.js'
 import { EndpointSchema } from '../push/endpoint-answers.js'
 import { DeliverySchema, PushUrlSchema } from '../push/push-answers.js'
-import { PushUrlEnableSchema } from '../push/push-url-routes.js'
+import { PushUrlEnableSchema } from '../push/push-url-contract.js'
 import {
   RecordingInputSchema,
   RecordingUpdateSchema,
@@ -60,7 +61,7 @@ const NAMED: [string, TSchema, string?][] = [
 ]
 
 /** The operators' API as an OpenAPI 3.1 document, made from the admin listener's routes. */
-export function adminApiDocument(routes: readonly RouteSpec<never>[]): Json {
+export function adminApiDocument(routes: readonly RouteContract[]): Json {
   const components = new Components()
   for (const [name, schema, description] of NAMED)
     components.name(name, schema, description ? { description } : {})
@@ -92,6 +93,7 @@ export function adminApiDocument(routes: readonly RouteSpec<never>[]): Json {
         description: "What the operators' console at /console reads beyond the routes above",
       },
     ],
+    'x-earshot-permissions': permissions,
     paths,
     components: {
       schemas: components.schemas(),

@@ -13,6 +13,8 @@ export type Json = Record<string, unknown>
 export const SEALED = 'x-earshot-sealed'
 /** On an envelope schema: the component its ciphertext holds, once opened. */
 export const PLAINTEXT = 'x-earshot-plaintext'
+/** On an operation: the permission an operator will need to call it (http/permissions.ts). */
+export const PERMISSION = 'x-earshot-permission'
 
 export const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` })
 

@@ -1,3 +1,4 @@
+import type { RouteContract } from '@earshot/protocol'
 import {
   AccessTokenSchema,
   AudioRecordingDataSchema,
@@ -16,7 +17,7 @@ import {
   TranscriptRecordingDataSchema,
 } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
-import type { RouteSpec, WebhookSpec } from '../http/route-spec.js'
+import type { WebhookSpec } from '../http/route-spec.js'
 import {
   Components,
   errorBodySchema,
@@ -89,10 +90,7 @@ const SEALED_PLAINTEXTS: [string, TSchema, string][] = [
 ]
 
 /** The partner API (10) as an OpenAPI 3.1 document, made from the partner listener's routes and the push. */
-export function partnerApiDocument(
-  routes: readonly RouteSpec<never>[],
-  webhooks: readonly WebhookSpec[],
-): Json {
+export function partnerApiDocument(routes: readonly RouteContract[], webhooks: readonly WebhookSpec[]): Json {
   const components = new Components()
   const sealed = (name: string, schema: TSchema, description: string) =>
     components.name(name, schema, { description: `${description}\n\n${SEALED_NOTE}`, [SEALED]: true })

@@ -1,14 +1,8 @@
+import type { Answer, Payload, RouteContract, Schema } from '@earshot/protocol'
 import { ResponseCode, type ResponseCodeValue } from '@earshot/protocol'
 import type { TObject, TSchema } from 'typebox'
-import {
-  type Answer,
-  openApiPath,
-  type Payload,
-  type RouteSpec,
-  type Schema,
-  type WebhookSpec,
-} from '../http/route-spec.js'
-import { type Components, type Json, refusals } from './openapi.js'
+import { openApiPath, type WebhookSpec } from '../http/route-spec.js'
+import { type Components, type Json, PERMISSION, refusals } from './openapi.js'
 
 /** How one listener's document is made from its routes. */
 export interface DocumentStyle {
@@ -22,7 +16,7 @@ export interface DocumentStyle {
 }
 
 /** The OpenAPI paths of a listener's routes: each operation with its parameters, bodies and refusals. */
-export function documentPaths(routes: readonly RouteSpec<never>[], style: DocumentStyle): Json {
+export function documentPaths(routes: readonly RouteContract[], style: DocumentStyle): Json {
   const paths: Record<string, Json> = {}
   for (const route of routes) {
     const path = openApiPath(route.path)
@@ -50,7 +44,7 @@ export function documentWebhooks(webhooks: readonly WebhookSpec[], style: Docume
   )
 }
 
-function operation(route: RouteSpec<never>, style: DocumentStyle): Json {
+function operation(route: RouteContract, style: DocumentStyle): Json {
   const parameters = [
     ...parametersOf(route.params, 'path', style),
     ...parametersOf(route.query, 'query', style),
@@ -62,6 +56,7 @@ function operation(route: RouteSpec<never>, style: DocumentStyle): Json {
     summary: route.summary,
     ...(route.description && { description: route.description }),
     security: route.open ? [] : [{ [style.securityScheme]: [] }],
+    ...(route.permission && { [PERMISSION]: route.permission }),
     ...(parameters.length > 0 && { parameters }),
     ...(route.body && { requestBody: { required: true, content: content(route.body, 'request', style) } }),
     responses: {

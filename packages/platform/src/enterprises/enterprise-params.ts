@@ -1,15 +1,9 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import Type from 'typebox'
 import { idParam } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import type { Queryable } from '../storage/database.js'
 import { enterpriseExists } from './enterprise-store.js'
-
-/** A path naming an enterprise. */
-export const EnterpriseParams = Type.Object({
-  enterpriseId: Type.Integer({ minimum: 1, description: 'the enterprise' }),
-})
 
 export function noSuchEnterprise(enterpriseId: number): ApiError {
   return new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)

@@ -1,23 +1,16 @@
-import { ResponseCode } from '@earshot/protocol'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { checkPushUrl } from '../http/address-policy.js'
-import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
+import { defineRoute } from '../http/route-spec.js'
 import {
-  DisabledEnterpriseSchema,
-  EnterpriseCredentialsSchema,
-  EnterpriseListSchema,
-  EnterpriseSummarySchema,
-  RotatedKeySchema,
-} from './enterprise-answers.js'
-import {
-  EnterpriseChanges,
-  EnterpriseChangesSchema,
-  NewEnterprise,
-  NewEnterpriseSchema,
-} from './enterprise-input.js'
-import { EnterpriseParams, noSuchEnterprise } from './enterprise-params.js'
+  createEnterpriseContract,
+  disableEnterpriseContract,
+  listEnterprisesContract,
+  rotateKeyContract,
+  updateEnterpriseContract,
+} from './enterprise-contract.js'
+import { EnterpriseChanges, NewEnterprise } from './enterprise-input.js'
+import { noSuchEnterprise } from './enterprise-params.js'
 import {
   createEnterprise,
   disableEnterprise,
@@ -27,23 +20,14 @@ import {
 } from './enterprise-store.js'
 
 /*
- * The operators' enterprises: create one (its first key answered once), list them, change one's settings,
- * disable one, rotate its key. Other instances hear of every change by NOTIFY (credential-cache.ts); this one drops its entries now.
+ * Other instances hear of every change to an enterprise by NOTIFY (credential-cache.ts); this one drops its
+ * entries now.
  */
 
-const createEnterpriseRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('createEnterprise'),
-  tag: 'enterprises',
-  summary: 'Create an enterprise and its first key',
-  body: { json: NewEnterpriseSchema },
-  answer: {
-    status: 201,
-    description: 'Created: the secret is shown this once',
-    payload: { json: EnterpriseCredentialsSchema },
-  },
-  refusals: WITH_BODY,
-  handle: (context) =>
-    async function createEnterpriseHandler(request, reply) {
+const createEnterpriseRoute = defineRoute(
+  createEnterpriseContract,
+  (context: PlatformContext) =>
+    async function createEnterpriseHandler(request) {
       const body = NewEnterprise.parse(jsonObject(request.body))
       const pushUrl = await checkPushUrl(
         body.pushUrl,
@@ -53,30 +37,17 @@ const createEnterpriseRoute: RouteSpec<PlatformContext> = {
       )
       const created = await createEnterprise(context.db, body.name.trim(), pushUrl, context.randomBytes)
       context.credentials.invalidate(created.enterpriseId)
-      return reply.code(201).send(created)
+      return created
     },
-}
+)
 
-const listEnterprisesRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('listEnterprises'),
-  tag: 'enterprises',
-  summary: 'List enterprises with their keys',
-  answer: { description: 'Every enterprise, by id', payload: { json: EnterpriseListSchema } },
-  refusals: [],
-  handle: (context) => async () => ({ enterprises: await listEnterprises(context.db) }),
-}
+const listEnterprisesRoute = defineRoute(listEnterprisesContract, (context: PlatformContext) => async () => ({
+  enterprises: await listEnterprises(context.db),
+}))
 
-const updateEnterpriseRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('updateEnterprise'),
-  tag: 'enterprises',
-  summary: "Change an enterprise's settings: whether its requests must carry issuedAt",
-  description:
-    'Fields left out stay as they are. Takes effect on every instance within 1 s, as disabling does.',
-  params: EnterpriseParams,
-  body: { json: EnterpriseChangesSchema },
-  answer: { description: 'The enterprise as it is now', payload: { json: EnterpriseSummarySchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const updateEnterpriseRoute = defineRoute(
+  updateEnterpriseContract,
+  (context: PlatformContext) =>
     async function updateEnterpriseHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const changes = EnterpriseChanges.parse(jsonObject(request.body))
@@ -85,32 +56,22 @@ const updateEnterpriseRoute: RouteSpec<PlatformContext> = {
       context.credentials.invalidate(enterpriseId)
       return updated
     },
-}
+)
 
-const disableEnterpriseRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('disableEnterprise'),
-  tag: 'enterprises',
-  summary: 'Disable an enterprise: its tokens stop working on every instance within 1 s',
-  params: EnterpriseParams,
-  answer: { description: 'Disabled', payload: { json: DisabledEnterpriseSchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const disableEnterpriseRoute = defineRoute(
+  disableEnterpriseContract,
+  (context: PlatformContext) =>
     async function disableEnterpriseHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       if (!(await disableEnterprise(context.db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
       context.credentials.invalidate(enterpriseId)
-      return { enterpriseId, disabled: true }
+      return { enterpriseId, disabled: true as const }
     },
-}
+)
 
-const rotateKeyRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('rotateKey'),
-  tag: 'enterprises',
-  summary: 'Issue a new key; the previous one stays valid for EARSHOT_KEY_GRACE (24 h)',
-  params: EnterpriseParams,
-  answer: { description: 'The new key, shown this once', payload: { json: RotatedKeySchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const rotateKeyRoute = defineRoute(
+  rotateKeyContract,
+  (context: PlatformContext) =>
     async function rotateKeyHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const { db, config } = context
@@ -125,7 +86,7 @@ const rotateKeyRoute: RouteSpec<PlatformContext> = {
       context.credentials.invalidate(enterpriseId)
       return rotated
     },
-}
+)
 
 export const enterpriseRoutes = [
   createEnterpriseRoute,

@@ -1,66 +1,63 @@
-import type { ResponseCodeValue } from '@earshot/protocol'
+import type { Answer, JsonAnswerOf, Payload, RouteContract } from '@earshot/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { TObject, TSchema } from 'typebox'
-
-export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
-
-/** A schema as JSON Schema, or one already written as such (a $ref, a string). */
-export type Schema = TSchema | Record<string, unknown>
-
-/**
- * What a request or an answer carries:
- * - `json`: a JSON body of this schema;
- * - `lines`: a stream of JSON Lines, each of this schema, as one of `types`;
- * - `text`: plain text of this content type;
- * - `binary`: raw bytes of one of these content types (`audio/*`), streamed;
- * - `sealed`: an envelope whose ciphertext holds this schema (a request's is sent with a bearer token,
- *   unless `bare`);
- * - `result`: a partner answer `{code, msg, requestId, data}`, data this schema (none when null),
- *   sealed or in the clear.
- */
-export type Payload =
-  | { json: Schema }
-  | { lines: TSchema; types: readonly string[] }
-  | { text: string }
-  | { binary: readonly string[] }
-  | { sealed: TSchema; bare?: boolean }
-  | { result: TSchema | null; sealed: boolean }
-
-export interface Answer {
-  status?: 200 | 201
-  description: string
-  /** None for an answer whose body nobody reads. */
-  payload?: Payload
-}
+import type { TObject } from 'typebox'
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
+/** What a contract's handler answers with, checked: its JSON (or text) answer; anything for what it streams. */
+export type AnswerOf<C extends RouteContract> = C['answer']['payload'] extends
+  | { json: unknown }
+  | { text: string }
+  ? JsonAnswerOf<C>
+  : unknown
+
 /**
- * A route as data: what it is (method, path, schemas, the refusals it can give) for the listener that
- * mounts it and for the OpenAPI document made from it, and how it is handled. `handle` is called once
- * per listener with what the listener hands its routes, so a route may keep state of its own (a batcher).
+ * What a handler may send on the reply itself, checked too: its JSON answer, unless it documents other
+ * answers (it sends those), or answers by streaming, sealing or with bytes.
  */
-export interface RouteSpec<Env> {
-  method: Method
-  /** Fastify's form: `:name` for a path parameter, each described in `params`. */
-  path: string
-  operationId: string
-  tag: string
-  summary: string
-  description?: string
-  /** Served without credentials. */
-  open?: boolean
-  /** A GET whose handler answers HEAD itself (else Fastify's HEAD reads the whole answer and drops it). */
-  head?: boolean
-  params?: TObject
-  query?: TObject
-  body?: Payload
-  answer: Answer
-  /** Answers by HTTP status (or `default`) beyond the success and the catalogue's refusals. */
-  otherAnswers?: Record<string, Omit<Answer, 'status'>>
-  /** The catalogue codes it may refuse with, beyond those its listener gives every route. */
-  refusals: readonly ResponseCodeValue[]
-  handle(env: Env): Handler
+type ReplyBodyOf<C extends RouteContract> = C extends { otherAnswers: object }
+  ? unknown
+  : C['answer']['payload'] extends { json: unknown }
+    ? JsonAnswerOf<C>
+    : unknown
+
+/**
+ * A handler of this contract. An answer returned is sent with the contract's status; one sent on the reply
+ * (a stream, bytes, an envelope, another answer) resolves as the reply does, after the send.
+ */
+export type TypedHandler<C extends RouteContract> = (
+  request: FastifyRequest,
+  reply: FastifyReply<{ Reply: ReplyBodyOf<C> }>,
+) => Promise<AnswerOf<C>>
+
+/**
+ * A route as data: its contract (what it is, for the listener that mounts it, the OpenAPI document made
+ * from it and the admin client), and how it is handled. `handle` is called once per listener with what the
+ * listener hands its routes, so a route may keep state of its own (a batcher).
+ */
+export type RouteSpec<Env> = RouteContract & { handle(env: Env): Handler }
+
+/**
+ * A route from its contract and its handler, which must answer what the contract's answer schema says.
+ * A success other than 200 (201) is answered with the contract's status.
+ */
+export function defineRoute<Env, const C extends RouteContract>(
+  contract: C,
+  handle: (env: Env) => TypedHandler<C>,
+): RouteSpec<Env> {
+  const status = contract.answer.status
+  if (status === undefined || status === 200) return { ...contract, handle: handle as (env: Env) => Handler }
+  return {
+    ...contract,
+    handle(env) {
+      const handler = handle(env) as Handler
+      return async function answerWithStatus(request, reply) {
+        const answer = await handler(request, reply)
+        if (answer !== reply) reply.code(status)
+        return answer
+      }
+    },
+  }
 }
 
 /** A request the platform sends (a push), described as the routes are. */
@@ -74,9 +71,6 @@ export interface WebhookSpec {
   answer: Answer
   otherAnswers: Record<string, Omit<Answer, 'status'>>
 }
-
-/** Every refusal's body, `{code, msg, requestId}`, as the documents name it. */
-export const ERROR_BODY = { $ref: '#/components/schemas/ErrorBody' }
 
 /** Mounts routes on a listener, each handed `env`. */
 export function mountRoutes<Env>(app: FastifyInstance, routes: readonly RouteSpec<Env>[], env: Env): void {

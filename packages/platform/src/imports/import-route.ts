@@ -1,34 +1,16 @@
 import { Readable } from 'node:stream'
 import { ResponseCode } from '@earshot/protocol'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { WITH_BODY } from '../http/admin-params.js'
+import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
-import { RecordingInputSchema } from '../recordings/recording-input.js'
-import { ImportLineSchema } from './import-answers.js'
+import { defineRoute } from '../http/route-spec.js'
+import { importRecordingsContract } from './import-contract.js'
 import { importJsonLines } from './json-lines-import.js'
 
-/** JSON Lines content types: the body is handed over as the request stream, read line by line. */
-export const JSON_LINES_TYPES = ['application/x-ndjson', 'application/jsonl']
-
 /** POST …/recordings/import: a JSON Lines file of recordings, answered with NDJSON progress then its summary. */
-export const importRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('importRecordings'),
-  tag: 'recordings',
-  summary: 'Import a JSON Lines file of recordings',
-  description:
-    'The body is streamed and read line by line (up to EARSHOT_ADMIN_BODY_LIMIT; a line up to 4 MiB). Every line is validated before anything is written: a bad line refuses the file (4001) and nothing is imported; msg lists the first 10 bad lines, one per line of msg, each with its line number (and its column, for a line that is not JSON). A file that is a JSON array is refused as such: it must be one recording object per line. A line whose audioId is stored with the same content is skipped; one that only adds a transcript attaches it.',
-  params: EnterpriseParams,
-  body: { lines: RecordingInputSchema, types: JSON_LINES_TYPES },
-  answer: {
-    description:
-      'Every line was valid: the import commits in chunks of 500 and streams a progress line after each; the last line is the summary, or an error if it stopped part-way (importing the same file again completes it).',
-    payload: { lines: ImportLineSchema, types: ['application/x-ndjson'] },
-  },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+export const importRoute = defineRoute(
+  importRecordingsContract,
+  (context: PlatformContext) =>
     async function importRecordings(request, reply) {
       const { db, config } = context
       const enterpriseId = await existingEnterpriseId(db, request)
@@ -47,4 +29,4 @@ export const importRoute: RouteSpec<PlatformContext> = {
       }
       return importJsonLines(target, request, reply)
     },
-}
+)

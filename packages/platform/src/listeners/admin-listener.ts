@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
+import { adminOperationsModule } from '../admin-client/admin-operations.js'
 import { consoleAssets } from '../console/console-assets.js'
 import type { PlatformContext } from '../context.js'
 import { adminApiDocument } from '../docs/admin-document.js'
@@ -9,7 +10,7 @@ import { ApiError } from '../http/api-error.js'
 import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { mountRoutes } from '../http/route-spec.js'
-import { JSON_LINES_TYPES } from '../imports/import-route.js'
+import { JSON_LINES_TYPES } from '../imports/import-contract.js'
 import {
   AUDIO_TYPES,
   audioUploadRoute,
@@ -72,7 +73,7 @@ export async function buildAdminApi(
 
   mountRoutes(app, adminRoutes, context)
   apiReference(app, adminDocument)
-  consoleAssets(app, '/console')
+  consoleAssets(app, '/console', { 'admin-operations.js': adminOperationsModule() })
 
   return app
 }

@@ -1,16 +1,14 @@
 import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import Type from 'typebox'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { WITH_BODY } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
-import { RecordingParams, recordingParams } from '../recordings/recording-routes.js'
+import { defineRoute } from '../http/route-spec.js'
+import { recordingParams } from '../recordings/recording-routes.js'
 import { type StoredAudioChange, setStoredAudio } from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
+import { uploadAudioContract } from './media-contract.js'
 import { MediaTooLargeError, type StoredFile } from './media-store.js'
 import { saveStoredAudio } from './stored-audio.js'
 import { dropUploadClaim, storeClaimed } from './upload-claims.js'
@@ -21,35 +19,10 @@ import { dropUploadClaim, storeClaimed } from './upload-claims.js'
  */
 export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*\s*(;.*)?$/i
 
-export const UploadedAudioSchema = Type.Object({
-  audioId: Type.String(),
-  bytes: Type.Integer({ minimum: 0 }),
-  sha256: Type.String({ description: 'the file, lower-case hex' }),
-  contentType: Type.String(),
-})
-
-const UploadQuery = Type.Object({
-  recordDuration: Type.Optional(
-    Type.String({
-      pattern: '^\\d{1,15}$',
-      description: 'the recording duration; default: kept as it was (0 if none)',
-    }),
-  ),
-})
-
 /** PUT …/recordings/:audioId/audio: the raw bytes become the recording's audio, stored by Earshot. */
-export const audioUploadRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('uploadAudio'),
-  tag: 'recordings',
-  summary: "Upload a recording's audio (stored by Earshot; partners get signed links to it)",
-  description:
-    'The body is streamed to the store and hashed on the way, up to EARSHOT_MEDIA_MAX_BYTES; the file is used only once whole. A first audio part pushes recording.audio_ready; a different one replaces it and pushes recording.updated (the old file is removed once that commits).',
-  params: RecordingParams,
-  query: UploadQuery,
-  body: { binary: ['audio/*'] },
-  answer: { description: 'Stored', payload: { json: UploadedAudioSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND, ResponseCode.URI_TOO_LONG],
-  handle: (context) =>
+export const audioUploadRoute = defineRoute(
+  uploadAudioContract,
+  (context: PlatformContext) =>
     async function uploadAudio(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       await existingEnterpriseId(context.db, request)
@@ -79,7 +52,7 @@ export const audioUploadRoute: RouteSpec<PlatformContext> = {
       }
       return { audioId, bytes: stored.bytes, sha256: stored.sha256, contentType }
     },
-}
+)
 
 interface Upload {
   enterpriseId: number

@@ -1,11 +1,10 @@
-import { ResponseCode } from '@earshot/protocol'
+import { fetchAudioContract, ResponseCode } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import Type from 'typebox'
 import type { PartnerEnv } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import { InFlight } from '../http/in-flight.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { defineRoute } from '../http/route-spec.js'
 import { type ByteRange, rangeOf } from './byte-range.js'
 import type { MediaGrant } from './media-links.js'
 
@@ -18,62 +17,37 @@ interface StoredAudioRow {
 }
 
 /** GET (and HEAD) /media/v1/:link: the stored audio a signed link grants, whole or by range. */
-export const mediaRoute: RouteSpec<PartnerEnv> = {
-  method: 'GET',
-  path: '/media/v1/:link',
-  operationId: 'fetchAudio',
-  tag: 'media',
-  summary: "Fetch a recording's stored audio",
-  description:
-    'The link is the credential (no bearer token): a denoiseUrl from a query, push or change feed answer, valid for EARSHOT_MEDIA_URL_TTL. Range (one range), If-Range, If-None-Match and HEAD are honoured; ETag is the SHA-256 of the file, Repr-Digest (RFC 9530) its sha-256. A 304 and a 416 (with Content-Range: bytes */size; any range of an empty file is one) have no body. Every answer carries X-Content-Type-Options: nosniff and Content-Security-Policy: sandbox.',
-  open: true,
-  head: true,
-  params: Type.Object({ link: Type.String({ description: 'the opaque part of the link, as given' }) }),
-  answer: { description: 'The audio', payload: { binary: ['audio/*'] } },
-  otherAnswers: {
-    '206': { description: 'The range asked for', payload: { binary: ['audio/*'] } },
-    '304': { description: 'Not modified (If-None-Match)' },
-    '416': { description: 'The range is past the end of the file' },
-  },
-  refusals: [
-    ResponseCode.FORBIDDEN,
-    ResponseCode.NOT_FOUND,
-    ResponseCode.URI_TOO_LONG,
-    ResponseCode.RATE_LIMITED,
-  ],
-  handle: ({ context }) => {
-    const lookUp = storedAudioLookUp(context)
-    const allowed = new Set(context.config.mediaAudioTypes)
-    const downloads = new InFlight(DOWNLOAD_RETRY_AFTER_SECONDS)
-    return async function fetchAudio(request, reply) {
-      // Never rendered as a page, whatever a browser would make of the bytes; refusals included.
-      reply.headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' })
-      const { link } = request.params as { link: string }
-      const { grant, row } = await grantedAudio(context, lookUp, link)
-      const size = Number(row.bytes)
-      const etag = `"${row.sha256}"`
-      // A file stored with a type no longer allowed goes as bytes of no particular type.
-      const contentType = allowed.has(row.content_type) ? row.content_type : 'application/octet-stream'
-      reply.headers({
-        'content-type': contentType,
-        'accept-ranges': 'bytes',
-        etag,
-        'repr-digest': `sha-256=:${Buffer.from(row.sha256, 'hex').toString('base64')}:`,
-        'cache-control': 'private',
-        'content-disposition': `attachment; filename="${fileName(grant.audioId, contentType)}"`,
-      })
-      if (matchesAny(request.headers['if-none-match'], etag)) return reply.code(304).send()
-      const ifRange = request.headers['if-range']
-      const range =
-        ifRange === undefined || ifRange === etag ? rangeOf(request.headers.range, size) : undefined
-      if (range === 'unsatisfiable') {
-        return reply.code(416).header('content-range', `bytes */${size}`).send()
-      }
-      const file = { key: row.store_key, size, range }
-      return sendBytes(context, request, reply, file, () => downloadSlot(context, downloads, link, grant))
+export const mediaRoute = defineRoute(fetchAudioContract, ({ context }: PartnerEnv) => {
+  const lookUp = storedAudioLookUp(context)
+  const allowed = new Set(context.config.mediaAudioTypes)
+  const downloads = new InFlight(DOWNLOAD_RETRY_AFTER_SECONDS)
+  return async function fetchAudio(request, reply) {
+    // Never rendered as a page, whatever a browser would make of the bytes; refusals included.
+    reply.headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': 'sandbox' })
+    const { link } = request.params as { link: string }
+    const { grant, row } = await grantedAudio(context, lookUp, link)
+    const size = Number(row.bytes)
+    const etag = `"${row.sha256}"`
+    // A file stored with a type no longer allowed goes as bytes of no particular type.
+    const contentType = allowed.has(row.content_type) ? row.content_type : 'application/octet-stream'
+    reply.headers({
+      'content-type': contentType,
+      'accept-ranges': 'bytes',
+      etag,
+      'repr-digest': `sha-256=:${Buffer.from(row.sha256, 'hex').toString('base64')}:`,
+      'cache-control': 'private',
+      'content-disposition': `attachment; filename="${fileName(grant.audioId, contentType)}"`,
+    })
+    if (matchesAny(request.headers['if-none-match'], etag)) return reply.code(304).send()
+    const ifRange = request.headers['if-range']
+    const range = ifRange === undefined || ifRange === etag ? rangeOf(request.headers.range, size) : undefined
+    if (range === 'unsatisfiable') {
+      return reply.code(416).header('content-range', `bytes */${size}`).send()
     }
-  },
-}
+    const file = { key: row.store_key, size, range }
+    return sendBytes(context, request, reply, file, () => downloadSlot(context, downloads, link, grant))
+  }
+})
 
 /** A download's slot frees when its reader finishes or is cut (EARSHOT_WRITE_TIMEOUT): soon, or not for long. */
 const DOWNLOAD_RETRY_AFTER_SECONDS = 5

@@ -3,10 +3,11 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { adminCall, adminRefusal, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { runCli } from '@earshot/test-kit/run-cli'
 import { type PushAnswer, startTestReceiver } from '@earshot/test-kit/test-receiver'
+import type { AdminBody } from '../admin-client/admin-client.js'
 import { deliveryQueue } from './delivery-store.js'
 
 /*
@@ -30,7 +31,7 @@ const recording = () => ({
 /** Three events of one recording, in this order: audio_ready, transcript_ready, updated. */
 async function threeEvents(platform: TestPlatform, enterpriseId: number): Promise<string> {
   const audioId = await ingest(platform, enterpriseId, recording())
-  const path = `/enterprises/${enterpriseId}/recordings/${audioId}`
+  const params = { enterpriseId, audioId }
   const transcript = {
     transcriptId: 1,
     transcriptText: 'words',
@@ -38,8 +39,8 @@ async function threeEvents(platform: TestPlatform, enterpriseId: number): Promis
     durationMs: 500,
     wordsCount: 1,
   }
-  assert.equal((await admin(platform, 'PUT', `${path}/transcript`, transcript)).status, 200)
-  assert.equal((await admin(platform, 'PATCH', path, { title: 'renamed' })).status, 200)
+  await adminCall(platform, 'attachTranscript', { params, body: transcript })
+  await adminCall(platform, 'updateRecording', { params, body: { title: 'renamed' } })
   return audioId
 }
 
@@ -52,23 +53,17 @@ async function statesOf(platform: TestPlatform, audioId: string): Promise<string
 }
 
 async function endpointOf(platform: TestPlatform, enterpriseId: number, url: string): Promise<number> {
-  const added = await admin<{ endpointId: number }>(
-    platform,
-    'POST',
-    `/enterprises/${enterpriseId}/endpoints`,
-    {
-      url,
-    },
-  )
-  assert.equal(added.status, 201, JSON.stringify(added.body))
-  return added.body.endpointId
+  const added = await adminCall(platform, 'addEndpoint', { params: { enterpriseId }, body: { url } })
+  return added.endpointId
 }
 
-async function setEnabled(platform: TestPlatform, enterpriseId: number, endpointId: number, body: object) {
-  const path = `/enterprises/${enterpriseId}/endpoints/${endpointId}`
-  const updated = await admin<{ enabled: boolean; discarded: number }>(platform, 'PATCH', path, body)
-  assert.equal(updated.status, 200, JSON.stringify(updated.body))
-  return updated.body
+function setEnabled(
+  platform: TestPlatform,
+  enterpriseId: number,
+  endpointId: number,
+  body: AdminBody<'updateEndpoint'>,
+) {
+  return adminCall(platform, 'updateEndpoint', { params: { enterpriseId, endpointId }, body })
 }
 
 for (const backend of testBackends) {
@@ -145,13 +140,11 @@ for (const backend of testBackends) {
       await setEnabled(platform, partner.enterpriseId, endpointId, { enabled: false })
       const first = await threeEvents(platform, partner.enterpriseId)
       assert.deepEqual(await statesOf(platform, first), ['held', 'queued', 'queued'])
-      const refused = await admin(
-        platform,
-        'PATCH',
-        `/enterprises/${partner.enterpriseId}/endpoints/${endpointId}`,
-        { discardHeld: true },
-      )
-      assert.equal(refused.status, 400, JSON.stringify(refused.body))
+      const refused = await adminRefusal(platform, 'updateEndpoint', {
+        params: { enterpriseId: partner.enterpriseId, endpointId },
+        body: { discardHeld: true },
+      })
+      assert.equal(refused.status, 400, refused.message)
       const enabled = await setEnabled(platform, partner.enterpriseId, endpointId, {
         enabled: true,
         discardHeld: true,
@@ -179,27 +172,21 @@ for (const backend of testBackends) {
       const audioId = await threeEvents(platform, partner.enterpriseId)
       const [, second, third] = await idsOf(audioId)
       assert.deepEqual(await statesOf(platform, audioId), ['pending', 'queued', 'queued'])
-      const replayed = await admin<{ delivery: { state: string } }>(
-        platform,
-        'POST',
-        `/deliveries/${third}/replay`,
-      )
-      assert.equal(replayed.status, 200, JSON.stringify(replayed.body))
-      assert.equal(replayed.body.delivery.state, 'pending')
+      const replayed = await adminCall(platform, 'replayDelivery', { params: { deliveryId: third } })
+      assert.equal(replayed.delivery.state, 'pending')
 
       const env = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
       const run = await runCli(cli, ['deliveries', 'cancel', String(second), '--json'], env)
       assert.equal(run.code, 0, run.stderr)
       assert.deepEqual(JSON.parse(run.stdout), { cancelled: 1 })
       assert.deepEqual(await statesOf(platform, audioId), ['pending', 'cancelled', 'pending'])
-      const again = await admin(platform, 'POST', `/deliveries/${second}/cancel`)
-      assert.equal(again.status, 400, JSON.stringify(again.body))
+      const again = await adminRefusal(platform, 'cancelDelivery', { params: { deliveryId: second } })
+      assert.equal(again.status, 400, again.message)
 
       // Cancelling the one that holds a queued delivery back lets that one go.
       const next = await threeEvents(platform, partner.enterpriseId)
       const [head] = await idsOf(next)
-      const cancelled = await admin(platform, 'POST', `/deliveries/${head}/cancel`)
-      assert.equal(cancelled.status, 200, JSON.stringify(cancelled.body))
+      await adminCall(platform, 'cancelDelivery', { params: { deliveryId: head } })
       assert.deepEqual(await statesOf(platform, next), ['cancelled', 'pending', 'queued'])
     })
 
@@ -214,8 +201,9 @@ for (const backend of testBackends) {
         ids,
       )
       await setEnabled(platform, partner.enterpriseId, endpointId, { enabled: false })
-      const path = `/enterprises/${partner.enterpriseId}/recordings/${audioId}`
-      assert.equal((await admin(platform, 'DELETE', path)).status, 200)
+      await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId },
+      })
       assert.deepEqual(await statesOf(platform, audioId), ['cancelled', 'held'])
       await setEnabled(platform, partner.enterpriseId, endpointId, { enabled: true })
       const [deletion] = await db().query<{ state: string; waits: boolean }>(

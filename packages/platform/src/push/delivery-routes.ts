@@ -1,35 +1,22 @@
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
-import Type from 'typebox'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import {
-  EnterpriseParams,
-  existingEnterpriseId,
-  requireEnterprise,
-} from '../enterprises/enterprise-params.js'
-import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { defineRoute } from '../http/route-spec.js'
 import { cancelDelivery } from './delivery-cancellations.js'
 import {
-  DeliveryListQuerySchema,
-  deliveryListFilter,
-  ReplayRangeSchema,
-  replayRange,
-  UnreceiptedReplaySchema,
-  unreceiptedReplay,
-} from './delivery-queries.js'
+  cancelDeliveryContract,
+  listDeliveriesContract,
+  replayDeliveryContract,
+  replayRangeContract,
+  replayUnreceiptedContract,
+  showDeliveryContract,
+} from './delivery-contract.js'
+import { deliveryListFilter, replayRange, unreceiptedReplay } from './delivery-queries.js'
 import { replayDeliveries } from './delivery-replays.js'
 import { REPLAYABLE_STATES } from './delivery-store.js'
 import { type DeliveryView, getDelivery, listDeliveries } from './delivery-views.js'
-import {
-  CancelledDeliverySchema,
-  DeliveryListSchema,
-  DeliverySchema,
-  ReplayedDeliverySchema,
-  ReplayedRangeSchema,
-  UnreceiptedReplayAnswerSchema,
-} from './push-answers.js'
 import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 
 /*
@@ -39,35 +26,23 @@ import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
  * pending and in-flight ones are left alone.
  */
 
-const DeliveryParams = Type.Object({ deliveryId: Type.Integer({ minimum: 1, description: 'the delivery' }) })
-
-const listDeliveriesRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('listDeliveries'),
-  tag: 'deliveries',
-  summary: 'List deliveries with their attempts, newest first',
-  query: DeliveryListQuerySchema,
-  answer: { description: 'A page of deliveries', payload: { json: DeliveryListSchema } },
-  refusals: [ResponseCode.INVALID_PARAMETER],
-  handle: (context) => async (request) => ({
+const listDeliveriesRoute = defineRoute(
+  listDeliveriesContract,
+  (context: PlatformContext) => async (request) => ({
     deliveries: await listDeliveries(context.db, deliveryListFilter(request.query)),
   }),
-}
+)
 
-const showDeliveryRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('showDelivery'),
-  tag: 'deliveries',
-  summary: 'Show a delivery with its attempts',
-  params: DeliveryParams,
-  answer: { description: 'The delivery', payload: { json: DeliverySchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const showDeliveryRoute = defineRoute(
+  showDeliveryContract,
+  (context: PlatformContext) =>
     async function showDelivery(request) {
       const deliveryId = idParam(request, 'deliveryId')
       const delivery = await getDelivery(context.db, deliveryId)
       if (!delivery) throw noSuchDelivery(deliveryId)
       return delivery
     },
-}
+)
 
 /**
  * Acts on one delivery, then explains a refusal from what the delivery is: no window between check and act.
@@ -86,15 +61,9 @@ async function actOnDelivery(
   return delivery
 }
 
-const replayDeliveryRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('replayDelivery'),
-  tag: 'deliveries',
-  summary:
-    'Replay a failed, unconfirmed or queued delivery: back to pending, due now, same eventId (a queued one ahead of the earlier events of its recording)',
-  params: DeliveryParams,
-  answer: { description: 'Replayed', payload: { json: ReplayedDeliverySchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const replayDeliveryRoute = defineRoute(
+  replayDeliveryContract,
+  (context: PlatformContext) =>
     async function replayDelivery(request) {
       const deliveryId = idParam(request, 'deliveryId')
       const delivery = await actOnDelivery(
@@ -103,19 +72,13 @@ const replayDeliveryRoute: RouteSpec<PlatformContext> = {
         async () => (await replayDeliveries(context.db, { deliveryId })) > 0,
         `only ${REPLAYABLE_LIST} deliveries can be replayed`,
       )
-      return { deliveryId, replayed: true, delivery }
+      return { deliveryId, replayed: true as const, delivery }
     },
-}
+)
 
-const cancelDeliveryRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('cancelDelivery'),
-  tag: 'deliveries',
-  summary:
-    'Cancel a delivery not yet confirmed: it is not pushed (again); one queued behind it goes when nothing before it is open',
-  params: DeliveryParams,
-  answer: { description: 'Cancelled', payload: { json: CancelledDeliverySchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const cancelDeliveryRoute = defineRoute(
+  cancelDeliveryContract,
+  (context: PlatformContext) =>
     async function cancelDeliveryHandler(request) {
       const deliveryId = idParam(request, 'deliveryId')
       const delivery = await actOnDelivery(
@@ -124,36 +87,24 @@ const cancelDeliveryRoute: RouteSpec<PlatformContext> = {
         () => cancelDelivery(context.db, deliveryId),
         'only a delivery not yet confirmed nor cancelled can be cancelled',
       )
-      return { deliveryId, cancelled: true, delivery }
+      return { deliveryId, cancelled: true as const, delivery }
     },
-}
+)
 
-const replayRangeRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('replayRange'),
-  tag: 'deliveries',
-  summary: "Replay an enterprise's failed and unconfirmed deliveries created in a time range",
-  params: EnterpriseParams,
-  body: { json: ReplayRangeSchema },
-  answer: { description: 'Replayed', payload: { json: ReplayedRangeSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const replayRangeRoute = defineRoute(
+  replayRangeContract,
+  (context: PlatformContext) =>
     async function replayRangeHandler(request) {
       const enterpriseId = await existingEnterpriseId(context.db, request)
       const { from, to } = replayRange.parse(jsonObject(request.body, '{"from", "to"}'))
       const replayed = await replayDeliveries(context.db, { enterpriseId, from, to })
       return { enterpriseId, replayed }
     },
-}
+)
 
-const replayUnreceiptedRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('replayUnreceipted'),
-  tag: 'deliveries',
-  summary: 'Push again every delivery never receipted since a time (or count them, with dryRun)',
-  params: EnterpriseParams,
-  body: { json: UnreceiptedReplaySchema },
-  answer: { description: 'Counted (dryRun) or replayed', payload: { json: UnreceiptedReplayAnswerSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const replayUnreceiptedRoute = defineRoute(
+  replayUnreceiptedContract,
+  (context: PlatformContext) =>
     async function replayUnreceiptedHandler(request) {
       const { db } = context
       const enterpriseId = idParam(request, 'enterpriseId')
@@ -163,7 +114,7 @@ const replayUnreceiptedRoute: RouteSpec<PlatformContext> = {
       if (dryRun) return { enterpriseId, since, ...(await countUnreceipted(db, enterpriseId, since)) }
       return { enterpriseId, since, ...(await replayUnreceipted(db, enterpriseId, since)) }
     },
-}
+)
 
 export const deliveryRoutes = [
   listDeliveriesRoute,

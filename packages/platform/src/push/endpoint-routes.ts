@@ -1,32 +1,25 @@
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import {
-  EnterpriseParams,
-  existingEnterpriseId,
-  requireEnabledEnterprise,
-} from '../enterprises/enterprise-params.js'
-import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { existingEnterpriseId, requireEnabledEnterprise } from '../enterprises/enterprise-params.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { defineRoute } from '../http/route-spec.js'
 import { listDeliveries } from './delivery-views.js'
 import {
-  EndpointDetailSchema,
-  EndpointListSchema,
-  EndpointSchema,
-  RemovedEndpointSchema,
-  UpdatedEndpointSchema,
-} from './endpoint-answers.js'
+  addEndpointContract,
+  listEndpointsContract,
+  listEnterpriseEndpointsContract,
+  removeEndpointContract,
+  showEndpointContract,
+  updateEndpointContract,
+} from './endpoint-contract.js'
 import {
   ALL_EVENT_TYPES,
   EndpointChanges,
-  EndpointChangesSchema,
-  EndpointParams,
   endpointUrl,
   MAX_ENDPOINTS,
   NewEndpoint,
-  NewEndpointSchema,
 } from './endpoint-input.js'
 import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, updateEndpoint } from './endpoint-store.js'
 
@@ -38,39 +31,23 @@ import { addEndpoint, getEndpoint, listEndpoints, removeEndpoint, updateEndpoint
 
 const RECENT_DELIVERIES = 20
 
-const listEndpointsRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('listEndpoints'),
-  tag: 'endpoints',
-  summary: "Every enterprise's push endpoints, with their URL's health",
-  answer: { description: 'By enterprise', payload: { json: EndpointListSchema } },
-  refusals: [],
-  handle: (context) => async () => ({ endpoints: await listEndpoints(context.db) }),
-}
+const listEndpointsRoute = defineRoute(listEndpointsContract, (context: PlatformContext) => async () => ({
+  endpoints: await listEndpoints(context.db),
+}))
 
-const listEnterpriseEndpointsRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('listEnterpriseEndpoints'),
-  tag: 'endpoints',
-  summary: "An enterprise's push endpoints, with their URL's health",
-  params: EnterpriseParams,
-  answer: { description: 'In the order they were added', payload: { json: EndpointListSchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const listEnterpriseEndpointsRoute = defineRoute(
+  listEnterpriseEndpointsContract,
+  (context: PlatformContext) =>
     async function listOfEnterprise(request) {
       const enterpriseId = await existingEnterpriseId(context.db, request)
       return { endpoints: await listEndpoints(context.db, enterpriseId) }
     },
-}
+)
 
-const addEndpointRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('addEndpoint'),
-  tag: 'endpoints',
-  summary: `Add a push endpoint (at most ${MAX_ENDPOINTS} per enterprise)`,
-  params: EnterpriseParams,
-  body: { json: NewEndpointSchema },
-  answer: { status: 201, description: 'Added', payload: { json: EndpointSchema } },
-  refusals: [...WITH_BODY, ResponseCode.FORBIDDEN, ResponseCode.NOT_FOUND],
-  handle: (context) =>
-    async function add(request, reply) {
+const addEndpointRoute = defineRoute(
+  addEndpointContract,
+  (context: PlatformContext) =>
+    async function add(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const body = NewEndpoint.parse(jsonObject(request.body))
       await requireEnabledEnterprise(context.db, enterpriseId)
@@ -89,18 +66,13 @@ const addEndpointRoute: RouteSpec<PlatformContext> = {
           `enterprise ${enterpriseId} has ${MAX_ENDPOINTS} endpoints, the most it may have: remove one, or change one's URL`,
         )
       }
-      return reply.code(201).send(added)
+      return added
     },
-}
+)
 
-const showEndpointRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('showEndpoint'),
-  tag: 'endpoints',
-  summary: 'A push endpoint, with its recent deliveries and their attempts',
-  params: EndpointParams,
-  answer: { description: 'The endpoint', payload: { json: EndpointDetailSchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const showEndpointRoute = defineRoute(
+  showEndpointContract,
+  (context: PlatformContext) =>
     async function show(request) {
       const { enterpriseId, endpointId } = endpointParams(request)
       const endpoint = await getEndpoint(context.db, enterpriseId, endpointId)
@@ -108,18 +80,11 @@ const showEndpointRoute: RouteSpec<PlatformContext> = {
       const recentDeliveries = await listDeliveries(context.db, { endpointId, limit: RECENT_DELIVERIES })
       return { endpoint, recentDeliveries }
     },
-}
+)
 
-const updateEndpointRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('updateEndpoint'),
-  tag: 'endpoints',
-  summary:
-    'Change a push endpoint: its open deliveries stay its own (to a new URL they go there; enabled again, those it held resume, or are cancelled with discardHeld)',
-  params: EndpointParams,
-  body: { json: EndpointChangesSchema },
-  answer: { description: 'As it is now', payload: { json: UpdatedEndpointSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const updateEndpointRoute = defineRoute(
+  updateEndpointContract,
+  (context: PlatformContext) =>
     async function update(request) {
       const { enterpriseId, endpointId } = endpointParams(request)
       const { url, discardHeld, ...changes } = EndpointChanges.parse(jsonObject(request.body))
@@ -138,24 +103,18 @@ const updateEndpointRoute: RouteSpec<PlatformContext> = {
       if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
       return { ...updated.endpoint, discarded: updated.discarded }
     },
-}
+)
 
-const removeEndpointRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('removeEndpoint'),
-  tag: 'endpoints',
-  summary:
-    'Remove a push endpoint: nothing more is pushed to it, its deliveries not yet confirmed are cancelled',
-  params: EndpointParams,
-  answer: { description: 'Removed', payload: { json: RemovedEndpointSchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const removeEndpointRoute = defineRoute(
+  removeEndpointContract,
+  (context: PlatformContext) =>
     async function remove(request) {
       const { enterpriseId, endpointId } = endpointParams(request)
       const removed = await removeEndpoint(context.db, enterpriseId, endpointId)
       if (!removed) throw noSuchEndpoint(enterpriseId, endpointId)
       return { removed: endpointId, ...removed }
     },
-}
+)
 
 export const endpointRoutes = [
   listEndpointsRoute,

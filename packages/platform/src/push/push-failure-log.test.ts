@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { LogCapture, LogLevel, type LogLine } from '@earshot/test-kit/log-capture'
 import { closedPort } from '@earshot/test-kit/run-cli'
@@ -39,8 +39,10 @@ for (const backend of testBackends) {
     })
 
     async function withPushUrl(partner: TestPartner, pushUrl: string): Promise<void> {
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
-      assert.equal(set.status, 200, JSON.stringify(set.body))
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl },
+      })
     }
 
     const linesOf = (eventId: string) => logs.lines.filter((line) => failed(line) && line.eventId === eventId)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import {
-  admin,
+  adminCall,
   createPartner,
   expectCode,
   ingest,
@@ -72,10 +72,10 @@ for (const backend of testBackends) {
     }
 
     async function pushTo(partner: TestPartner, url: string): Promise<void> {
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: url,
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: url },
       })
-      assert.equal(set.status, 200, JSON.stringify(set.body))
     }
 
     /** A new enterprise pushing to its own receiver. */
@@ -87,9 +87,8 @@ for (const backend of testBackends) {
     }
 
     async function endpoint(url: string): Promise<PushUrlView | undefined> {
-      const { status, body } = await admin<{ pushUrls: PushUrlView[] }>(platform, 'GET', '/push-urls')
-      assert.equal(status, 200, JSON.stringify(body))
-      return body.pushUrls.find((each) => each.url === url)
+      const { pushUrls } = await adminCall(platform, 'listPushUrls')
+      return pushUrls.find((each) => each.url === url)
     }
     const inState = async (url: string, state: PushUrlView['state']) => {
       const found = await endpoint(url)
@@ -103,13 +102,8 @@ for (const backend of testBackends) {
     }
 
     async function deliveriesOf(enterpriseId: number): Promise<DeliveryView[]> {
-      const { status, body } = await admin<{ deliveries: DeliveryView[] }>(
-        platform,
-        'GET',
-        `/deliveries?enterpriseId=${enterpriseId}`,
-      )
-      assert.equal(status, 200, JSON.stringify(body))
-      return body.deliveries.reverse()
+      const { deliveries } = await adminCall(platform, 'listDeliveries', { query: { enterpriseId } })
+      return deliveries.reverse()
     }
     const allConfirmed = async (enterpriseId: number, count: number) => {
       const deliveries = await deliveriesOf(enterpriseId)
@@ -198,14 +192,7 @@ for (const backend of testBackends) {
       )
 
       answer = OK
-      const enabled = await admin<{
-        url: string
-        enabled: boolean
-        resumed: number
-        replayed: number
-        endpoint: PushUrlView
-      }>(platform, 'POST', '/push-urls/enable', { url: receiver.url })
-      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      const enabled = { body: await adminCall(platform, 'enablePushUrl', { body: { url: receiver.url } }) }
       assert.equal(enabled.body.url, receiver.url)
       assert.equal(enabled.body.enabled, true)
       assert.equal(enabled.body.resumed, 2)
@@ -279,8 +266,7 @@ for (const backend of testBackends) {
       const attempts = (await deliveriesOf(enterpriseId))[0]?.attempts.length
 
       answer = OK
-      const enabled = await admin(platform, 'POST', '/push-urls/enable', { url: receiver.url })
-      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      await adminCall(platform, 'enablePushUrl', { body: { url: receiver.url } })
       const [confirmed] = await eventually(() => allConfirmed(enterpriseId, 1), 15_000, 'confirmed')
       assert.equal(confirmed?.attempts.length, (attempts ?? 0) + 1)
       assert.equal(confirmed?.attempts.at(-1)?.outcome, 'acked')
@@ -377,13 +363,7 @@ for (const backend of testBackends) {
       )
       assert.ok(!metrics.includes('token=hidden'))
 
-      const enabled = await admin<{ resumed: number; endpoint: PushUrlView }>(
-        platform,
-        'POST',
-        '/push-urls/enable',
-        { url },
-      )
-      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
+      const enabled = { body: await adminCall(platform, 'enablePushUrl', { body: { url } }) }
       assert.equal(enabled.body.resumed, 0)
       assert.equal(enabled.body.endpoint.state, 'healthy')
       assert.equal(enabled.body.endpoint.consecutiveFailures, 0)
@@ -444,10 +424,10 @@ for (const backend of testBackends) {
 
       // A URL an enterprise uses but no attempt reached yet: healthy, listed, and enabling it is harmless.
       const partner = await createPartner(platform)
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: 'http://127.0.0.1:9/untouched',
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: 'http://127.0.0.1:9/untouched' },
       })
-      assert.equal(set.status, 200)
       assert.deepEqual(await endpoint('http://127.0.0.1:9/untouched'), {
         url: 'http://127.0.0.1:9/untouched',
         state: 'healthy',
@@ -493,17 +473,14 @@ for (const backend of testBackends) {
           if ((answered.body as { code?: number }).code === 2000) void callback(push.event.audioId)
         },
       })
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: receiver.url,
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: receiver.url },
       })
-      assert.equal(set.status, 200)
       const stateOf = async (audioId: string) => {
-        const { body } = await admin<{ deliveries: DeliveryView[] }>(
-          platform,
-          'GET',
-          `/deliveries?enterpriseId=${partner.enterpriseId}&audioId=${audioId}`,
-        )
-        return body.deliveries[0]?.state
+        const query = { enterpriseId: partner.enterpriseId, audioId }
+        const { deliveries } = await adminCall(platform, 'listDeliveries', { query })
+        return deliveries[0]?.state
       }
       const inStateNow = (audioId: string, state: string) =>
         eventually(async () => (await stateOf(audioId)) === state, 10_000, `${audioId} ${state}`)
@@ -532,14 +509,8 @@ for (const backend of testBackends) {
       await inStateNow(held, 'held')
 
       answer = OK
-      const enabled = await admin<{ resumed: number; replayed: number }>(
-        platform,
-        'POST',
-        '/push-urls/enable',
-        { url: receiver.url },
-      )
-      assert.equal(enabled.status, 200, JSON.stringify(enabled.body))
-      assert.deepEqual([enabled.body.resumed, enabled.body.replayed], [1, 1])
+      const enabled = await adminCall(platform, 'enablePushUrl', { body: { url: receiver.url } })
+      assert.deepEqual([enabled.resumed, enabled.replayed], [1, 1])
       await inStateNow(during, 'confirmed')
       await inStateNow(held, 'confirmed')
     })

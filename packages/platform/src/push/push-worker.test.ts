@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { describe, test } from 'node:test'
 import { startTestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { callbackSender, startTestReceiver } from '@earshot/test-kit/test-receiver'
 import { listDeliveries } from './delivery-views.js'
@@ -30,8 +30,9 @@ if (testBackends.includes('postgres')) {
       })
       try {
         await once(worker.stdout, 'data')
-        await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-          pushUrl: receiver.url,
+        await adminCall(platform, 'setPushUrl', {
+          params: { enterpriseId: partner.enterpriseId },
+          body: { pushUrl: receiver.url },
         })
         const audioId = await ingest(platform, partner.enterpriseId, {
           deviceUid: 'DEV-W',

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { admin, adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import {
   callbackSender,
@@ -50,10 +50,10 @@ for (const backend of testBackends) {
       const callback = callbackSender(() => platform.partnerUrl, partner)
       const receiver = await startTestReceiver(partner.secret, behaviour(partner, callback))
       receivers.push(receiver)
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: receiver.url,
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: receiver.url },
       })
-      assert.equal(set.status, 200, JSON.stringify(set.body))
       return { partner, receiver, callback }
     }
 
@@ -182,8 +182,7 @@ for (const backend of testBackends) {
       assert.equal(failed.nextAttemptAt, null)
 
       await receiver.start()
-      const replay = await admin(platform, 'POST', `/deliveries/${failed.deliveryId}/replay`)
-      assert.equal(replay.status, 200, JSON.stringify(replay.body))
+      await adminCall(platform, 'replayDelivery', { params: { deliveryId: failed.deliveryId } })
       const [confirmed] = await eventually(
         () => inState(audioId, 'confirmed'),
         10_000,

@@ -3,7 +3,14 @@ import { after, before, describe, test } from 'node:test'
 import { seal } from '@earshot/protocol'
 import type { Claim } from '@earshot/support/queue'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
+import {
+  adminCall,
+  createPartner,
+  expectCode,
+  ingest,
+  postJson,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
 import { type ClaimedDelivery, deliveryQueue } from '../push/delivery-store.js'
 import { getDelivery, listDeliveries } from '../push/delivery-views.js'
 
@@ -188,10 +195,10 @@ for (const backend of testBackends) {
     before(async () => {
       platform = await startTestPlatform(backend, { pushDispatch: false })
       partner = await createPartner(platform, 'Receipts')
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: 'http://127.0.0.1:9/push',
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl: 'http://127.0.0.1:9/push' },
       })
-      assert.equal(set.status, 200)
     })
     after(async () => {
       await platform?.stop()

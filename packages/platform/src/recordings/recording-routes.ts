@@ -1,64 +1,44 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import Type from 'typebox'
-import { adminOperation } from '../admin-client/admin-operations.js'
 import type { PlatformContext } from '../context.js'
-import { EnterpriseParams, existingEnterpriseId } from '../enterprises/enterprise-params.js'
-import { idParam, jsonObject, WITH_BODY, WITH_ID } from '../http/admin-params.js'
+import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
-import type { RouteSpec } from '../http/route-spec.js'
+import { defineRoute } from '../http/route-spec.js'
 import type { Queryable } from '../storage/database.js'
-import { DeletedRecordingSchema, StoredRecordingSchema, UpdatedRecordingSchema } from './recording-answers.js'
+import {
+  attachTranscriptContract,
+  deleteRecordingContract,
+  ingestRecordingContract,
+  updateRecordingContract,
+} from './recording-contract.js'
 import {
   audioIdGenerator,
   checkDenoiseUrl,
-  RecordingInputSchema,
   RecordingUpdate,
-  RecordingUpdateSchema,
   TranscriptPart,
-  TranscriptPartSchema,
   toNewRecording,
 } from './recording-input.js'
 import { attachTranscript, deleteRecording, insertRecordings, updateRecording } from './recording-store.js'
 
 /* The operators' recordings: add one, attach or replace its transcript, update it, delete it. */
 
-export const RecordingParams = Type.Object({
-  ...EnterpriseParams.properties,
-  audioId: Type.String({ minLength: 1, description: 'the recording' }),
+const ingestRoute = defineRoute(ingestRecordingContract, (context: PlatformContext) => {
+  const newAudioId = audioIdGenerator(context.randomBytes)
+  return async function ingest(request) {
+    const enterpriseId = await existingEnterpriseId(context.db, request)
+    const recording = toNewRecording(request.body, newAudioId)
+    checkDenoiseUrl(recording.denoiseUrl, context.config.denoiseUrlAllowHttp)
+    await context.db.transaction((tx) =>
+      insertRecordings(tx, enterpriseId, [recording], context.recordingEvents),
+    )
+    return { audioId: recording.audioId }
+  }
 })
 
-const ingestRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('ingestRecording'),
-  tag: 'recordings',
-  summary: 'Ingest one recording (and schedule its pushes)',
-  params: EnterpriseParams,
-  body: { json: RecordingInputSchema },
-  answer: { status: 201, description: 'Stored', payload: { json: StoredRecordingSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) => {
-    const newAudioId = audioIdGenerator(context.randomBytes)
-    return async function ingest(request, reply) {
-      const enterpriseId = await existingEnterpriseId(context.db, request)
-      const recording = toNewRecording(request.body, newAudioId)
-      checkDenoiseUrl(recording.denoiseUrl, context.config.denoiseUrlAllowHttp)
-      await context.db.transaction((tx) =>
-        insertRecordings(tx, enterpriseId, [recording], context.recordingEvents),
-      )
-      return reply.code(201).send({ audioId: recording.audioId })
-    }
-  },
-}
-
-const attachTranscriptRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('attachTranscript'),
-  tag: 'recordings',
-  summary: "Attach or replace a recording's transcript (a transcript_ready push)",
-  params: RecordingParams,
-  body: { json: TranscriptPartSchema },
-  answer: { description: 'Stored', payload: { json: StoredRecordingSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const attachTranscriptRoute = defineRoute(
+  attachTranscriptContract,
+  (context: PlatformContext) =>
     async function attach(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       const transcript = TranscriptPart.parse(request.body)
@@ -67,17 +47,11 @@ const attachTranscriptRoute: RouteSpec<PlatformContext> = {
       )
       return { audioId }
     },
-}
+)
 
-const updateRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('updateRecording'),
-  tag: 'recordings',
-  summary: "Update a recording's fields",
-  params: RecordingParams,
-  body: { json: RecordingUpdateSchema },
-  answer: { description: 'Updated (or already so)', payload: { json: UpdatedRecordingSchema } },
-  refusals: [...WITH_BODY, ResponseCode.NOT_FOUND],
-  handle: (context) =>
+const updateRoute = defineRoute(
+  updateRecordingContract,
+  (context: PlatformContext) =>
     async function update(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       const changes = RecordingUpdate.parse(jsonObject(request.body))
@@ -87,17 +61,11 @@ const updateRoute: RouteSpec<PlatformContext> = {
       )
       return { updated: audioId }
     },
-}
+)
 
-const deleteRoute: RouteSpec<PlatformContext> = {
-  ...adminOperation('deleteRecording'),
-  tag: 'recordings',
-  summary:
-    'Delete a recording: a tombstone stays, its unconfirmed deliveries are cancelled, a recording.deleted push goes out',
-  params: RecordingParams,
-  answer: { description: 'Deleted', payload: { json: DeletedRecordingSchema } },
-  refusals: WITH_ID,
-  handle: (context) =>
+const deleteRoute = defineRoute(
+  deleteRecordingContract,
+  (context: PlatformContext) =>
     async function remove(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       await changeRecording(context.db, enterpriseId, audioId, (tx) =>
@@ -105,7 +73,7 @@ const deleteRoute: RouteSpec<PlatformContext> = {
       )
       return { deleted: audioId }
     },
-}
+)
 
 export const recordingAdminRoutes = [ingestRoute, attachTranscriptRoute, updateRoute, deleteRoute]
 

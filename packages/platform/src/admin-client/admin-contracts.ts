@@ -1,0 +1,36 @@
+import { consoleContracts } from '../console/console-contract.js'
+import { enterpriseContracts } from '../enterprises/enterprise-contract.js'
+import type { AdminRouteContract } from '../http/admin-contract.js'
+import { healthContract, metricsContract } from '../http/operations-contract.js'
+import { importRecordingsContract } from '../imports/import-contract.js'
+import { mediaContracts } from '../media/media-contract.js'
+import { deliveryContracts } from '../push/delivery-contract.js'
+import { endpointContracts } from '../push/endpoint-contract.js'
+import { pushUrlContracts } from '../push/push-url-contract.js'
+import { checkReceiverContract } from '../push/receiver-check-contract.js'
+import { recordingContracts } from '../recordings/recording-contract.js'
+
+/**
+ * Every operation of the admin API, as its feature declares it: the admin listener mounts a route for each
+ * (a test holds them to it), and the admin client is typed and addressed from them.
+ */
+export const adminContracts = [
+  healthContract('operations', []),
+  metricsContract,
+  ...enterpriseContracts,
+  ...recordingContracts,
+  ...mediaContracts,
+  importRecordingsContract,
+  ...deliveryContracts,
+  ...endpointContracts,
+  checkReceiverContract,
+  ...pushUrlContracts,
+  ...consoleContracts,
+] as const satisfies readonly AdminRouteContract[]
+
+type AdminContract = (typeof adminContracts)[number]
+
+export type AdminOperationId = AdminContract['operationId']
+
+/** The contract of the admin operation `Id`. */
+export type AdminContractOf<Id extends AdminOperationId> = Extract<AdminContract, { operationId: Id }>

@@ -1,0 +1,80 @@
+import type { JsonAnswerOf, JsonBodyOf, JsonOf, ParamsOf, QueryOf } from '@earshot/protocol'
+import type { AdminContractOf, AdminOperationId } from './admin-contracts.js'
+
+/* The admin API's types, each read from its operation's contract: nothing here is written twice. */
+
+/** A request body: whole, or a stream of bytes sent as it is read. */
+export type RequestBody = string | Uint8Array | AsyncIterable<Uint8Array>
+
+/** What operation `Id` answers with, as JSON (text, for `metrics`). */
+export type AdminAnswer<Id extends AdminOperationId> = JsonAnswerOf<AdminContractOf<Id>>
+
+/** The JSON body operation `Id` takes. */
+export type AdminBody<Id extends AdminOperationId> = JsonBodyOf<AdminContractOf<Id>>
+
+/*
+ * Path parameters are checked by name and type, not for presence (a missing one throws before anything is
+ * sent): packages/partner's sync.faults.test.ts builds them with an optional audioId for two operations.
+ */
+type ParamsPart<C extends AdminContractOf<AdminOperationId>> =
+  ParamsOf<C> extends undefined ? { params?: undefined } : { params: Partial<ParamsOf<C>> }
+type QueryPart<C extends AdminContractOf<AdminOperationId>> =
+  QueryOf<C> extends undefined ? { query?: undefined } : { query?: QueryOf<C> }
+type BodyPart<C extends AdminContractOf<AdminOperationId>> = C extends { body: { json: infer S } }
+  ? object extends JsonOf<S>
+    ? { body?: JsonOf<S>; contentType?: undefined }
+    : { body: JsonOf<S>; contentType?: undefined }
+  : C extends { body: { binary: unknown } | { lines: unknown } }
+    ? { body: RequestBody; contentType: string }
+    : { body?: undefined; contentType?: undefined }
+
+/** What operation `Id` is called with: its path parameters, query string and body, as its contract has them. */
+export type AdminRequest<Id extends AdminOperationId> = ParamsPart<AdminContractOf<Id>> &
+  QueryPart<AdminContractOf<Id>> &
+  BodyPart<AdminContractOf<Id>>
+
+/** The request argument of a call: optional when the operation needs nothing. */
+export type AdminRequestArgs<Id extends AdminOperationId> =
+  object extends AdminRequest<Id> ? [request?: AdminRequest<Id>] : [request: AdminRequest<Id>]
+
+/** What any operation is called with, unchecked (the console's untyped calls, a test's raw body). */
+export interface LooseRequest {
+  params?: Record<string, string | number>
+  query?: Record<string, string | number | boolean | undefined>
+  /** JSON, unless `contentType` says otherwise (then text, bytes or a stream, sent as it is). */
+  body?: unknown
+  contentType?: string | undefined
+}
+
+type LinesOf<Id extends AdminOperationId> = AdminContractOf<Id>['answer']['payload'] extends {
+  lines: infer S
+}
+  ? JsonOf<S>
+  : never
+
+export type Enterprise = AdminAnswer<'listEnterprises'>['enterprises'][number]
+export type EnterpriseCredentials = AdminAnswer<'createEnterprise'>
+export type RotatedKey = AdminAnswer<'rotateKey'>
+export type EnterpriseChanges = AdminBody<'updateEnterprise'>
+export type Delivery = AdminAnswer<'showDelivery'>
+export type DeliveryAttempt = Delivery['attempts'][number]
+export type DeliveryState = Delivery['state']
+export type DeliveryQuery = QueryOf<AdminContractOf<'listDeliveries'>>
+export type Endpoint = AdminAnswer<'addEndpoint'>
+/** An endpoint with its recent deliveries (newest first) and their attempts. */
+export type EndpointDetail = AdminAnswer<'showEndpoint'>
+/** A new endpoint: its URL, and what differs from the defaults (every event type, enabled, no rate). */
+export type NewEndpoint = AdminBody<'addEndpoint'>
+/** The settings of an endpoint to change; maxPerSecond null lifts its rate. */
+export type EndpointChanges = AdminBody<'updateEndpoint'>
+export type PushUrl = AdminAnswer<'listPushUrls'>['pushUrls'][number]
+export type PushUrlState = PushUrl['state']
+export type ReceiverCheckReport = AdminAnswer<'checkReceiver'>
+export type CheckItem = ReceiverCheckReport['items'][number]
+/** What an audio upload stored. */
+export type UploadedAudio = AdminAnswer<'uploadAudio'>
+/** One line of the import response stream. */
+export type ImportLine = LinesOf<'importRecordings'>
+/** The filter of an enterprise's recordings, as the partner's query takes it. */
+export type RecordingQuery = NonNullable<AdminRequest<'listRecordings'>['query']>
+export type RecordingChanges = AdminBody<'updateRecording'>

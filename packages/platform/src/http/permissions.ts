@@ -1,0 +1,20 @@
+/**
+ * What an operator may be allowed to do on the admin API, each admin route naming the one it needs. Every
+ * holder of the admin token holds them all today; operator roles will grant them one by one. The admin
+ * document lists them as `x-earshot-permissions`, and each operation's as `x-earshot-permission`.
+ */
+export const permissions = {
+  'enterprises.read': 'See enterprises, their settings and their key versions',
+  'enterprises.write': "Change an enterprise's settings, or disable it",
+  'secrets.read': "Be shown an enterprise's new secret: create an enterprise, rotate its key",
+  'recordings.read': "Find an enterprise's recordings",
+  'recordings.write': 'Ingest, import, update and delete recordings, and upload their audio',
+  'media.write': 'Rotate the key that signs media links',
+  'deliveries.read': 'See push deliveries and their attempts',
+  'deliveries.replay': 'Replay push deliveries, or cancel them',
+  'endpoints.read': 'See push endpoints and the health of push URLs',
+  'endpoints.write': 'Add, change and remove push endpoints, enable push URLs, check receivers',
+  'operations.read': "See the platform's metrics and overview",
+} as const
+
+export type Permission = keyof typeof permissions
