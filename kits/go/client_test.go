@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -199,3 +200,26 @@ func TestConfigIsChecked(t *testing.T) {
 		}
 	}
 }
+
+// Nothing listening: the client retries, then answers a NetworkError.
+func TestUnreachableIsANetworkErrorAfterRetries(t *testing.T) {
+	ctx := testContext(t, 30*time.Second)
+	var attempts int32
+	client, _ := NewClient(Config{
+		BaseURL: "http://127.0.0.1:1", EnterpriseID: 1, KeyVersion: 1,
+		Secret: "0123456789abcdefghijklmnopqrstuv", MaxAttempts: 2,
+		HTTPClient: &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
+			atomic.AddInt32(&attempts, 1)
+			return http.DefaultTransport.RoundTrip(req)
+		})},
+	})
+	_, err := client.Token(ctx)
+	var netErr *NetworkError
+	if !errors.As(err, &netErr) || atomic.LoadInt32(&attempts) != 2 {
+		t.Fatalf("%d attempts: %v", attempts, err)
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }

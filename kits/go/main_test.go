@@ -2,45 +2,12 @@ package earshot
 
 import (
 	"context"
-	"os"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
 )
 
-var shared struct {
-	once     sync.Once
-	platform *platformtest.Platform
-	err      error
-}
-
-// testPlatform is one platform for the package's tests, started when the first asks for it; the
-// test is skipped when no platform can run here.
-func testPlatform(t *testing.T) *platformtest.Platform {
-	t.Helper()
-	if why := platformtest.Missing(); why != "" {
-		t.Skip("no platform to test against: " + why)
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		shared.platform, shared.err = platformtest.Start(ctx)
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.platform
-}
-
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if shared.platform != nil {
-		shared.platform.Stop()
-	}
-	os.Exit(code)
-}
+// This module's tests need nothing but the standard library and the repository's test data: those
+// against a running platform are in the module platformtests, those on PostgreSQL in pgtest.
 
 // testContext is bounded well under the suite's -timeout, so that a hang fails the one test.
 func testContext(t *testing.T, d time.Duration) context.Context {

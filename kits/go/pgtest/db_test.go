@@ -16,7 +16,7 @@ import (
 	"time"
 
 	earshot "github.com/earshot/earshot/kits/go"
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 	_ "github.com/lib/pq"
 )
 

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	earshot "github.com/earshot/earshot/kits/go"
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 )
 
 // The README's receiver, run as it is written: pushes from the platform end confirmed, stored in

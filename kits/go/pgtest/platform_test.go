@@ -13,7 +13,7 @@ import (
 	"time"
 
 	earshot "github.com/earshot/earshot/kits/go"
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 )
 
 const twoRecordings = `{"audioId":"%s_audio","deviceUid":"DEV-1","title":"Standup","recordedAt":"2026-11-02T09:00:00+08:00","denoiseUrl":"https://cdn.example.com/standup.mp3","recordDuration":61000}

@@ -1,4 +1,4 @@
-package earshot
+package platformtests
 
 import (
 	"context"
@@ -10,15 +10,14 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 )
 
 // mediaTransport plays tricks on the platform's media links: it cuts the first answer's body after
@@ -78,7 +77,7 @@ func (c *cutBody) Read(p []byte) (int, error) {
 // stored is an enterprise with one recording whose audio Earshot stores, and a client going through
 // a mediaTransport.
 type stored struct {
-	client    *Client
+	client    *earshot.Client
 	transport *mediaTransport
 	creds     platformtest.Credentials
 	audioID   string
@@ -91,7 +90,7 @@ func storedAudio(t *testing.T, ctx context.Context, p *platformtest.Platform, si
 	if err != nil {
 		t.Fatal(err)
 	}
-	audioID := "dl" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	audioID := "dl" + uniqueID()
 	jsonl := `{"audioId":"` + audioID + `","deviceUid":"DEV-1","title":"Take","recordedAt":"2026-11-01T08:00:00Z","denoiseUrl":"https://cdn.example/x.wav","recordDuration":1}` + "\n"
 	if _, err := p.Import(ctx, creds.EnterpriseID, jsonl); err != nil {
 		t.Fatal(err)
@@ -102,7 +101,7 @@ func storedAudio(t *testing.T, ctx context.Context, p *platformtest.Platform, si
 		t.Fatal(err)
 	}
 	transport := &mediaTransport{}
-	client, err := NewClient(Config{BaseURL: p.PartnerURL, EnterpriseID: creds.EnterpriseID,
+	client, err := earshot.NewClient(earshot.Config{BaseURL: p.PartnerURL, EnterpriseID: creds.EnterpriseID,
 		KeyVersion: creds.KeyVersion, Secret: creds.Secret, HTTPClient: &http.Client{Transport: transport}})
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +119,7 @@ func TestPlatformAudioIsDownloadedExactlyAfterACut(t *testing.T) {
 	s := storedAudio(t, ctx, testPlatform(t), 2_000_000)
 	s.transport.cutAfter = 1_000_000
 	path := filepath.Join(t.TempDir(), "take.wav")
-	got, err := s.client.DownloadAudio(ctx, s.audioID, path, DownloadOptions{})
+	got, err := s.client.DownloadAudio(ctx, s.audioID, path, earshot.DownloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +141,7 @@ func TestPlatformExpiredLinkIsReplacedAndDeletedAudioIsGone(t *testing.T) {
 	defer p.Stop()
 	s := storedAudio(t, ctx, p, 50_000)
 	s.transport.expired = expiredLink(t, ctx, s.client, s.audioID)
-	got, err := s.client.DownloadAudio(ctx, s.audioID, filepath.Join(t.TempDir(), "take.wav"), DownloadOptions{})
+	got, err := s.client.DownloadAudio(ctx, s.audioID, filepath.Join(t.TempDir(), "take.wav"), earshot.DownloadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,19 +151,20 @@ func TestPlatformExpiredLinkIsReplacedAndDeletedAudioIsGone(t *testing.T) {
 	if err := p.DeleteRecording(ctx, s.creds.EnterpriseID, s.audioID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.client.DownloadAudio(ctx, s.audioID, filepath.Join(t.TempDir(), "gone.wav"), DownloadOptions{})
-	if !errors.Is(err, &Error{Code: CodeNotFound}) {
+	_, err = s.client.DownloadAudio(ctx, s.audioID, filepath.Join(t.TempDir(), "gone.wav"), earshot.DownloadOptions{})
+	if !errors.Is(err, &earshot.Error{Code: earshot.CodeNotFound}) {
 		t.Fatalf("got %v, want 4040", err)
 	}
 }
 
 // expiredLink is a link to the recording's audio that the platform now refuses with 403.
-func expiredLink(t *testing.T, ctx context.Context, client *Client, audioID string) string {
+func expiredLink(t *testing.T, ctx context.Context, client *earshot.Client, audioID string) string {
 	t.Helper()
-	link, err := client.audioLink(ctx, audioID)
-	if err != nil {
-		t.Fatal(err)
+	page, err := client.QueryAudios(ctx, earshot.Filter{AudioID: audioID})
+	if err != nil || len(page.Items) != 1 || page.Items[0].Data.DenoiseURL == "" {
+		t.Fatalf("no link to %s's audio: %+v %v", audioID, page, err)
 	}
+	link := page.Items[0].Data.DenoiseURL
 	for {
 		resp, err := http.Get(link)
 		if err != nil {
@@ -184,29 +184,14 @@ func expiredLink(t *testing.T, ctx context.Context, client *Client, audioID stri
 
 func TestPlatformRecordingWithoutAudio(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	prefix := "na" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	prefix := "na" + uniqueID()
 	jsonl := `{"audioId":"` + prefix + `","deviceUid":"DEV-1","title":"Words","recordedAt":"2026-11-01T08:00:00Z","transcript":{"transcriptId":1,"transcriptText":"hi","sentences":[],"durationMs":10,"wordsCount":1}}` + "\n"
 	client, _, _ := newEnterprise(t, ctx, testPlatform(t), jsonl)
-	var noAudio *NoAudioError
-	if _, err := client.DownloadAudio(ctx, prefix, filepath.Join(t.TempDir(), "x.wav"), DownloadOptions{}); !errors.As(err, &noAudio) {
+	var noAudio *earshot.NoAudioError
+	if _, err := client.DownloadAudio(ctx, prefix, filepath.Join(t.TempDir(), "x.wav"), earshot.DownloadOptions{}); !errors.As(err, &noAudio) {
 		t.Fatalf("got %v, want a NoAudioError", err)
 	}
-	if _, err := client.DownloadAudio(ctx, prefix+"_none", filepath.Join(t.TempDir(), "x.wav"), DownloadOptions{}); !errors.Is(err, &Error{Code: CodeNotFound}) {
+	if _, err := client.DownloadAudio(ctx, prefix+"_none", filepath.Join(t.TempDir(), "x.wav"), earshot.DownloadOptions{}); !errors.Is(err, &earshot.Error{Code: earshot.CodeNotFound}) {
 		t.Fatalf("got %v, want 4040", err)
-	}
-}
-
-// The README's download example prints the SHA-256 of the audio stored.
-func TestDownloadExampleRunsAgainstThePlatform(t *testing.T) {
-	ctx := testContext(t, 40*time.Second)
-	p := testPlatform(t)
-	s := storedAudio(t, ctx, p, 100_000)
-	path := filepath.Join(t.TempDir(), "hello.wav")
-	run := exec.CommandContext(ctx, "go", "run", "./examples/download", s.audioID, path)
-	run.Env = append(environWithout("EARSHOT_KEY_VERSION"), "EARSHOT_BASE_URL="+p.PartnerURL,
-		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(s.creds.EnterpriseID, 10), "EARSHOT_SECRET="+s.creds.Secret)
-	out, err := run.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "sha256 "+sha256Hex(s.audio)) {
-		t.Fatalf("go run: %v\n%s", err, out)
 	}
 }

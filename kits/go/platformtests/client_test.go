@@ -1,4 +1,4 @@
-package earshot
+package platformtests
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/earshot/earshot/kits/go/internal/platformtest"
+	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 )
 
 // countingTransport counts the requests to each path.
@@ -37,7 +37,7 @@ func (c *countingTransport) count(path string) int {
 }
 
 // newEnterprise creates an enterprise with the recordings of jsonl, and a client for it.
-func newEnterprise(t *testing.T, ctx context.Context, p *platformtest.Platform, jsonl string) (*Client, platformtest.Credentials, *countingTransport) {
+func newEnterprise(t *testing.T, ctx context.Context, p *platformtest.Platform, jsonl string) (*earshot.Client, platformtest.Credentials, *countingTransport) {
 	t.Helper()
 	creds, err := p.CreateEnterprise(ctx, t.Name())
 	if err != nil {
@@ -49,7 +49,7 @@ func newEnterprise(t *testing.T, ctx context.Context, p *platformtest.Platform, 
 		}
 	}
 	counter := &countingTransport{}
-	client, err := NewClient(Config{
+	client, err := earshot.NewClient(earshot.Config{
 		BaseURL:      p.PartnerURL,
 		EnterpriseID: creds.EnterpriseID,
 		KeyVersion:   creds.KeyVersion,
@@ -98,7 +98,7 @@ func TestPlatformTokenIsFetchedOnceAndShared(t *testing.T) {
 			t.Fatalf("token %d: %q %v (first %q)", i, tokens[i], errs[i], tokens[0])
 		}
 	}
-	if _, err := client.QueryAudios(ctx, Filter{}); err != nil {
+	if _, err := client.QueryAudios(ctx, earshot.Filter{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := counter.count(tokenPath); n != 1 {
@@ -108,10 +108,10 @@ func TestPlatformTokenIsFetchedOnceAndShared(t *testing.T) {
 
 func TestPlatformQueryFiltersAndPages(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	prefix := "q" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	prefix := "q" + uniqueID()
 	client, _, _ := newEnterprise(t, ctx, testPlatform(t), recordingsJSONL(prefix, 9))
 
-	first, err := client.QueryAudios(ctx, Filter{})
+	first, err := client.QueryAudios(ctx, earshot.Filter{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,14 +132,14 @@ func TestPlatformQueryFiltersAndPages(t *testing.T) {
 	}
 
 	var seen []string
-	filter := Filter{
+	filter := earshot.Filter{
 		DeviceUID: "DEV-A",
 		StartTime: time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC),
 		EndTime:   time.Date(2026, 11, 1, 8, 0, 0, 0, time.FixedZone("", 3600)), // 07:00Z, excluded
 		Size:      2,
 	}
 	pages := 0
-	err = client.EachAudioPage(ctx, filter, func(page *AudioPage) error {
+	err = client.EachAudioPage(ctx, filter, func(page *earshot.AudioPage) error {
 		pages++
 		if page.Total != 3 {
 			return fmt.Errorf("total %d, want 3", page.Total)
@@ -154,7 +154,7 @@ func TestPlatformQueryFiltersAndPages(t *testing.T) {
 	}
 
 	seen, pages = nil, 0
-	err = client.EachAudioPage(ctx, Filter{Size: 4}, func(page *AudioPage) error {
+	err = client.EachAudioPage(ctx, earshot.Filter{Size: 4}, func(page *earshot.AudioPage) error {
 		pages++
 		for _, item := range page.Items {
 			seen = append(seen, item.AudioID)
@@ -165,11 +165,11 @@ func TestPlatformQueryFiltersAndPages(t *testing.T) {
 		t.Fatalf("every page of 4: %d pages, %v, %v", pages, seen, err)
 	}
 
-	past, err := client.QueryAudios(ctx, Filter{Page: 5, Size: 4})
+	past, err := client.QueryAudios(ctx, earshot.Filter{Page: 5, Size: 4})
 	if err != nil || len(past.Items) != 0 || past.Total != 9 {
 		t.Fatalf("a page past the end: %+v %v", past, err)
 	}
-	one, err := client.QueryAudios(ctx, Filter{AudioID: prefix + "_03"})
+	one, err := client.QueryAudios(ctx, earshot.Filter{AudioID: prefix + "_03"})
 	if err != nil || one.Total != 1 || one.Items[0].Data.Title != "Recording 3" {
 		t.Fatalf("by audioId: %+v %v", one, err)
 	}
@@ -177,16 +177,16 @@ func TestPlatformQueryFiltersAndPages(t *testing.T) {
 
 func TestPlatformChangeFeedFollowsNextCursor(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	prefix := "c" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	prefix := "c" + uniqueID()
 	p := testPlatform(t)
 	client, creds, _ := newEnterprise(t, ctx, p, recordingsJSONL(prefix, 5))
 	if err := p.DeleteRecording(ctx, creds.EnterpriseID, prefix+"_01"); err != nil {
 		t.Fatal(err)
 	}
-	var changes []Change
+	var changes []earshot.Change
 	cursor := ""
 	pages := 0
-	err := client.EachChangePage(ctx, "", 2, func(page *ChangePage) error {
+	err := client.EachChangePage(ctx, "", 2, func(page *earshot.ChangePage) error {
 		pages++
 		changes = append(changes, page.Items...)
 		cursor = page.NextCursor
@@ -208,7 +208,7 @@ func TestPlatformChangeFeedFollowsNextCursor(t *testing.T) {
 			if change.Data != nil {
 				t.Fatalf("a deleted recording's change has data: %+v", change)
 			}
-			if change.Change == ChangeDeleted {
+			if change.Change == earshot.ChangeDeleted {
 				deleted++
 			}
 		} else if change.Data == nil || change.Data.DeviceUID == "" {
@@ -223,20 +223,20 @@ func TestPlatformChangeFeedFollowsNextCursor(t *testing.T) {
 		t.Fatalf("after the last cursor: %+v %v", later, err)
 	}
 	stop := errors.New("stop")
-	if err := client.EachChangePage(ctx, "", 1, func(*ChangePage) error { return stop }); err != stop {
+	if err := client.EachChangePage(ctx, "", 1, func(*earshot.ChangePage) error { return stop }); err != stop {
 		t.Fatalf("fn's error: %v", err)
 	}
 }
 
 func TestPlatformEnterpriseRequiringIssuedAtTakesEveryRequest(t *testing.T) {
 	ctx := testContext(t, 30*time.Second)
-	prefix := "i" + strings.ReplaceAll(newEventID()[:8], "-", "")
+	prefix := "i" + uniqueID()
 	p := testPlatform(t)
 	client, creds, _ := newEnterprise(t, ctx, p, recordingsJSONL(prefix, 1))
 	if err := p.RequireIssuedAt(ctx, creds.EnterpriseID, true); err != nil {
 		t.Fatal(err)
 	}
-	page, err := client.QueryAudios(ctx, Filter{})
+	page, err := client.QueryAudios(ctx, earshot.Filter{})
 	if err != nil || page.Total != 1 {
 		t.Fatalf("query: %+v %v", page, err)
 	}
@@ -254,46 +254,24 @@ func TestPlatformRefusalsAreTypedErrors(t *testing.T) {
 	client, creds, _ := newEnterprise(t, ctx, p, "")
 
 	err := client.ConfirmReceipt(ctx, "aud_nobody_has")
-	var apiErr *Error
-	if !errors.As(err, &apiErr) || apiErr.Code != CodeNotFound || apiErr.RequestID == "" || apiErr.HTTPStatus != 404 {
+	var apiErr *earshot.Error
+	if !errors.As(err, &apiErr) || apiErr.Code != earshot.CodeNotFound || apiErr.RequestID == "" || apiErr.HTTPStatus != 404 {
 		t.Fatalf("an unknown audioId: %#v", err)
 	}
-	if !errors.Is(err, &Error{Code: CodeNotFound}) || errors.Is(err, &Error{Code: CodeForbidden}) {
+	if !errors.Is(err, &earshot.Error{Code: earshot.CodeNotFound}) || errors.Is(err, &earshot.Error{Code: earshot.CodeForbidden}) {
 		t.Fatalf("errors.Is by code: %v", err)
 	}
 
-	_, err = client.QueryAudios(ctx, Filter{Size: 101})
-	if !errors.As(err, &apiErr) || apiErr.Code != CodeInvalidParameter || apiErr.RequestID != "" ||
+	_, err = client.QueryAudios(ctx, earshot.Filter{Size: 101})
+	if !errors.As(err, &apiErr) || apiErr.Code != earshot.CodeInvalidParameter || apiErr.RequestID != "" ||
 		!strings.HasPrefix(apiErr.Msg, "size") {
 		t.Fatalf("size 101, refused before sending: %#v", err)
 	}
 
-	wrong, _ := NewClient(Config{BaseURL: p.PartnerURL, EnterpriseID: creds.EnterpriseID, KeyVersion: 1,
+	wrong, _ := earshot.NewClient(earshot.Config{BaseURL: p.PartnerURL, EnterpriseID: creds.EnterpriseID, KeyVersion: 1,
 		Secret: "0123456789abcdefghijklmnopqrstuv"})
 	_, err = wrong.Token(ctx)
-	if !errors.As(err, &apiErr) || apiErr.Code != CodeDecryptionFailed {
+	if !errors.As(err, &apiErr) || apiErr.Code != earshot.CodeDecryptionFailed {
 		t.Fatalf("a wrong secret: %#v", err)
 	}
 }
-
-func TestPlatformUnreachableIsANetworkErrorAfterRetries(t *testing.T) {
-	ctx := testContext(t, 30*time.Second)
-	var attempts int32
-	client, _ := NewClient(Config{
-		BaseURL: "http://127.0.0.1:1", EnterpriseID: 1, KeyVersion: 1,
-		Secret: "0123456789abcdefghijklmnopqrstuv", MaxAttempts: 2,
-		HTTPClient: &http.Client{Transport: roundTripFunc(func(req *http.Request) (*http.Response, error) {
-			atomic.AddInt32(&attempts, 1)
-			return http.DefaultTransport.RoundTrip(req)
-		})},
-	})
-	_, err := client.Token(ctx)
-	var netErr *NetworkError
-	if !errors.As(err, &netErr) || atomic.LoadInt32(&attempts) != 2 {
-		t.Fatalf("%d attempts: %v", attempts, err)
-	}
-}
-
-type roundTripFunc func(*http.Request) (*http.Response, error)
-
-func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
