@@ -18,7 +18,7 @@ const notShipped = [
   /\.test(\.support)?\.ts$/,
   /\.bench\.ts$/,
   /_test\.go$/,
-  /(^|\/)kits\/go\/(internal\/platformtest|pgtest)\//,
+  /(^|\/)kits\/go\/(platformtests|pgtest)\//,
   /(^|\/)kits\/python\/tests\//,
 ]
 const source = /^(packages\/[^/]+\/(src|console)\/.*\.(ts|js)|kits\/python\/.*\.py|kits\/go\/.*\.go)$/
