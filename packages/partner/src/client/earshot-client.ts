@@ -9,6 +9,7 @@ import {
   type JsonObject,
   loadKey,
   open,
+  PartnerOperation,
   RecordingFilter,
   seal,
 } from '@earshot/protocol'
@@ -50,10 +51,11 @@ export type {
 } from './client-types.js'
 export { isRetryable } from './reply.js'
 
-const TOKEN_PATH = '/openapi/v1/token'
-const AUDIOS_PATH = '/openapi/v1/audios'
-const CALLBACK_PATH = '/openapi/v1/callback'
-const CHANGES_PATH = '/openapi/v1/audios/changes'
+// The partner API's paths, from the contracts the platform serves them by.
+const TOKEN_PATH = PartnerOperation.issueToken.path
+const AUDIOS_PATH = PartnerOperation.queryRecordings.path
+const CALLBACK_PATH = PartnerOperation.confirmReceipt.path
+const CHANGES_PATH = PartnerOperation.readChanges.path
 
 const DEFAULT_TIMEOUT_MS = 10_000
 const DEFAULT_RETRIES = 3
