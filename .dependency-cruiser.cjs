@@ -1,7 +1,8 @@
 /**
  * Dependencies run one way: `npm run lint` fails on a cycle between modules, or between folders (the
- * features of a package, and the packages themselves). It reads the compiled modules, as Node loads
- * them: an `import type` (erased by the compiler) is no dependency at run time.
+ * features of a package, and the packages themselves). `check:dependencies` reads the compiled modules, as
+ * Node loads them; scripts/check-type-cycles.mjs applies the same rules to the sources with their
+ * `import type` counted.
  */
 module.exports = {
   forbidden: [
@@ -19,6 +20,14 @@ module.exports = {
       scope: 'folder',
       from: {},
       to: { circular: true },
+    },
+    {
+      name: 'composition-root-on-top',
+      comment:
+        "The platform's composition root (platform, index, internal) imports the features, and no feature imports it back: only the CLI, which starts it.",
+      severity: 'error',
+      from: { path: '^packages/platform/(src|dist)/[^/]+/', pathNot: '^packages/platform/(src|dist)/cli/' },
+      to: { path: '^packages/platform/(src|dist)/(platform|index|internal)\\.js$' },
     },
   ],
   options: {

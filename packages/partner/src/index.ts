@@ -39,4 +39,8 @@ export {
   syncChanges,
 } from './mirror/change-mirror.js'
 export * from './receiver/index.js'
-export { databaseRecordingStore, fileRecordingStore, type RecordingStore } from './storage/recording-store.js'
+export {
+  databaseRecordingStore,
+  fileRecordingStore,
+  type RecordingStore,
+} from './receiver/recording-store.js'

@@ -5,10 +5,10 @@ import { credentialCache, listenForCredentialChanges } from './auth/credential-c
 import { loadEnterpriseKey } from './auth/credentials.js'
 import { forgetExpiredNonces, nonceGuard } from './auth/replay-guard.js'
 import { tokenSigningKey } from './auth/token-signing-key.js'
-import { watchFeedLag } from './changes/feed-lag.js'
+import { registerFeedLagMetric, watchFeedLag } from './changes/feed-lag.js'
 import { adoptRestoredChanges } from './changes/restored-changes.js'
 import type { PlatformConfig } from './config/config.js'
-import type { LogDestination, PlatformContext } from './context.js'
+import type { LogDestination, PlatformContext } from './context/platform-context.js'
 import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
 import { buildAdminApi } from './listeners/admin-listener.js'
 import { buildPartnerApi } from './listeners/partner-listener.js'
@@ -18,6 +18,7 @@ import { createMetrics } from './metrics/metrics.js'
 import { deliveriesOfRecordings } from './push/deliveries-of-recordings.js'
 import { pruneConfirmedDeliveries } from './push/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
+import { registerPushMetrics } from './push/push-metrics.js'
 import type { Database } from './storage/database.js'
 import { openDatabase } from './storage/open-database.js'
 import { keepDatabaseTended } from './storage/upkeep.js'
@@ -72,6 +73,9 @@ export async function startPlatform({
     const media = await openMedia(config, db, clock, randomBytes)
     closeMedia = () => media.close()
     await media.watchChanges(db)
+    const metrics = createMetrics()
+    registerFeedLagMetric(metrics.registry, db)
+    const pushMetrics = registerPushMetrics(metrics.registry, db)
     const context: PlatformContext = {
       config,
       db,
@@ -80,7 +84,7 @@ export async function startPlatform({
       acceptNonce: nonceGuard(db),
       clock,
       randomBytes,
-      metrics: createMetrics(db),
+      metrics,
       recordingEvents: deliveriesOfRecordings,
       media,
       logDestination,
@@ -100,7 +104,7 @@ export async function startPlatform({
           db,
           settings: config,
           logger: partner.log.child({ component: 'push' }),
-          metrics: context.metrics.push,
+          metrics: pushMetrics,
           clock,
           randomBytes,
           audioLinks: (enterpriseId) => media.audioLinks(enterpriseId),

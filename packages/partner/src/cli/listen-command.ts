@@ -7,12 +7,12 @@ import type { ReceiverLogger } from '../logging/receiver-logger.js'
 import { openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { DEFAULT_PUSH_PATH } from '../receiver/push-exchange.js'
 import { createPushReceiver, type PushReceiver } from '../receiver/push-receiver.js'
-import { type Database, openDatabase } from '../storage/database.js'
 import {
   databaseRecordingStore,
   fileRecordingStore,
   type RecordingStore,
-} from '../storage/recording-store.js'
+} from '../receiver/recording-store.js'
+import { type Database, openDatabase } from '../storage/database.js'
 import { observeAnswers, openAudioFetcher } from './audio-fetcher.js'
 import { CommandFailure, type CredentialOptions, clientFor, fail, printLines } from './command-support.js'
 import { type ReceiverParts, startListener } from './listener.js'

@@ -11,8 +11,8 @@ import { EarshotClient } from '../client/earshot-client.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { type Database, openDatabase } from '../storage/database.js'
-import { databaseRecordingStore } from '../storage/recording-store.js'
 import { createPushReceiver } from './push-receiver.js'
+import { databaseRecordingStore } from './recording-store.js'
 
 /*
  * The platform's receiver check (earshot endpoints check) against the kit's own receiver, which follows the

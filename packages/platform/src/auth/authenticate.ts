@@ -1,10 +1,23 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import { bearerCredentials } from '../http/bearer.js'
+import type { AccessTokens } from './access-tokens.js'
+import type { CredentialCache } from './credential-cache.js'
 import { usableKey } from './credentials.js'
-import { type OpenedRequest, openAndGuard, type RateLimitCheck, readEnvelope } from './envelope-request.js'
+import {
+  type GuardContext,
+  type OpenedRequest,
+  openAndGuard,
+  type RateLimitCheck,
+  readEnvelope,
+} from './envelope-request.js'
+
+/** What checking a bearer request needs besides the guard: the tokens and the enterprises' keys. */
+export interface BearerContext extends GuardContext {
+  tokens: AccessTokens
+  credentials: CredentialCache
+}
 
 /**
  * How long a bearer request's nonce outlives its token: instances compare expiries with their own clocks,
@@ -19,7 +32,7 @@ const CLOCK_SKEW_SECONDS = 300
  * revoked (4010), rate limit (4290), decryption (4012/4000), issuedAt (4001/4011), replay (4090).
  */
 export async function authenticate(
-  context: PlatformContext,
+  context: BearerContext,
   request: FastifyRequest,
   rateLimit: RateLimitCheck,
 ): Promise<OpenedRequest> {

@@ -13,9 +13,10 @@ import {
   seal,
 } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { PlatformContext } from '../context.js'
+import type { PlatformConfig } from '../config/config.js'
 import { ApiError } from '../http/api-error.js'
 import type { Lifecycle } from '../http/create-server.js'
+import type { NonceGuard } from './replay-guard.js'
 import { checkFreshness } from './request-freshness.js'
 
 /** An opened request: who sent it, under which key, and its plaintext. */
@@ -30,9 +31,19 @@ export interface OpenedRequest {
 /** Checks a per-enterprise limit; throws 4290 with Retry-After when it is exceeded. */
 export type RateLimitCheck = (request: FastifyRequest, enterpriseId: number) => Promise<void>
 
-/** What the partner listener hands each of its routes. */
-export interface PartnerEnv {
-  context: PlatformContext
+/** What opening a sealed request needs: the clock, the request max age, and the replay guard. */
+export interface GuardContext {
+  clock: () => number
+  config: Pick<PlatformConfig, 'requestMaxAgeSeconds'>
+  acceptNonce: NonceGuard
+}
+
+/**
+ * What the partner listener hands each of its routes: the platform's context (each route names the part it
+ * reads), the rate limit, and the listener's lifecycle.
+ */
+export interface PartnerEnv<Context = GuardContext> {
+  context: Context
   rateLimit: RateLimitCheck
   lifecycle: Lifecycle
 }
@@ -84,7 +95,7 @@ export interface NonceRetention {
  * the answer, which is the same 4012. A stored secret that does not load is thrown here.
  */
 export async function openAndGuard(
-  context: PlatformContext,
+  context: GuardContext,
   envelope: Envelope,
   enterpriseId: number,
   key: EnvelopeKey | Error | undefined,

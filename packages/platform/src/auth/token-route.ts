@@ -1,13 +1,21 @@
 import { issueTokenContract, MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protocol'
+import type { PlatformConfig } from '../config/config.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
+import type { BearerContext } from './authenticate.js'
 import { usableKey } from './credentials.js'
 import { openAndGuard, type PartnerEnv, readEnvelope } from './envelope-request.js'
+
+/** What issuing a token reads besides a bearer request's checks. */
+interface TokenContext extends BearerContext {
+  config: Pick<PlatformConfig, 'requestMaxAgeSeconds' | 'replayWindowSeconds' | 'tokenTtlSeconds'>
+  randomBytes: (size: number) => Buffer
+}
 
 /** POST /openapi/v1/token. The answer's data is not encrypted. */
 export const tokenRoute = defineRoute(
   issueTokenContract,
-  ({ context, rateLimit }: PartnerEnv) =>
+  ({ context, rateLimit }: PartnerEnv<TokenContext>) =>
     async function issueToken(request, reply) {
       const { envelope, enterpriseId } = readEnvelope(request.body, { tokenRequest: true })
       if (!Number.isSafeInteger(enterpriseId) || (enterpriseId as number) < 1) {

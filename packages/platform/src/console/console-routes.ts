@@ -1,4 +1,4 @@
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { requireEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam } from '../http/admin-params.js'
 import { defineRoute } from '../http/route-spec.js'

@@ -1,7 +1,7 @@
 import { randomBytes as cryptoRandomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { TranscriptSentence } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
 import type { MediaStore } from '../media/media-store.js'
 import { type StoredAudio, saveStoredAudio } from '../media/stored-audio.js'

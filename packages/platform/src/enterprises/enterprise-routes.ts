@@ -1,7 +1,9 @@
-import type { PlatformContext } from '../context.js'
+import type { CredentialCache } from '../auth/credential-cache.js'
+import type { PlatformConfig } from '../config/config.js'
 import { checkPushUrl } from '../http/address-policy.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
 import { defineRoute } from '../http/route-spec.js'
+import type { Database } from '../storage/database.js'
 import {
   createEnterpriseContract,
   disableEnterpriseContract,
@@ -19,6 +21,15 @@ import {
   updateEnterprise,
 } from './enterprise-store.js'
 
+/** What the enterprises' routes read of the running platform. */
+interface EnterprisesContext {
+  config: PlatformConfig
+  db: Database
+  credentials: CredentialCache
+  clock: () => number
+  randomBytes: (size: number) => Buffer
+}
+
 /*
  * Other instances hear of every change to an enterprise by NOTIFY (credential-cache.ts); this one drops its
  * entries now.
@@ -26,7 +37,7 @@ import {
 
 const createEnterpriseRoute = defineRoute(
   createEnterpriseContract,
-  (context: PlatformContext) =>
+  (context: EnterprisesContext) =>
     async function createEnterpriseHandler(request) {
       const body = NewEnterprise.parse(jsonObject(request.body))
       const pushUrl = await checkPushUrl(
@@ -41,13 +52,16 @@ const createEnterpriseRoute = defineRoute(
     },
 )
 
-const listEnterprisesRoute = defineRoute(listEnterprisesContract, (context: PlatformContext) => async () => ({
-  enterprises: await listEnterprises(context.db),
-}))
+const listEnterprisesRoute = defineRoute(
+  listEnterprisesContract,
+  (context: EnterprisesContext) => async () => ({
+    enterprises: await listEnterprises(context.db),
+  }),
+)
 
 const updateEnterpriseRoute = defineRoute(
   updateEnterpriseContract,
-  (context: PlatformContext) =>
+  (context: EnterprisesContext) =>
     async function updateEnterpriseHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const changes = EnterpriseChanges.parse(jsonObject(request.body))
@@ -60,7 +74,7 @@ const updateEnterpriseRoute = defineRoute(
 
 const disableEnterpriseRoute = defineRoute(
   disableEnterpriseContract,
-  (context: PlatformContext) =>
+  (context: EnterprisesContext) =>
     async function disableEnterpriseHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       if (!(await disableEnterprise(context.db, enterpriseId))) throw noSuchEnterprise(enterpriseId)
@@ -71,7 +85,7 @@ const disableEnterpriseRoute = defineRoute(
 
 const rotateKeyRoute = defineRoute(
   rotateKeyContract,
-  (context: PlatformContext) =>
+  (context: EnterprisesContext) =>
     async function rotateKeyHandler(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const { db, config } = context

@@ -10,11 +10,12 @@ import Fastify, {
   type FastifyServerOptions,
   LogController,
 } from 'fastify'
-import type { LogDestination, PlatformContext } from '../context.js'
+import type { PlatformConfig } from '../config/config.js'
 import { ApiError } from './api-error.js'
 import { ConnectionGuard } from './connection-guard.js'
 import { installErrorHandling, markTimedOut, noteRefusal, refusalOf } from './error-handler.js'
 import { requireUncompressedUtf8 } from './json-body.js'
+import type { LogDestination } from './log-destination.js'
 import { loggedPath, redactSecrets } from './log-redaction.js'
 import { watchWrites } from './write-watchdog.js'
 
@@ -51,7 +52,13 @@ export interface ListenerLimits {
  * is cut after EARSHOT_WRITE_TIMEOUT (write-watchdog.ts). Each request is logged once, when
  * it is answered (RequestLog).
  */
-export function createServer(context: PlatformContext, limits: ListenerLimits): FastifyInstance {
+/** What a server is built from: the configuration and where its log lines go. */
+export interface ServerEnv {
+  config: PlatformConfig
+  logDestination: LogDestination
+}
+
+export function createServer(context: ServerEnv, limits: ListenerLimits): FastifyInstance {
   const { config } = context
   const requestTimeout = Math.round(limits.requestTimeoutSeconds * 1000)
   const headersTimeout = Math.min(Math.round(config.headersTimeoutSeconds * 1000), requestTimeout)
@@ -327,7 +334,7 @@ class RequestLog extends LogController {
  * secrets wherever they are in it.
  */
 function loggerOptions(
-  level: PlatformContext['config']['logLevel'],
+  level: PlatformConfig['logLevel'],
   stream: LogDestination,
 ): FastifyServerOptions['logger'] {
   return {

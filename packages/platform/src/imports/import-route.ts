@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
 import { ResponseCode } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'

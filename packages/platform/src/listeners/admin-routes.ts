@@ -1,5 +1,5 @@
 import { consoleRoutes } from '../console/console-routes.js'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { importRoute } from '../imports/import-route.js'

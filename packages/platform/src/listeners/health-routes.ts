@@ -1,6 +1,6 @@
 import type { ResponseCodeValue } from '@earshot/protocol'
 import type { PartnerEnv } from '../auth/envelope-request.js'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { healthContract, metricsContract, readinessContract } from '../http/operations-contract.js'
 import { defineRoute, type RouteSpec } from '../http/route-spec.js'
 
@@ -11,7 +11,7 @@ export const healthRoute = (tag: string, refusals: readonly ResponseCodeValue[])
 /** GET /readyz on the partner listener: the database answers and the instance is not shutting down. */
 export const readinessRoute = defineRoute(
   readinessContract,
-  ({ context, lifecycle }: PartnerEnv) =>
+  ({ context, lifecycle }: PartnerEnv<PlatformContext>) =>
     async function readiness(_request, reply) {
       if (lifecycle.shuttingDown) return reply.code(503).send({ status: 'shutting down' })
       try {

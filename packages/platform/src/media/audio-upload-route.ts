@@ -1,13 +1,13 @@
 import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import type { PlatformContext } from '../context.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
 import { recordingParams } from '../recordings/recording-routes.js'
 import { type StoredAudioChange, setStoredAudio } from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
+import type { MediaContext } from './media-context.js'
 import { uploadAudioContract } from './media-contract.js'
 import { MediaTooLargeError, type StoredFile } from './media-store.js'
 import { saveStoredAudio } from './stored-audio.js'
@@ -22,7 +22,7 @@ export const AUDIO_TYPES = /^audio\/[A-Za-z0-9][\w.+-]*\s*(;.*)?$/i
 /** PUT …/recordings/:audioId/audio: the raw bytes become the recording's audio, stored by Earshot. */
 export const audioUploadRoute = defineRoute(
   uploadAudioContract,
-  (context: PlatformContext) =>
+  (context: MediaContext) =>
     async function uploadAudio(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       await existingEnterpriseId(context.db, request)
@@ -64,11 +64,7 @@ interface Upload {
 }
 
 /** The recording's audio part becomes the stored file; the file it replaces is listed for removal (sql/000016.sql). */
-async function recordAudio(
-  context: PlatformContext,
-  tx: Queryable,
-  upload: Upload,
-): Promise<StoredAudioChange> {
+async function recordAudio(context: MediaContext, tx: Queryable, upload: Upload): Promise<StoredAudioChange> {
   const { enterpriseId, audioId, key, stored, contentType, recordDuration } = upload
   const change = await setStoredAudio(
     tx,
@@ -111,7 +107,7 @@ function durationOf(query: unknown): number | undefined {
 }
 
 async function recordingExists(
-  context: PlatformContext,
+  context: MediaContext,
   enterpriseId: number,
   audioId: string,
 ): Promise<boolean> {

@@ -1,11 +1,11 @@
 import { fetchAudioContract, ResponseCode } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PartnerEnv } from '../auth/envelope-request.js'
-import type { PlatformContext } from '../context.js'
 import { ApiError } from '../http/api-error.js'
 import { InFlight } from '../http/in-flight.js'
 import { defineRoute } from '../http/route-spec.js'
 import { type ByteRange, rangeOf } from './byte-range.js'
+import type { MediaContext } from './media-context.js'
 import type { MediaGrant } from './media-links.js'
 
 interface StoredAudioRow {
@@ -17,7 +17,7 @@ interface StoredAudioRow {
 }
 
 /** GET (and HEAD) /media/v1/:link: the stored audio a signed link grants, whole or by range. */
-export const mediaRoute = defineRoute(fetchAudioContract, ({ context }: PartnerEnv) => {
+export const mediaRoute = defineRoute(fetchAudioContract, ({ context }: PartnerEnv<MediaContext>) => {
   const lookUp = storedAudioLookUp(context)
   const allowed = new Set(context.config.mediaAudioTypes)
   const downloads = new InFlight(DOWNLOAD_RETRY_AFTER_SECONDS)
@@ -53,7 +53,7 @@ export const mediaRoute = defineRoute(fetchAudioContract, ({ context }: PartnerE
 const DOWNLOAD_RETRY_AFTER_SECONDS = 5
 
 /** Counts a download under its link and its enterprise until its answer closes; 4290 past either cap. */
-function downloadSlot(context: PlatformContext, downloads: InFlight, link: string, grant: MediaGrant) {
+function downloadSlot(context: MediaContext, downloads: InFlight, link: string, grant: MediaGrant) {
   const { mediaDownloadsPerLink, mediaDownloadsPerEnterprise } = context.config
   return downloads.take([
     {
@@ -83,7 +83,7 @@ type LookUp = (grant: MediaGrant) => Promise<StoredAudioRow | undefined>
  * any instance commits a replacement or a deletion (its NOTIFY); a link to another file than the one
  * remembered is looked up again at once.
  */
-function storedAudioLookUp(context: PlatformContext): LookUp {
+function storedAudioLookUp(context: MediaContext): LookUp {
   const cached = new Map<
     string,
     { at: number; sha256: string | undefined; row: Promise<StoredAudioRow | undefined> }
@@ -116,7 +116,7 @@ function storedAudioLookUp(context: PlatformContext): LookUp {
   }
 }
 
-async function grantedAudio(context: PlatformContext, lookUp: LookUp, link: string) {
+async function grantedAudio(context: MediaContext, lookUp: LookUp, link: string) {
   const checked = await context.media.links.check(link)
   if (!checked.ok && checked.reason === 'expired') {
     const at = new Date(checked.grant.expiresAt * 1000).toISOString()
@@ -139,7 +139,7 @@ async function grantedAudio(context: PlatformContext, lookUp: LookUp, link: stri
 }
 
 async function sendBytes(
-  context: PlatformContext,
+  context: MediaContext,
   request: FastifyRequest,
   reply: FastifyReply,
   file: { key: string; size: number; range: ByteRange | undefined },

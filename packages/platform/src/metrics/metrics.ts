@@ -1,22 +1,18 @@
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
-import { registerFeedLagMetric } from '../changes/feed-lag.js'
-import { type PushMetrics, registerPushMetrics } from '../push/push-metrics.js'
-import type { Queryable } from '../storage/database.js'
 
-/** One registry per running platform (no global state), exposed at GET /metrics on the admin listener. */
+/**
+ * One registry per running platform (no global state), exposed at GET /metrics on the admin listener, with
+ * the HTTP metrics; each feature registers its own on it (the platform's start hands them the registry).
+ */
 export interface PlatformMetrics {
   registry: Registry
-  push: PushMetrics
   instrumentHttp(app: FastifyInstance, listener: 'partner' | 'admin'): void
 }
 
-export function createMetrics(db: Queryable): PlatformMetrics {
+export function createMetrics(): PlatformMetrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry, prefix: 'earshot_' })
-
-  registerFeedLagMetric(registry, db)
-  const push = registerPushMetrics(registry, db)
 
   const requests = new Counter({
     name: 'earshot_http_requests_total',
@@ -34,7 +30,6 @@ export function createMetrics(db: Queryable): PlatformMetrics {
 
   return {
     registry,
-    push,
     instrumentHttp(app, listener) {
       // Each series' handles are made on its first request: no label objects are built per request.
       const series = new Map<string, { counter: Counter.Internal; histogram: Histogram.Internal<string> }>()

@@ -1,5 +1,5 @@
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'

@@ -1,6 +1,6 @@
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { existingEnterpriseId, requireEnabledEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'

@@ -1,5 +1,5 @@
 import { InvalidParameterError, messageParser, ResponseCode } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { PushUrlChange } from '../enterprises/enterprise-input.js'
 import { noSuchEnterprise } from '../enterprises/enterprise-params.js'
 import { checkPushUrl } from '../http/address-policy.js'

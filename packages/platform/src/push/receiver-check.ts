@@ -11,7 +11,7 @@ import {
   ResponseCode,
   seal,
 } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
+import type { PlatformContext } from '../context/platform-context.js'
 import { currentKey } from '../enterprises/enterprise-store.js'
 import { ApiError } from '../http/api-error.js'
 import { createPushSender, type PushSender, type SendOutcome } from './push-sender.js'

@@ -31,6 +31,11 @@ export const STORED_AUDIO = 'earshot-media:'
 /** Mints the link of a recording's stored audio, for the enterprise an answer is made for. */
 export type AudioLink = (audioId: string, sha256: string) => string
 
+/** Where an enterprise's audio links come from (the platform's stored media). */
+export interface AudioLinkSource {
+  audioLinks(enterpriseId: number): Promise<AudioLink>
+}
+
 /**
  * Set A once the transcript exists (with the audio part too, when there is one), otherwise set B. Stored
  * audio's denoiseUrl is a link minted now; without `audioLink`, an empty string.

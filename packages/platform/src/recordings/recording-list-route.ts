@@ -1,9 +1,9 @@
 import { RecordingFilter } from '@earshot/protocol'
-import type { PlatformContext } from '../context.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { defineRoute } from '../http/route-spec.js'
 import { listRecordingsContract } from './recording-contract.js'
 import { queryRecordings } from './recording-store.js'
+import type { RecordingsContext } from './recordings-context.js'
 
 const NUMBERS = new Set(['page', 'size'])
 
@@ -13,7 +13,7 @@ const NUMBERS = new Set(['page', 'size'])
  */
 export const recordingListRoute = defineRoute(
   listRecordingsContract,
-  (context: PlatformContext) =>
+  (context: RecordingsContext) =>
     async function listRecordings(request) {
       const enterpriseId = await existingEnterpriseId(context.db, request)
       const given = Object.entries(request.query as Record<string, string>).map(([name, value]) => [

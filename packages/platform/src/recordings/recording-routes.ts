@@ -1,6 +1,5 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
-import type { PlatformContext } from '../context.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
@@ -20,10 +19,11 @@ import {
   toNewRecording,
 } from './recording-input.js'
 import { attachTranscript, deleteRecording, insertRecordings, updateRecording } from './recording-store.js'
+import type { RecordingsContext } from './recordings-context.js'
 
 /* The operators' recordings: add one, attach or replace its transcript, update it, delete it. */
 
-const ingestRoute = defineRoute(ingestRecordingContract, (context: PlatformContext) => {
+const ingestRoute = defineRoute(ingestRecordingContract, (context: RecordingsContext) => {
   const newAudioId = audioIdGenerator(context.randomBytes)
   return async function ingest(request) {
     const enterpriseId = await existingEnterpriseId(context.db, request)
@@ -38,7 +38,7 @@ const ingestRoute = defineRoute(ingestRecordingContract, (context: PlatformConte
 
 const attachTranscriptRoute = defineRoute(
   attachTranscriptContract,
-  (context: PlatformContext) =>
+  (context: RecordingsContext) =>
     async function attach(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       const transcript = TranscriptPart.parse(request.body)
@@ -51,7 +51,7 @@ const attachTranscriptRoute = defineRoute(
 
 const updateRoute = defineRoute(
   updateRecordingContract,
-  (context: PlatformContext) =>
+  (context: RecordingsContext) =>
     async function update(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       const changes = RecordingUpdate.parse(jsonObject(request.body))
@@ -65,7 +65,7 @@ const updateRoute = defineRoute(
 
 const deleteRoute = defineRoute(
   deleteRecordingContract,
-  (context: PlatformContext) =>
+  (context: RecordingsContext) =>
     async function remove(request) {
       const { enterpriseId, audioId } = recordingParams(request)
       await changeRecording(context.db, enterpriseId, audioId, (tx) =>
@@ -79,7 +79,7 @@ export const recordingAdminRoutes = [ingestRoute, attachTranscriptRoute, updateR
 
 /** Runs a change of one recording in a transaction; 4040 when the enterprise has no such recording. */
 async function changeRecording(
-  db: PlatformContext['db'],
+  db: RecordingsContext['db'],
   enterpriseId: number,
   audioId: string,
   change: (tx: Queryable) => Promise<boolean>,

@@ -3,8 +3,8 @@ import { mkdirSync } from 'node:fs'
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PushEventType, parseInstantMicros } from '@earshot/protocol'
-import type { ReceivedDeletion, ReceivedPush } from '../receiver/push-receiver.js'
-import type { Database, Queryable } from './database.js'
+import type { Database, Queryable } from '../storage/database.js'
+import type { ReceivedDeletion, ReceivedPush } from './push-receiver.js'
 
 /** Every eventType of a push carrying the recording (all but its deletion). */
 const RECORDING_EVENT_TYPES = Object.values(PushEventType).filter((type) => type !== PushEventType.DELETED)

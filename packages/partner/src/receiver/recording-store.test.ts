@@ -3,8 +3,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import type { ReceivedDeletion, ReceivedPush } from '../receiver/push-receiver.js'
-import { type Database, openDatabase } from './database.js'
+import { type Database, openDatabase } from '../storage/database.js'
+import type { ReceivedDeletion, ReceivedPush } from './push-receiver.js'
 import { databaseRecordingStore, fileRecordingStore, type RecordingStore } from './recording-store.js'
 
 const push = (audioId: string, occurredAt: string, title = 'a title'): ReceivedPush => ({

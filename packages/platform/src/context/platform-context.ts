@@ -1,13 +1,17 @@
-import type { AccessTokens } from './auth/access-tokens.js'
-import type { CredentialCache } from './auth/credential-cache.js'
-import type { NonceGuard } from './auth/replay-guard.js'
-import type { PlatformConfig } from './config/config.js'
-import type { Media } from './media/media-service.js'
-import type { PlatformMetrics } from './metrics/metrics.js'
-import type { RecordingEvents } from './recordings/recording-events.js'
-import type { Database } from './storage/database.js'
+import type { AccessTokens } from '../auth/access-tokens.js'
+import type { CredentialCache } from '../auth/credential-cache.js'
+import type { NonceGuard } from '../auth/replay-guard.js'
+import type { PlatformConfig } from '../config/config.js'
+import type { LogDestination } from '../http/log-destination.js'
+import type { Media } from '../media/media-service.js'
+import type { PlatformMetrics } from '../metrics/metrics.js'
+import type { RecordingEvents } from '../recordings/recording-events.js'
+import type { Database } from '../storage/database.js'
 
-/** What every feature of a running platform is handed: passed in, never global. */
+/**
+ * What a running platform hands its features: passed in, never global. The features that it is built from
+ * (auth, config, media, metrics, recordings, storage, http) never import it: each names the part it needs.
+ */
 export interface PlatformContext {
   config: PlatformConfig
   db: Database
@@ -28,6 +32,4 @@ export interface PlatformContext {
   logDestination: LogDestination
 }
 
-export interface LogDestination {
-  write(line: string): void
-}
+export type { LogDestination }
