@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,20 +27,12 @@ var testDatabase struct {
 	name  string
 }
 
-var shared struct {
-	once     sync.Once
-	platform *platformtest.Platform
-	err      error
-}
-
 func TestMain(m *testing.M) {
 	if base := os.Getenv("DATABASE_URL"); base != "" {
 		testDatabase.err = createDatabase(base)
 	}
 	code := m.Run()
-	if shared.platform != nil {
-		shared.platform.Stop()
-	}
+	platformtest.StopShared()
 	if testDatabase.admin != nil {
 		_, _ = testDatabase.admin.Exec(`DROP DATABASE IF EXISTS ` + testDatabase.name + ` WITH (FORCE)`)
 		testDatabase.admin.Close()
@@ -114,18 +105,7 @@ func testDB(t *testing.T) (*sql.DB, string) {
 
 func testPlatform(t *testing.T) *platformtest.Platform {
 	t.Helper()
-	if why := platformtest.Missing(); why != "" {
-		t.Skip("no platform to test against: " + why)
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		shared.platform, shared.err = platformtest.Start(ctx)
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.platform
+	return platformtest.Shared(t)
 }
 
 func testContext(t *testing.T, d time.Duration) context.Context {

@@ -1,7 +1,7 @@
 package platformtests
 
 import (
-	"os"
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	earshot "github.com/earshot/earshot/kits/go"
+	"github.com/earshot/earshot/kits/go/platformtests/platformtest"
 )
 
 // The kit's folder, where its examples are run from as the README runs them.
@@ -23,11 +24,7 @@ func TestQuickstartRunsAgainstThePlatform(t *testing.T) {
 	if creds.KeyVersion != earshot.DefaultKeyVersion {
 		t.Fatalf("a new enterprise's key version is %d", creds.KeyVersion)
 	}
-	run := exec.CommandContext(ctx, "go", "run", "./examples/quickstart")
-	run.Dir = kitDir
-	run.Env = append(environWithout("EARSHOT_KEY_VERSION"), "EARSHOT_BASE_URL="+p.PartnerURL,
-		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10), "EARSHOT_SECRET="+creds.Secret)
-	out, err := run.CombinedOutput()
+	out, err := runExample(ctx, p, creds, "./examples/quickstart")
 	if err != nil {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}
@@ -43,26 +40,18 @@ func TestDownloadExampleRunsAgainstThePlatform(t *testing.T) {
 	p := testPlatform(t)
 	s := storedAudio(t, ctx, p, 100_000)
 	path := filepath.Join(t.TempDir(), "hello.wav")
-	run := exec.CommandContext(ctx, "go", "run", "./examples/download", s.audioID, path)
-	run.Dir = kitDir
-	run.Env = append(environWithout("EARSHOT_KEY_VERSION"), "EARSHOT_BASE_URL="+p.PartnerURL,
-		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(s.creds.EnterpriseID, 10), "EARSHOT_SECRET="+s.creds.Secret)
-	out, err := run.CombinedOutput()
+	out, err := runExample(ctx, p, s.creds, "./examples/download", s.audioID, path)
 	if err != nil || !strings.Contains(string(out), "sha256 "+sha256Hex(s.audio)) {
 		t.Fatalf("go run: %v\n%s", err, out)
 	}
 }
 
-func environWithout(names ...string) []string {
-	var env []string
-	for _, entry := range os.Environ() {
-		keep := true
-		for _, name := range names {
-			keep = keep && !strings.HasPrefix(entry, name+"=")
-		}
-		if keep {
-			env = append(env, entry)
-		}
-	}
-	return env
+// runExample runs one of the kit's examples as the README does, with the credentials in the environment
+// and EARSHOT_KEY_VERSION left to its default.
+func runExample(ctx context.Context, p *platformtest.Platform, creds platformtest.Credentials, args ...string) ([]byte, error) {
+	run := exec.CommandContext(ctx, "go", append([]string{"run"}, args...)...)
+	run.Dir = kitDir
+	run.Env = append(platformtest.EnvironWithout("EARSHOT_KEY_VERSION="), "EARSHOT_BASE_URL="+p.PartnerURL,
+		"EARSHOT_ENTERPRISE_ID="+strconv.FormatInt(creds.EnterpriseID, 10), "EARSHOT_SECRET="+creds.Secret)
+	return run.CombinedOutput()
 }

@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,35 +20,15 @@ const (
 	audiosPath = "/openapi/v1/audios"
 )
 
-var shared struct {
-	once     sync.Once
-	platform *platformtest.Platform
-	err      error
-}
-
-// testPlatform is one platform for the package's tests, started when the first asks for it; the
-// test is skipped when no platform can run here.
+// testPlatform is the package's one platform (platformtest.Shared).
 func testPlatform(t *testing.T) *platformtest.Platform {
 	t.Helper()
-	if why := platformtest.Missing(); why != "" {
-		t.Skip("no platform to test against: " + why)
-	}
-	shared.once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		shared.platform, shared.err = platformtest.Start(ctx)
-	})
-	if shared.err != nil {
-		t.Fatal(shared.err)
-	}
-	return shared.platform
+	return platformtest.Shared(t)
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if shared.platform != nil {
-		shared.platform.Stop()
-	}
+	platformtest.StopShared()
 	os.Exit(code)
 }
 

@@ -1,17 +1,5 @@
 import type { TSchema } from 'typebox'
-import {
-  AccessTokenSchema,
-  CallbackPlaintextSchema,
-  ChangeKind,
-  ChangePageSchema,
-  ChangesRequestSchema,
-  EnvelopeSchema,
-  PushEventType,
-  RecordingFilterSchema,
-  RecordingListSchema,
-  TokenPlaintextSchema,
-  TokenRequestSchema,
-} from './messages.js'
+import { ChangeKind, EnvelopeSchema, PushEventType, TokenPlaintextSchema } from './messages.js'
 import {
   confirmReceiptContract,
   fetchAudioContract,
@@ -19,6 +7,7 @@ import {
   queryRecordingsContract,
   readChangesContract,
 } from './partner-contracts.js'
+import type { Method, RouteContract } from './route-contract.js'
 
 /*
  * The partner API's vocabulary besides the messages: its operations, the headers of a push, and the
@@ -40,7 +29,7 @@ export const CHANGE_KINDS: readonly ChangeKind[] = Object.values(ChangeKind)
 export type PartnerCredentials = 'secret' | 'bearer' | 'link'
 
 export interface PartnerOperationSpec {
-  readonly method: 'GET' | 'POST'
+  readonly method: Method
   readonly path: string
   readonly credentials: PartnerCredentials
   /** The request body's schema when it is not an envelope alone. */
@@ -52,46 +41,33 @@ export interface PartnerOperationSpec {
   readonly sealedAnswer?: boolean
 }
 
-/**
- * The partner API's operations by operationId: each route's method and path from its contract
- * (partner-contracts.ts), with how a caller authenticates and what its envelopes hold.
- */
+/** An operation as the kits see it, read from its route's contract, with how its caller authenticates. */
+function operationOf(contract: RouteContract, credentials: PartnerCredentials): PartnerOperationSpec {
+  const { method, path, body, answer } = contract
+  const request =
+    body && 'sealed' in body
+      ? { body: EnvelopeSchema, plaintext: body.sealed }
+      : body && 'json' in body
+        ? { body: body.json as TSchema }
+        : {}
+  const result = answer.payload && 'result' in answer.payload ? answer.payload : undefined
+  return {
+    method,
+    path,
+    credentials,
+    ...request,
+    ...(result?.result && { answer: result.result, sealedAnswer: result.sealed }),
+  }
+}
+
+/** The partner API's operations by operationId, as the platform's partner routes serve them. */
 export const PartnerOperation = {
-  issueToken: {
-    method: issueTokenContract.method,
-    path: issueTokenContract.path,
-    credentials: 'secret',
-    body: TokenRequestSchema,
-    plaintext: TokenPlaintextSchema,
-    answer: AccessTokenSchema,
-    sealedAnswer: false,
-  },
-  queryRecordings: {
-    method: queryRecordingsContract.method,
-    path: queryRecordingsContract.path,
-    credentials: 'bearer',
-    body: EnvelopeSchema,
-    plaintext: RecordingFilterSchema,
-    answer: RecordingListSchema,
-    sealedAnswer: true,
-  },
-  readChanges: {
-    method: readChangesContract.method,
-    path: readChangesContract.path,
-    credentials: 'bearer',
-    body: EnvelopeSchema,
-    plaintext: ChangesRequestSchema,
-    answer: ChangePageSchema,
-    sealedAnswer: true,
-  },
-  confirmReceipt: {
-    method: confirmReceiptContract.method,
-    path: confirmReceiptContract.path,
-    credentials: 'bearer',
-    body: EnvelopeSchema,
-    plaintext: CallbackPlaintextSchema,
-  },
-  fetchAudio: { method: fetchAudioContract.method, path: fetchAudioContract.path, credentials: 'link' },
+  // The token request's envelope is checked by hand (an enterpriseId beside it): its plaintext is named here.
+  issueToken: { ...operationOf(issueTokenContract, 'secret'), plaintext: TokenPlaintextSchema },
+  queryRecordings: operationOf(queryRecordingsContract, 'bearer'),
+  readChanges: operationOf(readChangesContract, 'bearer'),
+  confirmReceipt: operationOf(confirmReceiptContract, 'bearer'),
+  fetchAudio: operationOf(fetchAudioContract, 'link'),
 } as const satisfies Record<string, PartnerOperationSpec>
 export type PartnerOperationId = keyof typeof PartnerOperation
 

@@ -74,7 +74,7 @@ func Start(ctx context.Context, env ...string) (*Platform, error) {
 	}
 	root, _ := RepoRoot()
 	cmd := exec.Command("node", filepath.Join(root, "packages/test-kit/dist/platform-process.js"))
-	cmd.Env = append(environWithout("DATABASE_URL", "EARSHOT_"),
+	cmd.Env = append(EnvironWithout("DATABASE_URL", "EARSHOT_"),
 		"EARSHOT_DATA_DIR=memory://",
 		"EARSHOT_HOST=127.0.0.1", "EARSHOT_PORT=0",
 		"EARSHOT_ADMIN_HOST=127.0.0.1", "EARSHOT_ADMIN_PORT=0",
@@ -114,8 +114,8 @@ func Start(ctx context.Context, env ...string) (*Platform, error) {
 	}
 }
 
-// environWithout is this process's environment less the variables starting with any prefix.
-func environWithout(prefixes ...string) []string {
+// EnvironWithout is this process's environment less the variables starting with any prefix.
+func EnvironWithout(prefixes ...string) []string {
 	var env []string
 	for _, entry := range os.Environ() {
 		keep := true

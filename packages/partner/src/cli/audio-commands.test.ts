@@ -2,8 +2,7 @@ import assert from 'node:assert/strict'
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
@@ -11,12 +10,11 @@ import { generateSecret, loadKey, type PushEvent, type RecordingData, seal } fro
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { type CliRun, cleanEnv, spawnCli } from '@earshot/test-kit/run-cli'
 import {
-  FAKE_ENTERPRISE,
   type FakeApi,
   type MediaServer,
   sha256,
-  startFakeApi,
-  startMediaServer,
+  startCliWorld,
+  stopCliWorld,
 } from '../client/fake-earshot.test.support.js'
 
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
@@ -47,21 +45,9 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
   let n = 0
 
   before(async () => {
-    media = await startMediaServer()
-    api = await startFakeApi(secret)
-    dir = await mkdtemp(join(tmpdir(), 'earshot-audio-cli-'))
-    env = {
-      EARSHOT_BASE_URL: api.url,
-      EARSHOT_ENTERPRISE_ID: String(FAKE_ENTERPRISE.enterpriseId),
-      EARSHOT_KEY_VERSION: String(FAKE_ENTERPRISE.keyVersion),
-      EARSHOT_SECRET: secret,
-    }
+    ;({ media, api, dir, env } = await startCliWorld(secret, 'earshot-audio-cli-'))
   })
-  after(async () => {
-    await media?.close()
-    await api?.close()
-    if (dir) await rm(dir, { recursive: true, force: true })
-  })
+  after(() => stopCliWorld({ media, api, dir }))
 
   const audioData = (id: string): RecordingData => ({
     deviceUid: 'DEV-1',

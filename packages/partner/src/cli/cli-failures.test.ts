@@ -1,20 +1,18 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { generateSecret, type RecordingData } from '@earshot/protocol'
 import { type CliRun, closedPort, runCli } from '@earshot/test-kit/run-cli'
 import {
-  FAKE_ENTERPRISE,
   type FakeApi,
   type MediaServer,
   sha256,
-  startFakeApi,
-  startMediaServer,
+  startCliWorld,
+  stopCliWorld,
 } from '../client/fake-earshot.test.support.js'
 
 /**
@@ -43,21 +41,9 @@ describe('the CLI’s failures: files and connections', { timeout: 120_000 }, ()
   const cli = (...args: string[]) => runCli(bin, args, env)
 
   before(async () => {
-    media = await startMediaServer()
-    api = await startFakeApi(secret)
-    dir = await mkdtemp(join(tmpdir(), 'earshot-cli-failures-'))
-    env = {
-      EARSHOT_BASE_URL: api.url,
-      EARSHOT_ENTERPRISE_ID: String(FAKE_ENTERPRISE.enterpriseId),
-      EARSHOT_KEY_VERSION: String(FAKE_ENTERPRISE.keyVersion),
-      EARSHOT_SECRET: secret,
-    }
+    ;({ media, api, dir, env } = await startCliWorld(secret, 'earshot-cli-failures-'))
   })
-  after(async () => {
-    await media?.close()
-    await api?.close()
-    if (dir) await rm(dir, { recursive: true, force: true })
-  })
+  after(() => stopCliWorld({ media, api, dir }))
 
   /** A recording whose audio is at `link` (by default the media server's, holding random bytes). */
   const recording = (link?: string) => {

@@ -4,8 +4,11 @@
  * callback requests, sealed with the enterprise's key.
  */
 import { createHash, randomBytes } from 'node:crypto'
+import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import {
   type Change,
   type JsonObject,
@@ -272,4 +275,33 @@ async function listen(server: Server): Promise<string> {
 async function stop(server: Server): Promise<void> {
   server.closeAllConnections()
   await new Promise<void>((resolve) => server.close(() => resolve()))
+}
+
+/** What a suite of CLI runs talks to: a fake partner API, a media server, a scratch folder, and the CLI's environment. */
+export interface CliWorld {
+  media: MediaServer
+  api: FakeApi
+  dir: string
+  env: Record<string, string>
+}
+
+/** Starts a CliWorld whose API opens envelopes sealed with `secret`; its folder's name begins with `folderPrefix`. */
+export async function startCliWorld(secret: string, folderPrefix: string): Promise<CliWorld> {
+  const media = await startMediaServer()
+  const api = await startFakeApi(secret)
+  const dir = await mkdtemp(join(tmpdir(), folderPrefix))
+  const env = {
+    EARSHOT_BASE_URL: api.url,
+    EARSHOT_ENTERPRISE_ID: String(FAKE_ENTERPRISE.enterpriseId),
+    EARSHOT_KEY_VERSION: String(FAKE_ENTERPRISE.keyVersion),
+    EARSHOT_SECRET: secret,
+  }
+  return { media, api, dir, env }
+}
+
+/** Stops what startCliWorld started, however far it got. */
+export async function stopCliWorld(world: Partial<CliWorld>): Promise<void> {
+  await world.media?.close()
+  await world.api?.close()
+  if (world.dir) await rm(world.dir, { recursive: true, force: true })
 }
