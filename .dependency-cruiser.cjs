@@ -33,6 +33,6 @@ module.exports = {
   options: {
     doNotFollow: { path: 'node_modules' },
     // Tests reach across features on purpose: they exercise the platform whole.
-    exclude: { path: ['\\.test\\.', 'node_modules'] },
+    exclude: { path: ['\\.test\\.', '/test/', 'node_modules'] },
   },
 }

@@ -16,6 +16,7 @@ const notShipped = [
   /(^|\/)bench\//,
   /(^|\/)scripts\//,
   /\.test(\.support)?\.ts$/,
+  /\/src\/(.*\/)?test\//,
   /\.bench\.ts$/,
   /_test\.go$/,
   /(^|\/)kits\/go\/(platformtests|pgtest)\//,

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url'
 
 const repository = fileURLToPath(new URL('..', import.meta.url))
 const root = process.argv[2] ?? repository
-const notChecked = /\.test(\.support)?\.ts$|\.bench\.ts$|\.d\.ts$/
+const notChecked = /\.test(\.support)?\.ts$|\/test\/|\.bench\.ts$|\.d\.ts$/
 // `import … from '…'`, `import type …`, `export … from '…'` and `import '…'`, each at the start of a line.
 const specifiers = /^(?:import|export)\b[^'"]*?(?:\bfrom\s+)?['"]([^'"]+)['"]/gm
 

@@ -9,16 +9,17 @@ import { registerFeedLagMetric, watchFeedLag } from './changes/feed-lag.js'
 import { adoptRestoredChanges } from './changes/restored-changes.js'
 import type { PlatformConfig } from './config/config.js'
 import type { LogDestination, PlatformContext } from './context/platform-context.js'
+import { deliveriesOfRecordings } from './deliveries/deliveries-of-recordings.js'
+import { pruneConfirmedDeliveries } from './deliveries/delivery-store.js'
+import { type Dispatcher, startDispatcher } from './dispatch/dispatcher.js'
+import { registerPushMetrics } from './dispatch/push-metrics.js'
+import { addFirstEndpoint } from './endpoints/endpoint-store.js'
 import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
 import { buildAdminApi } from './listeners/admin-listener.js'
 import { buildPartnerApi } from './listeners/partner-listener.js'
 import { openMedia } from './media/media-service.js'
 import { tendMedia } from './media/media-upkeep.js'
 import { createMetrics } from './metrics/metrics.js'
-import { deliveriesOfRecordings } from './push/deliveries-of-recordings.js'
-import { pruneConfirmedDeliveries } from './push/delivery-store.js'
-import { type Dispatcher, startDispatcher } from './push/dispatcher.js'
-import { registerPushMetrics } from './push/push-metrics.js'
 import type { Database } from './storage/database.js'
 import { openDatabase } from './storage/open-database.js'
 import { keepDatabaseTended } from './storage/upkeep.js'
@@ -86,6 +87,7 @@ export async function startPlatform({
       randomBytes,
       metrics,
       recordingEvents: deliveriesOfRecordings,
+      firstEndpoint: addFirstEndpoint,
       media,
       logDestination,
     }

@@ -1,13 +1,13 @@
 import { consoleContracts } from '../console/console-contract.js'
+import { deliveryContracts } from '../deliveries/delivery-contract.js'
+import { endpointContracts } from '../endpoints/endpoint-contract.js'
 import { enterpriseContracts } from '../enterprises/enterprise-contract.js'
 import type { AdminRouteContract } from '../http/admin-contract.js'
 import { healthContract, metricsContract } from '../http/operations-contract.js'
 import { importRecordingsContract } from '../imports/import-contract.js'
 import { mediaContracts } from '../media/media-contract.js'
-import { deliveryContracts } from '../push/delivery-contract.js'
-import { endpointContracts } from '../push/endpoint-contract.js'
-import { pushUrlContracts } from '../push/push-url-contract.js'
-import { checkReceiverContract } from '../push/receiver-check-contract.js'
+import { pushUrlContracts } from '../push-urls/push-url-contract.js'
+import { checkReceiverContract } from '../receiver-check/receiver-check-contract.js'
 import { recordingContracts } from '../recordings/recording-contract.js'
 
 /**

@@ -14,7 +14,7 @@ import {
 import { everyChangeNumbered } from '@earshot/test-kit/change-feed'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import { listDeliveries } from '../push/delivery-views.js'
+import { listDeliveries } from '../deliveries/delivery-views.js'
 import { watchFeedLag } from './feed-lag.js'
 
 /** POST /openapi/v1/audios/changes, operators' updates and deletions. */

@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { admin, ingest } from '@earshot/test-kit/calls'
 import { type CliRun, cleanEnv, runCli } from '@earshot/test-kit/run-cli'
-import { deliveryMachine } from '../push/delivery-states.js'
-import { DELIVERY_STATES, type DeliveryState } from '../push/delivery-store.js'
-import type { DeliveryView } from '../push/delivery-views.js'
+import { deliveryMachine } from '../deliveries/delivery-states.js'
+import { DELIVERY_STATES, type DeliveryState } from '../deliveries/delivery-store.js'
+import type { DeliveryView } from '../deliveries/delivery-views.js'
 
 /** `earshot deliveries list|show|replay`, the built CLI against a running platform. */
 

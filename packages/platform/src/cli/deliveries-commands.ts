@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline/promises'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { AdminClient, Delivery, DeliveryAttempt } from '../admin-client/admin-client.js'
-import { DELIVERY_STATES } from '../push/delivery-store.js'
+import { DELIVERY_STATES } from '../deliveries/delivery-store.js'
 import {
   CommandFailure,
   enterpriseIdArgument,

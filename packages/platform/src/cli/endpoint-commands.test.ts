@@ -5,9 +5,9 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { admin, ingest } from '@earshot/test-kit/calls'
 import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
 import { startTestReceiver } from '@earshot/test-kit/test-receiver'
-import { deliveryQueue } from '../push/delivery-store.js'
-import type { EndpointView } from '../push/endpoint-store.js'
-import { type PushUrlView, recordPushUrlOutcomes } from '../push/push-url-health.js'
+import { deliveryQueue } from '../deliveries/delivery-store.js'
+import type { EndpointView } from '../endpoints/endpoint-store.js'
+import { type PushUrlView, recordPushUrlOutcomes } from '../push-urls/push-url-health.js'
 
 /**
  * `earshot endpoints add|list|show|update|remove` (an enterprise's push endpoints) and `urls|enable` (the

@@ -8,7 +8,7 @@ import {
   type EndpointChanges,
   type EndpointDetail,
 } from '../admin-client/admin-client.js'
-import { ALL_EVENT_TYPES } from '../push/endpoint-input.js'
+import { ALL_EVENT_TYPES } from '../endpoints/endpoint-input.js'
 import {
   CommandFailure,
   enterpriseIdArgument,

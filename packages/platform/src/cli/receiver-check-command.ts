@@ -1,6 +1,6 @@
 import { positiveInteger } from '@earshot/support/cli'
 import { Command } from 'commander'
-import type { ReceiverCheckReport } from '../push/receiver-check.js'
+import type { ReceiverCheckReport } from '../receiver-check/receiver-check.js'
 import { enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
 interface CheckOptions {

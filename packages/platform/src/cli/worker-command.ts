@@ -13,7 +13,7 @@ export function workerCommand(): Command {
     .addHelpText('after', environmentHelp)
     .action(async (flags: { databaseUrl?: string; dataDir?: string }) => {
       const config = loadConfigOrExit({ databaseUrl: flags.databaseUrl, dataDir: flags.dataDir })
-      const { startPushWorker } = await import('../push/push-worker.js')
+      const { startPushWorker } = await import('../dispatch/push-worker.js')
       const worker = await startPushWorker(config).catch((error: unknown) => {
         process.stderr.write(`earshot worker could not start: ${(error as Error).message}\n`)
         process.exit(1)

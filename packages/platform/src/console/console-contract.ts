@@ -1,8 +1,8 @@
 import { ResponseCode, routeContract } from '@earshot/protocol'
+import { DeliveryLogSchema, ReplayableSchema } from '../deliveries/delivery-answers.js'
+import { DeliveryLogQuerySchema, ReplayableQuerySchema } from '../deliveries/delivery-queries.js'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { WITH_ID } from '../http/admin-refusals.js'
-import { DeliveryLogQuerySchema, ReplayableQuerySchema } from '../push/delivery-queries.js'
-import { DeliveryLogSchema, ReplayableSchema } from '../push/push-answers.js'
 import { OverviewSchema } from './overview-answer.js'
 
 /* The admin routes the operators' console reads beyond the ones the CLI uses. */

@@ -5,7 +5,7 @@ import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/tes
 import { expectCode, ingest, type Reply } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
-import type { DeliveryView } from '../push/delivery-views.js'
+import type { DeliveryView } from '../deliveries/delivery-views.js'
 import type { Overview } from './overview.js'
 
 /** The console's pages and the admin routes only it reads: overview, delivery log, replayable count. */

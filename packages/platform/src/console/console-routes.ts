@@ -1,10 +1,10 @@
 import type { PlatformContext } from '../context/platform-context.js'
+import { deliveryLogFilter, replayableRange } from '../deliveries/delivery-queries.js'
+import { countReplayable } from '../deliveries/delivery-replays.js'
+import { listDeliveries } from '../deliveries/delivery-views.js'
 import { requireEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam } from '../http/admin-params.js'
 import { defineRoute } from '../http/route-spec.js'
-import { deliveryLogFilter, replayableRange } from '../push/delivery-queries.js'
-import { countReplayable } from '../push/delivery-replays.js'
-import { listDeliveries } from '../push/delivery-views.js'
 import { countReplayableContract, deliveryLogContract, overviewContract } from './console-contract.js'
 import { readOverview } from './overview.js'
 

@@ -1,7 +1,7 @@
 import Type, { type Static, type TSchema } from 'typebox'
+import type { COUNTED_STATES } from '../deliveries/delivery-store.js'
 import type { Holds, Same } from '../http/answer-fields.js'
-import type { COUNTED_STATES } from '../push/delivery-store.js'
-import { PushUrlSchema } from '../push/push-answers.js'
+import { PushUrlSchema } from '../push-urls/push-url-answers.js'
 import type { Overview } from './overview.js'
 
 /** The console's figures (console/overview.ts). */

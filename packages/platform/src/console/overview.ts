@@ -1,5 +1,6 @@
-import { type CountedState, countDueDeliveries, countOpenDeliveries } from '../push/delivery-store.js'
-import { listPushUrls, type PushUrlView } from '../push/push-url-health.js'
+import { countConfirmedSince, recentAttempts } from '../deliveries/delivery-activity.js'
+import { type CountedState, countDueDeliveries, countOpenDeliveries } from '../deliveries/delivery-store.js'
+import { listPushUrls, type PushUrlView } from '../push-urls/push-url-health.js'
 import type { Queryable } from '../storage/database.js'
 
 /** The span the overview's push figures cover. */
@@ -33,40 +34,28 @@ export interface Overview {
  * by due_at or the stuck-state index.
  */
 export async function readOverview(db: Queryable): Promise<Overview> {
-  const [byState, queueDepth, endpoints, [push], [confirmed]] = await Promise.all([
+  const [byState, queueDepth, endpoints, push, confirmedInWindow] = await Promise.all([
     countOpenDeliveries(db),
     countDueDeliveries(db),
     listPushUrls(db),
-    db.query<{ attempts: number; acked: number; p50: number | null; p99: number | null }>(
-      `SELECT count(*) AS attempts, count(*) FILTER (WHERE outcome = 'acked') AS acked,
-              percentile_cont(0.5) WITHIN GROUP (ORDER BY duration_ms) AS p50,
-              percentile_cont(0.99) WITHIN GROUP (ORDER BY duration_ms) AS p99
-         FROM delivery_attempts
-        WHERE started_at >= now() - make_interval(secs => $1) AND outcome <> 'aborted'`,
-      [OVERVIEW_WINDOW_SECONDS],
-    ),
-    db.query<{ count: number }>(
-      `SELECT count(*) AS count FROM deliveries
-        WHERE state = 'confirmed' AND confirmed_at >= now() - make_interval(secs => $1)`,
-      [OVERVIEW_WINDOW_SECONDS],
-    ),
+    recentAttempts(db, OVERVIEW_WINDOW_SECONDS),
+    countConfirmedSince(db, OVERVIEW_WINDOW_SECONDS),
   ])
-  const attempts = push?.attempts ?? 0
-  const acked = push?.acked ?? 0
+  const { attempts, acked } = push
   return {
     windowSeconds: OVERVIEW_WINDOW_SECONDS,
-    deliveries: { byState, confirmedInWindow: confirmed?.count ?? 0 },
+    deliveries: { byState, confirmedInWindow },
     queueDepth,
     push: {
       attempts,
       acked,
       successRate: attempts === 0 ? null : acked / attempts,
-      latencyMs: { p50: roundedMs(push?.p50), p99: roundedMs(push?.p99) },
+      latencyMs: { p50: roundedMs(push.p50), p99: roundedMs(push.p99) },
     },
     endpoints,
   }
 }
 
-function roundedMs(value: number | null | undefined): number | null {
-  return value === null || value === undefined ? null : Math.round(value * 10) / 10
+function roundedMs(value: number | null): number | null {
+  return value === null ? null : Math.round(value * 10) / 10
 }

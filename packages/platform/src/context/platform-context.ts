@@ -2,6 +2,7 @@ import type { AccessTokens } from '../auth/access-tokens.js'
 import type { CredentialCache } from '../auth/credential-cache.js'
 import type { NonceGuard } from '../auth/replay-guard.js'
 import type { PlatformConfig } from '../config/config.js'
+import type { FirstEndpoint } from '../enterprises/enterprise-store.js'
 import type { LogDestination } from '../http/log-destination.js'
 import type { Media } from '../media/media-service.js'
 import type { PlatformMetrics } from '../metrics/metrics.js'
@@ -24,8 +25,10 @@ export interface PlatformContext {
   clock: () => number
   randomBytes: (size: number) => Buffer
   metrics: PlatformMetrics
-  /** Told of every recording part stored and every deletion, in its transaction (push/ schedules its deliveries). */
+  /** Told of every recording part stored and every deletion, in its transaction (deliveries/ schedules its deliveries). */
   recordingEvents: RecordingEvents
+  /** Gives a new enterprise its push URL's endpoint (a port the endpoints slice implements). */
+  firstEndpoint: FirstEndpoint
   /** Stored audio and the links to it. */
   media: Media
   /** Where the JSON log lines go (stderr unless the embedding process gives another destination). */

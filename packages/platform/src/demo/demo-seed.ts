@@ -2,7 +2,11 @@ import { randomBytes as cryptoRandomBytes } from 'node:crypto'
 import { Readable } from 'node:stream'
 import type { TranscriptSentence } from '@earshot/protocol'
 import type { PlatformContext } from '../context/platform-context.js'
-import { createEnterprise, type EnterpriseCredentials } from '../enterprises/enterprise-store.js'
+import {
+  anyEnterprise,
+  createEnterprise,
+  type EnterpriseCredentials,
+} from '../enterprises/enterprise-store.js'
 import type { MediaStore } from '../media/media-store.js'
 import { type StoredAudio, saveStoredAudio } from '../media/stored-audio.js'
 import { storeClaimed } from '../media/upload-claims.js'
@@ -51,8 +55,7 @@ export async function seedDemoIfEmpty(
   now: number,
   randomBytes: (size: number) => Buffer = cryptoRandomBytes,
 ): Promise<EnterpriseCredentials | undefined> {
-  const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
-  if (row?.any) return undefined
+  if (await anyEnterprise(db)) return undefined
   const credentials = await createEnterprise(db, DEMO_ENTERPRISE_NAME, null, randomBytes)
   const { enterpriseId } = credentials
   const recordings = demoRecordings(now)

@@ -1,6 +1,9 @@
 import type { RouteContract } from '@earshot/protocol'
 import { ResponseCode } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
+import { DeliverySchema } from '../deliveries/delivery-answers.js'
+import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../deliveries/delivery-queries.js'
+import { EndpointSchema } from '../endpoints/endpoint-answers.js'
 import {
   EnterpriseCredentialsSchema,
   EnterpriseSummarySchema,
@@ -9,10 +12,8 @@ import {
 import { NewEnterpriseSchema, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { permissions } from '../http/permissions.js'
 import { ImportLineSchema } from '../imports/import-answers.js'
-import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../push/delivery-queries.js'
-import { EndpointSchema } from '../push/endpoint-answers.js'
-import { DeliverySchema, PushUrlSchema } from '../push/push-answers.js'
-import { PushUrlEnableSchema } from '../push/push-url-contract.js'
+import { PushUrlSchema } from '../push-urls/push-url-answers.js'
+import { PushUrlEnableSchema } from '../push-urls/push-url-contract.js'
 import {
   RecordingInputSchema,
   RecordingUpdateSchema,

@@ -16,6 +16,7 @@ import { noSuchEnterprise } from './enterprise-params.js'
 import {
   createEnterprise,
   disableEnterprise,
+  type FirstEndpoint,
   listEnterprises,
   rotateKey,
   updateEnterprise,
@@ -28,6 +29,8 @@ interface EnterprisesContext {
   credentials: CredentialCache
   clock: () => number
   randomBytes: (size: number) => Buffer
+  /** Adds the endpoint of a push URL given at creation (the endpoints slice's). */
+  firstEndpoint: FirstEndpoint
 }
 
 /*
@@ -46,7 +49,8 @@ const createEnterpriseRoute = defineRoute(
         undefined,
         context.config.pushPorts,
       )
-      const created = await createEnterprise(context.db, body.name.trim(), pushUrl, context.randomBytes)
+      const first = pushUrl === null ? null : { pushUrl, addEndpoint: context.firstEndpoint }
+      const created = await createEnterprise(context.db, body.name.trim(), first, context.randomBytes)
       context.credentials.invalidate(created.enterpriseId)
       return created
     },

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, generateSecret } from '@earshot/protocol'
+import { generateSecret } from '@earshot/protocol'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
@@ -40,10 +40,16 @@ export interface RotatedKey extends EnterpriseCredentials {
 
 type RandomBytes = (size: number) => Buffer
 
+/**
+ * Gives a new enterprise its first push endpoint, in the transaction that creates it. A port: the endpoints
+ * slice owns that table and implements it (endpoints/endpoint-store.ts); the platform hands it in.
+ */
+export type FirstEndpoint = (tx: Queryable, enterpriseId: number, url: string) => Promise<void>
+
 export async function createEnterprise(
   db: Database,
   name: string,
-  pushUrl: string | null,
+  first: { pushUrl: string; addEndpoint: FirstEndpoint } | null,
   randomBytes?: RandomBytes,
 ): Promise<EnterpriseCredentials> {
   const secret = generateSecret(randomBytes)
@@ -53,14 +59,7 @@ export async function createEnterprise(
       [name],
     )
     const enterpriseId = (row as { enterpriseId: number }).enterpriseId
-    // A push URL given at creation is its one endpoint, for every event type.
-    if (pushUrl !== null) {
-      await tx.query('INSERT INTO endpoints (enterprise_id, url, event_types) VALUES ($1, $2, $3)', [
-        enterpriseId,
-        pushUrl,
-        EVENT_TYPES,
-      ])
-    }
+    if (first) await first.addEndpoint(tx, enterpriseId, first.pushUrl)
     await tx.query('INSERT INTO enterprise_keys (enterprise_id, key_version, secret) VALUES ($1, 1, $2)', [
       enterpriseId,
       secret,
@@ -84,6 +83,11 @@ export async function listEnterprises(db: Queryable, only?: number): Promise<Ent
     [only ?? null],
   )
   return rows.map((row) => ({ ...row, keys: typeof row.keys === 'string' ? JSON.parse(row.keys) : row.keys }))
+}
+
+export async function anyEnterprise(db: Queryable): Promise<boolean> {
+  const [row] = await db.query<{ any: boolean }>('SELECT EXISTS (SELECT 1 FROM enterprises) AS any')
+  return row?.any === true
 }
 
 export async function enterpriseExists(db: Queryable, enterpriseId: number): Promise<boolean> {

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { InvalidParameterError } from '@earshot/protocol'
 import ipaddr from 'ipaddr.js'
 import { Agent, request } from 'undici'
-import { createPushSender } from '../push/push-sender.js'
+import { createPushSender } from '../dispatch/push-sender.js'
 import {
   ADDRESS_REFUSED_CODE,
   type AddressClass,

@@ -1,6 +1,6 @@
 import { serializeTranscriptSentences } from '@earshot/protocol'
-import { RECORDING_DATA_COLUMNS, type RecordingRow } from '../recordings/recording-data.js'
 import type { NewRecording } from '../recordings/recording-store.js'
+import { type StoredRow, storedUnderAudioIds } from '../recordings/stored-recordings.js'
 import type { Queryable } from '../storage/database.js'
 
 /** What an import line means given what is stored under its audioId. */
@@ -12,29 +12,13 @@ export type ImportVerdict =
   | { kind: 'adds-transcript' }
   | { kind: 'conflict'; reason: string }
 
-interface StoredRow extends RecordingRow {
-  enterprise_id: number
-  /** Deleted: only its tombstone is left, and its audioId is not reused. */
-  deleted: boolean
-  /** recorded_at compared with the line's recordedAt as instants, by the database. */
-  same_recorded_at: boolean
-}
-
 /** Judges each recording against the one stored (or deleted) under its audioId, in one query. */
 export async function judgeAgainstStored(
   db: Queryable,
   enterpriseId: number,
   recordings: readonly NewRecording[],
 ): Promise<ImportVerdict[]> {
-  const rows = await db.query<StoredRow>(
-    `SELECT x.audio_id, coalesce(r.enterprise_id, t.enterprise_id) AS enterprise_id, r.audio_id IS NULL AS deleted,
-            r.recorded_at = x.recorded_at AS same_recorded_at, ${RECORDING_DATA_COLUMNS}
-       FROM unnest($1::text[], $2::timestamptz[]) AS x(audio_id, recorded_at)
-       LEFT JOIN recordings r ON r.audio_id = x.audio_id
-       LEFT JOIN recording_tombstones t ON t.audio_id = x.audio_id
-      WHERE r.audio_id IS NOT NULL OR t.audio_id IS NOT NULL`,
-    [recordings.map((each) => each.audioId), recordings.map((each) => each.recordedAt)],
-  )
+  const rows = await storedUnderAudioIds(db, recordings)
   const stored = new Map(rows.map((row) => [row.audio_id, row]))
   return recordings.map((recording) => judge(enterpriseId, recording, stored.get(recording.audioId)))
 }

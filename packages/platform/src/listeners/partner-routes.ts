@@ -4,7 +4,7 @@ import { tokenRoute } from '../auth/token-route.js'
 import { changeRoute } from '../changes/change-route.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { mediaRoute } from '../media/media-route.js'
-import { callbackRoute } from '../push/callback-route.js'
+import { callbackRoute } from '../receipts/callback-route.js'
 import { queryRoute } from '../recordings/query-route.js'
 import { healthRoute, readinessRoute } from './health-routes.js'
 

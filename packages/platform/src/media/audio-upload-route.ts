@@ -5,7 +5,11 @@ import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
 import { recordingParams } from '../recordings/recording-routes.js'
-import { type StoredAudioChange, setStoredAudio } from '../recordings/recording-store.js'
+import {
+  recordingExists as recordingExistsIn,
+  type StoredAudioChange,
+  setStoredAudio,
+} from '../recordings/recording-store.js'
 import type { Queryable } from '../storage/database.js'
 import type { MediaContext } from './media-context.js'
 import { uploadAudioContract } from './media-contract.js'
@@ -112,11 +116,7 @@ async function recordingExists(
   audioId: string,
 ): Promise<boolean> {
   if (audioId.includes('\u0000')) return false
-  const rows = await context.db.query('SELECT 1 FROM recordings WHERE enterprise_id = $1 AND audio_id = $2', [
-    enterpriseId,
-    audioId,
-  ])
-  return rows.length > 0
+  return recordingExistsIn(context.db, enterpriseId, audioId)
 }
 
 function noRecording(enterpriseId: number, audioId: string): ApiError {

@@ -11,8 +11,8 @@ import {
   postJson,
   type TestPartner,
 } from '@earshot/test-kit/calls'
-import { type ClaimedDelivery, deliveryQueue } from '../push/delivery-store.js'
-import { getDelivery, listDeliveries } from '../push/delivery-views.js'
+import { type ClaimedDelivery, deliveryQueue } from '../deliveries/delivery-store.js'
+import { getDelivery, listDeliveries } from '../deliveries/delivery-views.js'
 
 /** POST /openapi/v1/callback, and tenant isolation of the callback and the query. */
 

@@ -11,7 +11,7 @@ export interface RecordingEvent {
 
 /**
  * What the recordings tell the rest of the platform, inside the transaction that changed them, so that no
- * change is stored without what follows from it (push/ schedules deliveries from these; recordings never
+ * change is stored without what follows from it (deliveries/ schedules deliveries from these; recordings never
  * touch a delivery).
  */
 export interface RecordingEvents {

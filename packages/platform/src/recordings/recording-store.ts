@@ -242,7 +242,7 @@ export async function updateRecording(
 
 /**
  * Deletes a recording; call it inside a transaction. Its data goes, its audioId stays taken by a tombstone,
- * and its deletion is announced (push/ then cancels what was not confirmed and pushes `recording.deleted`). The feed records the deletion (sql/000014.sql). False when the enterprise has no such
+ * and its deletion is announced (deliveries/ then cancels what was not confirmed and pushes `recording.deleted`). The feed records the deletion (sql/000014.sql). False when the enterprise has no such
  * recording.
  */
 export async function deleteRecording(
@@ -330,3 +330,16 @@ const NEWEST_FIRST = 'ORDER BY recorded_at DESC, audio_id DESC'
  * rows: the direct read does 1.5x the statements per second at offset 0, the same at 40, 0.7x at 100.
  */
 const KEYS_FIRST_FROM_OFFSET = 40
+
+/** Whether the enterprise has this recording now (deleted ones not). */
+export async function recordingExists(
+  db: Queryable,
+  enterpriseId: number,
+  audioId: string,
+): Promise<boolean> {
+  const rows = await db.query('SELECT 1 FROM recordings WHERE enterprise_id = $1 AND audio_id = $2', [
+    enterpriseId,
+    audioId,
+  ])
+  return rows.length > 0
+}

@@ -3,8 +3,8 @@ import { after, before, describe, test } from 'node:test'
 import { ILLEGAL_TRANSITION_SQLSTATE } from '@earshot/support/queue'
 import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
-import { type DeliveryState, deliveryMachine } from '../push/delivery-states.js'
-import { getDelivery } from '../push/delivery-views.js'
+import { type DeliveryState, deliveryMachine } from '../deliveries/delivery-states.js'
+import { getDelivery } from '../deliveries/delivery-views.js'
 import { migrate, migrations } from './migrations.js'
 
 /** Migration 3 (deliveries as a fenced queue) over data written under migration 2, and its guard. */

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
-import { deliveryMachine } from '../push/delivery-states.js'
+import { deliveryMachine } from '../deliveries/delivery-states.js'
 import { migrate, migrations, parseMigration, SchemaMismatchError } from './migrations.js'
 
 /**

@@ -1,0 +1,171 @@
+import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import type { FastifyRequest } from 'fastify'
+import type { PlatformContext } from '../context/platform-context.js'
+import { listDeliveries } from '../deliveries/delivery-views.js'
+import { PushUrlChange } from '../enterprises/enterprise-input.js'
+import {
+  existingEnterpriseId,
+  noSuchEnterprise,
+  requireEnabledEnterprise,
+} from '../enterprises/enterprise-params.js'
+import { checkPushUrl } from '../http/address-policy.js'
+import { idParam, jsonObject } from '../http/admin-params.js'
+import { ApiError } from '../http/api-error.js'
+import { defineRoute } from '../http/route-spec.js'
+import {
+  addEndpointContract,
+  listEndpointsContract,
+  listEnterpriseEndpointsContract,
+  removeEndpointContract,
+  setPushUrlContract,
+  showEndpointContract,
+  updateEndpointContract,
+} from './endpoint-contract.js'
+import {
+  ALL_EVENT_TYPES,
+  EndpointChanges,
+  endpointUrl,
+  MAX_ENDPOINTS,
+  NewEndpoint,
+} from './endpoint-input.js'
+import {
+  addEndpoint,
+  getEndpoint,
+  listEndpoints,
+  removeEndpoint,
+  replaceWithPushUrl,
+  updateEndpoint,
+} from './endpoint-store.js'
+
+/*
+ * The operators' push endpoints: up to MAX_ENDPOINTS per enterprise, each a URL subscribed to event types,
+ * enabled or held, optionally held to a rate. `set-push-url` (push-url-routes.ts) is the one-endpoint
+ * shorthand.
+ */
+
+const RECENT_DELIVERIES = 20
+
+const listEndpointsRoute = defineRoute(listEndpointsContract, (context: PlatformContext) => async () => ({
+  endpoints: await listEndpoints(context.db),
+}))
+
+const listEnterpriseEndpointsRoute = defineRoute(
+  listEnterpriseEndpointsContract,
+  (context: PlatformContext) =>
+    async function listOfEnterprise(request) {
+      const enterpriseId = await existingEnterpriseId(context.db, request)
+      return { endpoints: await listEndpoints(context.db, enterpriseId) }
+    },
+)
+
+const addEndpointRoute = defineRoute(
+  addEndpointContract,
+  (context: PlatformContext) =>
+    async function add(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const body = NewEndpoint.parse(jsonObject(request.body))
+      await requireEnabledEnterprise(context.db, enterpriseId)
+      const added = await addEndpoint(context.db, enterpriseId, {
+        url: await endpointUrl(body.url, context.config),
+        eventTypes: body.eventTypes ?? ALL_EVENT_TYPES,
+        description: body.description ?? '',
+        enabled: body.enabled ?? true,
+        maxPerSecond: body.maxPerSecond ?? null,
+      })
+      if (added === 'no-enterprise')
+        throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+      if (added === 'too-many') {
+        throw new InvalidParameterError(
+          'url',
+          `enterprise ${enterpriseId} has ${MAX_ENDPOINTS} endpoints, the most it may have: remove one, or change one's URL`,
+        )
+      }
+      return added
+    },
+)
+
+const showEndpointRoute = defineRoute(
+  showEndpointContract,
+  (context: PlatformContext) =>
+    async function show(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const endpoint = await getEndpoint(context.db, enterpriseId, endpointId)
+      if (!endpoint) throw noSuchEndpoint(enterpriseId, endpointId)
+      const recentDeliveries = await listDeliveries(context.db, { endpointId, limit: RECENT_DELIVERIES })
+      return { endpoint, recentDeliveries }
+    },
+)
+
+const updateEndpointRoute = defineRoute(
+  updateEndpointContract,
+  (context: PlatformContext) =>
+    async function update(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const { url, discardHeld, ...changes } = EndpointChanges.parse(jsonObject(request.body))
+      if (discardHeld && changes.enabled !== true)
+        throw new InvalidParameterError('discardHeld', 'may be given only with "enabled": true')
+      const updated = await updateEndpoint(
+        context.db,
+        enterpriseId,
+        endpointId,
+        {
+          ...changes,
+          ...(url !== undefined && { url: await endpointUrl(url, context.config) }),
+        },
+        { discardHeld: discardHeld ?? false },
+      )
+      if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
+      return { ...updated.endpoint, discarded: updated.discarded }
+    },
+)
+
+const removeEndpointRoute = defineRoute(
+  removeEndpointContract,
+  (context: PlatformContext) =>
+    async function remove(request) {
+      const { enterpriseId, endpointId } = endpointParams(request)
+      const removed = await removeEndpoint(context.db, enterpriseId, endpointId)
+      if (!removed) throw noSuchEndpoint(enterpriseId, endpointId)
+      return { removed: endpointId, ...removed }
+    },
+)
+
+const setPushUrlRoute = defineRoute(
+  setPushUrlContract,
+  (context: PlatformContext) =>
+    async function setPushUrlHandler(request) {
+      const enterpriseId = idParam(request, 'enterpriseId')
+      const { pushUrl } = PushUrlChange.parse(jsonObject(request.body))
+      const checked = await checkPushUrl(
+        pushUrl,
+        context.config.pushAllowPrivate,
+        undefined,
+        context.config.pushPorts,
+      )
+      // Its open deliveries go to the new URL (resumed if they were held), unless that one is disabled too.
+      const replaced = await replaceWithPushUrl(context.db, enterpriseId, checked)
+      if (!replaced) throw noSuchEnterprise(enterpriseId)
+      return { enterpriseId, pushUrl: checked, ...replaced }
+    },
+)
+
+export const endpointRoutes = [
+  listEndpointsRoute,
+  listEnterpriseEndpointsRoute,
+  addEndpointRoute,
+  showEndpointRoute,
+  updateEndpointRoute,
+  removeEndpointRoute,
+  setPushUrlRoute,
+]
+
+function endpointParams(request: FastifyRequest): { enterpriseId: number; endpointId: number } {
+  return { enterpriseId: idParam(request, 'enterpriseId'), endpointId: idParam(request, 'endpointId') }
+}
+
+function noSuchEndpoint(enterpriseId: number, endpointId: number): ApiError {
+  return new ApiError(
+    ResponseCode.NOT_FOUND,
+    `enterprise ${enterpriseId} has no endpoint ${endpointId}: \`earshot endpoints list --enterprise ${enterpriseId}\` shows its endpoints`,
+  )
+}

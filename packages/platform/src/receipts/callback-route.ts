@@ -1,0 +1,41 @@
+import {
+  CallbackPlaintext,
+  CHECK_AUDIO_ID_PREFIX,
+  confirmReceiptContract,
+  ResponseCode,
+} from '@earshot/protocol'
+import { authenticate } from '../auth/authenticate.js'
+import type { PartnerEnv } from '../auth/envelope-request.js'
+import type { PlatformContext } from '../context/platform-context.js'
+import { receiptBatcher } from '../deliveries/delivery-receipts.js'
+import { ApiError } from '../http/api-error.js'
+import { defineRoute } from '../http/route-spec.js'
+import { recordCheckCallback } from '../receiver-check/receiver-check-store.js'
+
+/** POST /openapi/v1/callback: the partner confirms it has a recording; its acknowledged deliveries are confirmed. */
+export const callbackRoute = defineRoute(
+  confirmReceiptContract,
+  ({ context, rateLimit }: PartnerEnv<PlatformContext>) => {
+    const confirmReceipt = receiptBatcher(context.db)
+    return async function callback(request, reply) {
+      const opened = await authenticate(context, request, rateLimit)
+      const { audioId } = CallbackPlaintext.parse(opened.plaintext)
+      const ok = { code: ResponseCode.OK, msg: 'success', requestId: request.id }
+      // A receiver check's push is called back like any other; the check records it, never as a receipt.
+      // It waits for the check to have the push's answer, at most half a push's timeout.
+      const checkWaitMs = (context.config.pushTimeoutSeconds * 1000) / 2
+      if (
+        audioId.startsWith(CHECK_AUDIO_ID_PREFIX) &&
+        (await recordCheckCallback(context.db, opened.enterpriseId, audioId, checkWaitMs))
+      )
+        return reply.send(ok)
+      if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
+        throw new ApiError(
+          ResponseCode.NOT_FOUND,
+          `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
+        )
+      }
+      return reply.send(ok)
+    }
+  },
+)
