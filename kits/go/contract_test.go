@@ -48,7 +48,6 @@ var (
 	operationsLeftOut = map[string]string{
 		"fetchAudio": "DownloadAudio follows the denoiseUrl links it is given",
 	}
-	kitEventTypes  = []string{EventAudioReady, EventTranscriptReady, EventUpdated, EventDeleted}
 	kitChangeTypes = []string{ChangeCreated, ChangeTranscriptAdded, ChangeUpdated, ChangeDeleted}
 )
 
@@ -101,7 +100,7 @@ func operationDrift(c *contract) []string {
 
 // eventTypeDrift asks the kit's push parser itself whether it accepts each event type of the contract.
 func eventTypeDrift(c *contract) []string {
-	drift := setDrift("event type", c.EventTypes, kitEventTypes)
+	drift := setDrift("event type", c.EventTypes, eventTypes)
 	for _, eventType := range c.EventTypes {
 		if _, err := parsePushEvent(samplePush(eventType), "evt-1"); err != nil {
 			drift = append(drift, fmt.Sprintf("event type %s: the kit refuses a push of it: %v", eventType, err))

@@ -19,6 +19,10 @@ const (
 	EventDeleted         = "recording.deleted"
 )
 
+// eventTypes are the event types a push may carry, as the protocol lists them (contract_test.go holds
+// them to its contract.json).
+var eventTypes = []string{EventAudioReady, EventTranscriptReady, EventUpdated, EventDeleted}
+
 // The kinds of change in the change feed.
 const (
 	ChangeCreated         = "created"
@@ -208,7 +212,7 @@ func parsePushEvent(plaintext []byte, envelopeEventID string) (*PushEvent, error
 		return event, nil
 	case EventAudioReady, EventTranscriptReady, EventUpdated:
 	default:
-		return nil, fieldError("eventType", "must be one of recording.audio_ready, recording.transcript_ready, recording.updated, recording.deleted")
+		return nil, fieldError("eventType", "must be one of "+strings.Join(eventTypes, ", "))
 	}
 	data, err := parseRecordingData(fields["data"])
 	if err != nil {

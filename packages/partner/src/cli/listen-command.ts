@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { PushEventType } from '@earshot/protocol'
+import { EVENT_TYPES, PushEventType } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { EarshotClient } from '../client/earshot-client.js'
 import { EarshotError } from '../client/errors.js'
@@ -57,8 +57,7 @@ export function listenCommand(): Command {
       new Option(
         '--store <kind>',
         'db: a recordings table in DIR/db; files: DIR/recordings/<audioId>.<eventType>.json, the eventType ' +
-          'recording.audio_ready, recording.transcript_ready, recording.updated (the recording as it is now) ' +
-          'or recording.deleted',
+          `one of ${EVENT_TYPES.join(', ')} (${PushEventType.UPDATED}: the recording as it is now)`,
       )
         .choices(['db', 'files'])
         .default('db'),

@@ -307,7 +307,7 @@ function limitArgument(raw: string): number {
   return Number(raw)
 }
 
-/** An event type without its `recording.` prefix: audio_ready, transcript_ready, updated, deleted. */
+/** An event type without its `recording.` prefix: audio_ready for recording.audio_ready. */
 export function shortEventType(eventType: string): string {
   return eventType.replace(/^recording\./, '')
 }

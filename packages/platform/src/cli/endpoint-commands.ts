@@ -1,4 +1,4 @@
-import { ResponseCode } from '@earshot/protocol'
+import { EVENT_TYPES, type PushEventTypeValue, ResponseCode } from '@earshot/protocol'
 import { positiveInteger } from '@earshot/support/cli'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import {
@@ -8,7 +8,6 @@ import {
   type EndpointChanges,
   type EndpointDetail,
 } from '../admin-client/admin-client.js'
-import { ALL_EVENT_TYPES } from '../endpoints/endpoint-input.js'
 import {
   CommandFailure,
   enterpriseIdArgument,
@@ -22,8 +21,6 @@ import { deliveryTable, shortEventType } from './deliveries-commands.js'
 import { deliveries, describeTrouble, pushUrlsCommand } from './push-url-commands.js'
 import { receiverCheckCommand } from './receiver-check-command.js'
 
-type EventType = (typeof ALL_EVENT_TYPES)[number]
-
 interface JsonFlag {
   json?: boolean
 }
@@ -34,7 +31,7 @@ interface EnterpriseFlag extends JsonFlag {
 
 interface AddOptions extends JsonFlag {
   enterprise: number
-  events?: EventType[]
+  events?: PushEventTypeValue[]
   description?: string
   maxPerSecond?: number
   disabled?: boolean
@@ -42,7 +39,7 @@ interface AddOptions extends JsonFlag {
 
 interface UpdateOptions extends EnterpriseFlag {
   newUrl?: string
-  events?: EventType[]
+  events?: PushEventTypeValue[]
   description?: string
   maxPerSecond?: number | 'none'
   enable?: boolean
@@ -293,7 +290,7 @@ function summary(endpoint: Endpoint): string {
 const rate = (maxPerSecond: number | null) =>
   maxPerSecond === null ? 'no rate limit' : `at most ${maxPerSecond} a second`
 
-const EVENT_NAMES = ALL_EVENT_TYPES.map(shortEventType).join(', ')
+const EVENT_NAMES = EVENT_TYPES.map(shortEventType).join(', ')
 
 const endpointIdArgument = positiveInteger('an endpoint id')
 
@@ -304,13 +301,13 @@ const eventsOption = () =>
 const descriptionOption = () => new Option('--description <text>', 'what the endpoint is for, for operators')
 
 /** Parses --events: short names (audio_ready) or full ones (recording.audio_ready), comma-separated. */
-function eventTypesArgument(raw: string): EventType[] {
+function eventTypesArgument(raw: string): PushEventTypeValue[] {
   const names = raw
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean)
   const eventTypeOf = (name: string) =>
-    ALL_EVENT_TYPES.find((type) => type === name || shortEventType(type) === name)
+    EVENT_TYPES.find((type) => type === name || shortEventType(type) === name)
   const unknown = names.filter((name) => !eventTypeOf(name))
   if (names.length === 0 || unknown.length > 0) {
     const what =
@@ -318,10 +315,10 @@ function eventTypesArgument(raw: string): EventType[] {
         ? 'no event type given'
         : `unknown event type${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}`
     throw new InvalidArgumentError(
-      `${what}: give one or more of ${EVENT_NAMES} (or recording.audio_ready and so on), comma-separated`,
+      `${what}: give one or more of ${EVENT_NAMES} (or ${EVENT_TYPES[0]} and so on), comma-separated`,
     )
   }
-  return [...new Set(names.map((name) => eventTypeOf(name) as EventType))]
+  return [...new Set(names.map((name) => eventTypeOf(name) as PushEventTypeValue))]
 }
 
 const RATE_RULE = 'the rate is a whole number of deliveries a second, at least 1'

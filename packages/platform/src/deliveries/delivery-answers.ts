@@ -1,4 +1,4 @@
-import { PushEventType } from '@earshot/protocol'
+import { EVENT_TYPES } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
 import { DELIVERY_STATES } from './delivery-store.js'
@@ -31,7 +31,7 @@ export const DeliverySchema = Type.Object({
   }),
   audioId: Type.String(),
   eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
-  eventType: Type.Enum(Object.values(PushEventType)),
+  eventType: Type.Enum(EVENT_TYPES),
   state: Type.Enum(DELIVERY_STATES, {
     description: 'the delivery state (see the delivery states in the operator guide)',
   }),

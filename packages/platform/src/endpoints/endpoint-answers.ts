@@ -1,8 +1,8 @@
+import { EVENT_TYPES } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { DeliverySchema } from '../deliveries/delivery-answers.js'
 import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
 import { PUSH_URL_STATES } from '../push-urls/push-url-health.js'
-import { ALL_EVENT_TYPES } from './endpoint-input.js'
 import type { EndpointView } from './endpoint-store.js'
 
 /* What the endpoint routes answer; the schema is checked against its view's type when this compiles. */
@@ -11,7 +11,7 @@ export const EndpointSchema = Type.Object({
   endpointId: Id('the endpoint'),
   enterpriseId: Id('the enterprise it belongs to'),
   url: Type.String({ description: 'as stored (normalized)' }),
-  eventTypes: Type.Array(Type.Enum(ALL_EVENT_TYPES), { description: 'the event types pushed to it' }),
+  eventTypes: Type.Array(Type.Enum(EVENT_TYPES), { description: 'the event types pushed to it' }),
   description: Type.String(),
   enabled: Type.Boolean({
     description: 'false: held by an operator (its deliveries, and those of new events, wait)',

@@ -1,7 +1,7 @@
 import {
+  EVENT_TYPES,
   InvalidParameterError,
   messageParser,
-  PushEventType,
   RULE,
   UNKNOWN_FIELD_RULE,
 } from '@earshot/protocol'
@@ -15,19 +15,17 @@ const MAX_DESCRIPTION_LENGTH = 500
 /** An endpoint's rate at most, deliveries a second. */
 const MAX_PER_SECOND = 10_000
 
-export const ALL_EVENT_TYPES = Object.values(PushEventType)
-
 export const Url = Type.String({
   maxLength: MAX_URL_LENGTH,
   description:
     'where the platform pushes: an absolute http(s) URL without credentials that resolves to public addresses (loopback and private ones too with EARSHOT_PUSH_ALLOW_PRIVATE=1)',
   [RULE]: `must be an absolute http:// or https:// URL of at most ${MAX_URL_LENGTH} characters`,
 })
-const EventTypes = Type.Array(Type.Enum(ALL_EVENT_TYPES), {
+const EventTypes = Type.Array(Type.Enum(EVENT_TYPES), {
   minItems: 1,
   uniqueItems: true,
-  description: 'the event types pushed to it (default: all four)',
-  [RULE]: `must be a non-empty list of distinct event types among ${ALL_EVENT_TYPES.join(', ')}`,
+  description: 'the event types pushed to it (default: every event type)',
+  [RULE]: `must be a non-empty list of distinct event types among ${EVENT_TYPES.join(', ')}`,
 })
 const Description = Type.String({
   maxLength: MAX_DESCRIPTION_LENGTH,

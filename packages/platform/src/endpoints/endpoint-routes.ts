@@ -1,4 +1,4 @@
-import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import { EVENT_TYPES, InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import type { PlatformContext } from '../context/platform-context.js'
 import { listDeliveries } from '../deliveries/delivery-views.js'
@@ -21,13 +21,7 @@ import {
   showEndpointContract,
   updateEndpointContract,
 } from './endpoint-contract.js'
-import {
-  ALL_EVENT_TYPES,
-  EndpointChanges,
-  endpointUrl,
-  MAX_ENDPOINTS,
-  NewEndpoint,
-} from './endpoint-input.js'
+import { EndpointChanges, endpointUrl, MAX_ENDPOINTS, NewEndpoint } from './endpoint-input.js'
 import {
   addEndpoint,
   getEndpoint,
@@ -67,7 +61,7 @@ const addEndpointRoute = defineRoute(
       await requireEnabledEnterprise(context.db, enterpriseId)
       const added = await addEndpoint(context.db, enterpriseId, {
         url: await endpointUrl(body.url, context.config),
-        eventTypes: body.eventTypes ?? ALL_EVENT_TYPES,
+        eventTypes: body.eventTypes ?? [...EVENT_TYPES],
         description: body.description ?? '',
         enabled: body.enabled ?? true,
         maxPerSecond: body.maxPerSecond ?? null,

@@ -1,3 +1,4 @@
+import { EVENT_TYPES } from '@earshot/protocol'
 import { cancelEndpointDeliveries, discardHeldDeliveries } from '../deliveries/delivery-cancellations.js'
 import { resumeHeld } from '../deliveries/delivery-replays.js'
 import type { FirstEndpoint } from '../enterprises/enterprise-store.js'
@@ -5,7 +6,7 @@ import { type PushUrlState, pushUrlStateOf } from '../push-urls/push-url-health.
 import type { EventType } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { ALL_EVENT_TYPES, MAX_ENDPOINTS } from './endpoint-input.js'
+import { MAX_ENDPOINTS } from './endpoint-input.js'
 
 /*
  * An enterprise's push endpoints: each a URL, the event types it is subscribed to, and whether and how
@@ -66,7 +67,7 @@ function viewOf(row: EndpointRow): EndpointView {
     enterpriseId: Number(row.enterpriseId),
     url: row.url,
     // text[] arrives parsed from PostgreSQL and from PGlite alike.
-    eventTypes: ALL_EVENT_TYPES.filter((type) => row.eventTypes.includes(type)),
+    eventTypes: EVENT_TYPES.filter((type) => row.eventTypes.includes(type)),
     description: row.description,
     enabled: row.enabled,
     maxPerSecond: row.maxPerSecond === null ? null : Number(row.maxPerSecond),
@@ -128,7 +129,7 @@ export const addFirstEndpoint: FirstEndpoint = async (tx, enterpriseId, url) => 
 }
 
 const EVERY_EVENT_ENABLED = {
-  eventTypes: ALL_EVENT_TYPES,
+  eventTypes: [...EVENT_TYPES],
   description: '',
   enabled: true,
   maxPerSecond: null,
