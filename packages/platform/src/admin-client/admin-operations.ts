@@ -1,3 +1,4 @@
+import { dataModule } from '../http/static-asset.js'
 import { type AdminOperationId, adminContracts } from './admin-contracts.js'
 
 /** How the client reads an operation's success: JSON, text, or a stream of JSON Lines. */
@@ -19,5 +20,5 @@ export const adminOperations = Object.fromEntries(
  * since a browser cannot load the contracts' imports.
  */
 export function adminOperationsModule(): string {
-  return `export const adminOperations = ${JSON.stringify(adminOperations, null, 2)}\n`
+  return dataModule({ adminOperations })
 }

@@ -3,8 +3,8 @@ import type { AdminContractOf, AdminOperationId } from './admin-contracts.js'
 
 /* The admin API's types, each read from its operation's contract: nothing here is written twice. */
 
-/** A request body: whole, or a stream of bytes sent as it is read. */
-export type RequestBody = string | Uint8Array | AsyncIterable<Uint8Array>
+/** A request body: whole, a file (the console sends the one chosen), or a stream of bytes sent as it is read. */
+export type RequestBody = string | Uint8Array | Blob | AsyncIterable<Uint8Array>
 
 /** What operation `Id` answers with, as JSON (text, for `metrics`). */
 export type AdminAnswer<Id extends AdminOperationId> = JsonAnswerOf<AdminContractOf<Id>>

@@ -1,34 +1,17 @@
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
 import type { FastifyInstance } from 'fastify'
-import { sendStaticAsset, staticAsset } from '../http/static-asset.js'
+import { dataModule, type StaticAsset, sendStaticAsset, staticAsset } from '../http/static-asset.js'
+import * as consoleConstants from './console-constants.js'
 
-/** The console's files, shipped beside dist/ (tsc copies no file that is not TypeScript). */
-const CONSOLE_DIR = new URL('../../console/', import.meta.url)
+/** The page and its stylesheet, shipped beside dist/ (tsc copies no file that is not TypeScript). */
+const PAGE_DIR = new URL('../../console/', import.meta.url)
+/** The console's modules, as tsc compiles them from the TypeScript beside the page (console/tsconfig.json). */
+const MODULES_DIR = new URL('../console-browser/', import.meta.url)
 /** The admin client the CLI uses too, as compiled: the console loads it as it is. */
 const CLIENT_DIR = new URL('../admin-client/', import.meta.url)
-const FROM_CLIENT = new Set(['admin-client.js', 'admin-responses.js'])
+const FROM_CLIENT = ['admin-client.js', 'admin-responses.js']
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
-const FILES = {
-  'index.html': 'text/html; charset=utf-8',
-  'console.css': 'text/css; charset=utf-8',
-  // The shell, then a module per page and the two they are built from.
-  'console.js': JAVASCRIPT,
-  'overview.js': JAVASCRIPT,
-  'enterprises.js': JAVASCRIPT,
-  'endpoints.js': JAVASCRIPT,
-  'endpoint-form.js': JAVASCRIPT,
-  'receiver-check.js': JAVASCRIPT,
-  'recordings.js': JAVASCRIPT,
-  'recording-detail.js': JAVASCRIPT,
-  'deliveries.js': JAVASCRIPT,
-  'import.js': JAVASCRIPT,
-  'navigation.js': JAVASCRIPT,
-  'dom.js': JAVASCRIPT,
-  'admin-api.js': JAVASCRIPT,
-  'admin-client.js': JAVASCRIPT,
-  'admin-responses.js': JAVASCRIPT,
-} as const
 
 /**
  * The pages may run their own script and stylesheet and call this listener, nothing else: no inline
@@ -55,10 +38,7 @@ const CONTENT_SECURITY_POLICY = [
  * at startup rather than read (the admin operations' table, from the contracts), by name.
  */
 export function consoleAssets(app: FastifyInstance, mountPath: string, made: Record<string, string>): void {
-  const files = { ...FILES, ...Object.fromEntries(Object.keys(made).map((name) => [name, JAVASCRIPT])) }
-  for (const [name, contentType] of Object.entries(files)) {
-    const file = new URL(name, FROM_CLIENT.has(name) ? CLIENT_DIR : CONSOLE_DIR)
-    const asset = staticAsset(made[name] ?? readFileSync(file), contentType)
+  for (const [name, asset] of consoleFiles(made)) {
     const paths =
       name === 'index.html'
         ? [mountPath, `${mountPath}/`, `${mountPath}/index.html`]
@@ -67,4 +47,25 @@ export function consoleAssets(app: FastifyInstance, mountPath: string, made: Rec
       app.get(path, async (request, reply) => sendStaticAsset(request, reply, asset, CONTENT_SECURITY_POLICY))
     }
   }
+}
+
+/**
+ * The page, its stylesheet, and the modules it loads: the console's own, the admin client's, and those made
+ * at startup; among them the API's names and codes the pages use, as plain data (console-constants.ts).
+ */
+function consoleFiles(made: Record<string, string>): [string, StaticAsset][] {
+  const read = (dir: URL) => (name: string) => [name, readFileSync(new URL(name, dir))] as const
+  const modules = readdirSync(MODULES_DIR).filter((name) => name.endsWith('.js'))
+  const scripts = [
+    ...modules.map(read(MODULES_DIR)),
+    ...FROM_CLIENT.map(read(CLIENT_DIR)),
+    ['console-constants.js', dataModule(consoleConstants)] as const,
+    ...Object.entries(made),
+  ]
+  const pageFile = (name: string) => readFileSync(new URL(name, PAGE_DIR))
+  return [
+    ['index.html', staticAsset(pageFile('index.html'), 'text/html; charset=utf-8')],
+    ['console.css', staticAsset(pageFile('console.css'), 'text/css; charset=utf-8')],
+    ...scripts.map(([name, body]): [string, StaticAsset] => [name, staticAsset(body, JAVASCRIPT)]),
+  ]
 }

@@ -15,6 +15,13 @@ const MAX_DESCRIPTION_LENGTH = 500
 /** An endpoint's rate at most, deliveries a second. */
 const MAX_PER_SECOND = 10_000
 
+/** The bounds of an endpoint's fields, as its schemas check them (the console's form shows them too). */
+export const ENDPOINT_LIMITS = {
+  urlLength: MAX_URL_LENGTH,
+  descriptionLength: MAX_DESCRIPTION_LENGTH,
+  perSecond: MAX_PER_SECOND,
+} as const
+
 export const Url = Type.String({
   maxLength: MAX_URL_LENGTH,
   description:

@@ -17,6 +17,16 @@ export function staticAsset(body: Buffer | string, type: string): StaticAsset {
   }
 }
 
+/**
+ * A module of plain data, as a browser loads it: each value exported under its name, as JSON. The console
+ * loads tables made from the platform's own (whose modules import what a browser cannot) this way.
+ */
+export function dataModule(values: Record<string, unknown>): string {
+  return Object.entries(values)
+    .map(([name, value]) => `export const ${name} = ${JSON.stringify(value, null, 2)}\n`)
+    .join('')
+}
+
 /** Sends an asset under a content security policy, or 304 when the client holds this version. */
 export function sendStaticAsset(
   request: FastifyRequest,

@@ -1,12 +1,14 @@
 /*
- * Earshot's operator console: one static page, these ES modules and one stylesheet, served by the
- * platform's admin listener at /console (packages/platform/src/console/console-assets.ts). This module is
- * the shell: sign-in, the navigation bar and the hash routes; each page is a module of its own (overview.js,
- * enterprises.js, endpoints.js, recordings.js, deliveries.js, import.js) built from dom.js and admin-api.js.
+ * Earshot's operator console: one static page, these modules and one stylesheet, served by the platform's
+ * admin listener at /console (packages/platform/src/console/console-assets.ts). This module is the shell:
+ * sign-in, the navigation bar and the hash routes; each page is a module of its own (overview.ts,
+ * enterprises.ts, endpoints.ts, recordings.ts, deliveries.ts, import.ts) built from dom.ts and admin-api.ts.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
- * a build step, a dependency tree to keep current and a bundle to ship, for no feature the pages need.
+ * a dependency tree to keep current and a bundle to ship, for no feature the pages need. `tsc -b` compiles
+ * them as it compiles the rest (console/tsconfig.json), one ES module per file, no bundler: the browser
+ * loads them as they come out, and the admin API's calls are typed by its contracts.
  * Nothing is fetched from elsewhere (no CDN, no fonts), so the console works offline and its content
  * security policy allows this origin only; the one exception is media: the recordings page plays stored
  * audio from its signed link on the partner listener, another origin. Pages are built with DOM calls,
@@ -26,22 +28,39 @@ import { stopRefreshing } from './navigation.js'
 import { overview } from './overview.js'
 import { recordings } from './recordings.js'
 
-const main = document.getElementById('main')
-const nav = document.getElementById('nav')
-const signOutButton = document.getElementById('sign-out')
+/** An element of index.html. */
+function byId(id: string): HTMLElement {
+  const element = document.getElementById(id)
+  if (!element) throw new Error(`index.html has no #${id}`)
+  return element
+}
+
+const main = byId('main')
+const nav = byId('nav')
+const signOutButton = byId('sign-out')
 
 /** Bumped on every navigation: work started for a page that was left since then renders nothing. */
 let renderId = 0
 
 function route() {
   const hash = location.hash.startsWith('#/') ? location.hash.slice(2) : 'overview'
-  const [name, query = ''] = hash.split('?', 2)
+  const [name = '', query = ''] = hash.split('?', 2)
   return { name, params: new URLSearchParams(query) }
 }
 
-const pages = { overview, enterprises, endpoints, recordings, deliveries, import: importPage }
+/** A page: drawn in the view, from the parameters of its route; `current` is false once the operator left it. */
+type Page = (view: HTMLElement, params: URLSearchParams, current: () => boolean) => Promise<void> | void
 
-async function render() {
+const pages: Record<string, Page> = {
+  overview,
+  enterprises,
+  endpoints,
+  recordings,
+  deliveries,
+  import: importPage,
+}
+
+async function render(): Promise<void> {
   stopRefreshing()
   const id = ++renderId
   const current = () => id === renderId
@@ -62,7 +81,7 @@ async function render() {
   await done
 }
 
-function signOut(message) {
+function signOut(message: string): void {
   forgetToken()
   renderId++
   stopRefreshing()
@@ -71,11 +90,11 @@ function signOut(message) {
   signIn(message)
 }
 
-function notFound(view) {
+function notFound(view: HTMLElement): void {
   view.append(heading('No such page'), h('p', {}, h('a', { href: '#/overview' }, 'Go to the overview')))
 }
 
-function signIn(message) {
+function signIn(message?: string): void {
   document.title = 'Sign in · Earshot console'
   const alert = alertBox()
   if (message) alert.textContent = message

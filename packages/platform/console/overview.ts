@@ -1,5 +1,7 @@
 /** The overview page: the queue at a glance, push URLs by health, and the enterprises' numbers. */
 import { api } from './admin-api.js'
+import type { AdminAnswer, PushUrl } from './admin-client.js'
+import { COUNTED_STATES } from './console-constants.js'
 import {
   alertBox,
   badge,
@@ -14,7 +16,9 @@ import {
   table,
 } from './dom.js'
 
-export async function overview(view, _params, current) {
+type Overview = AdminAnswer<'overview'>
+
+export async function overview(view: HTMLElement, _params: URLSearchParams, current: () => boolean) {
   document.title = 'Overview · Earshot console'
   const alert = alertBox()
   const status = statusBox()
@@ -46,10 +50,10 @@ export async function overview(view, _params, current) {
   await load()
 }
 
-function overviewSections(data, reload, status) {
+function overviewSections(data: Overview, reload: () => Promise<void>, status: HTMLElement): HTMLElement[] {
   const { byState, confirmedInWindow } = data.deliveries
   const minutes = Math.round(data.windowSeconds / 60)
-  const stat = (value, text, href) =>
+  const stat = (value: string | number, text: string, href?: string) =>
     h(
       href ? 'a' : 'div',
       { class: 'stat', href },
@@ -57,8 +61,8 @@ function overviewSections(data, reload, status) {
       h('span', { class: 'stat-label' }, text),
     )
   const rate = data.push.successRate === null ? '—' : `${(data.push.successRate * 100).toFixed(1)}%`
-  const ms = (value) => (value === null ? '—' : `${value} ms`)
-  const stateStats = ['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'].map((state) =>
+  const ms = (value: number | null) => (value === null ? '—' : `${value} ms`)
+  const stateStats = COUNTED_STATES.map((state) =>
     stat(byState[state], stateLabel(state), `#/deliveries?state=${state}`),
   )
   return [
@@ -103,8 +107,16 @@ function overviewSections(data, reload, status) {
   ]
 }
 
-function endpointTable(endpoints, reload, status) {
-  const columns = ['Push URL', 'State', 'Last success', 'Consecutive failures', 'Enterprises', 'Why', '']
+function endpointTable(endpoints: readonly PushUrl[], reload: () => Promise<void>, status: HTMLElement) {
+  const columns = [
+    'Push URL',
+    'State',
+    'Last success',
+    'Consecutive failures',
+    'Enterprises',
+    'Why',
+    '',
+  ] as const
   return table(
     'Push URLs and their health',
     columns,

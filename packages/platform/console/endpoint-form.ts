@@ -1,26 +1,43 @@
 /** The endpoints page's form: adding an endpoint or changing one, each refusal shown beside its field. */
 import { api, Refusal } from './admin-api.js'
-import { alertBox, field, h, showError } from './dom.js'
+import type { Endpoint, EndpointChanges, NewEndpoint } from './admin-client.js'
+import { ENDPOINT_LIMITS, EVENT_TYPES, INVALID_PARAMETER } from './console-constants.js'
+import { type Attributes, alertBox, field, h, showError } from './dom.js'
 
-/** The event types an endpoint may be subscribed to, as the API names and orders them. */
-export const EVENT_TYPES = [
-  'recording.audio_ready',
-  'recording.transcript_ready',
-  'recording.deleted',
-  'recording.updated',
-]
-/** The refusal code of an invalid field: its message starts with the field's name. */
-const INVALID_PARAMETER = 4001
+/** What of the endpoints page the form reads and changes. */
+export interface EndpointEditing {
+  enterpriseId: number
+  status: HTMLElement
+  editor: HTMLElement
+  /** The endpoint being edited. */
+  editing: number | null
+  load(): Promise<void>
+}
 
-function formControls(prefix, endpoint) {
-  const input = (name, attributes) =>
+interface Controls {
+  url: HTMLInputElement
+  eventTypes: HTMLInputElement[]
+  description: HTMLInputElement
+  maxPerSecond: HTMLInputElement
+}
+
+/** Where a refusal of a field is shown, what is marked invalid, and what gets the focus. */
+interface FieldAlert {
+  alert: HTMLElement
+  control: HTMLElement
+  focus?: HTMLElement
+}
+type FieldAlerts = Record<string, FieldAlert>
+
+function formControls(prefix: string, endpoint: Endpoint | null): Controls {
+  const input = (name: string, attributes: Attributes) =>
     h('input', { id: `${prefix}-${name}`, name, spellcheck: 'false', ...attributes })
   return {
     url: input('url', {
       type: 'text',
       inputmode: 'url',
       required: true,
-      maxlength: '2048',
+      maxlength: String(ENDPOINT_LIMITS.urlLength),
       placeholder: 'https://partner.example/earshot',
       value: endpoint?.url ?? '',
     }),
@@ -33,11 +50,15 @@ function formControls(prefix, endpoint) {
         checked: endpoint ? endpoint.eventTypes.includes(type) : true,
       }),
     ),
-    description: input('description', { type: 'text', maxlength: '500', value: endpoint?.description ?? '' }),
+    description: input('description', {
+      type: 'text',
+      maxlength: String(ENDPOINT_LIMITS.descriptionLength),
+      value: endpoint?.description ?? '',
+    }),
     maxPerSecond: input('rate', {
       type: 'number',
       min: '1',
-      max: '10000',
+      max: String(ENDPOINT_LIMITS.perSecond),
       step: '1',
       inputmode: 'numeric',
       value: endpoint?.maxPerSecond ?? '',
@@ -49,16 +70,17 @@ function formControls(prefix, endpoint) {
  * The form that adds an endpoint (endpoint null) or changes one: URL, event types (all four checked for a
  * new one), description and rate. A refusal of a field is shown beside that field.
  */
-export function endpointForm(page, endpoint) {
+export function endpointForm(page: EndpointEditing, endpoint: Endpoint | null): HTMLFormElement {
   const prefix = endpoint ? 'edit-endpoint' : 'new-endpoint'
   const title = endpoint ? `Edit endpoint ${endpoint.endpointId}` : 'Add an endpoint'
   const controls = formControls(prefix, endpoint)
-  const errors = {}
-  const checked = (id, text, control, hint) => {
-    errors[control.name] = { alert: alertBox(), control }
-    errors[control.name].alert.id = `${id}-error`
+  const errors: FieldAlerts = {}
+  const checked = (id: string, text: string, control: HTMLInputElement, hint?: string) => {
+    const alert = alertBox()
+    errors[control.name] = { alert, control }
+    alert.id = `${id}-error`
     control.setAttribute('aria-describedby', [hint && `${id}-hint`, `${id}-error`].filter(Boolean).join(' '))
-    return h('div', {}, field(id, text, control, hint), errors[control.name].alert)
+    return h('div', {}, field(id, text, control, hint), alert)
   }
   const formAlert = alertBox()
   const submit = h('button', { type: 'submit', class: 'primary' }, endpoint ? 'Save' : 'Add')
@@ -103,7 +125,11 @@ export function endpointForm(page, endpoint) {
   return form
 }
 
-function eventTypeFieldset(prefix, boxes, errors) {
+function eventTypeFieldset(
+  prefix: string,
+  boxes: HTMLInputElement[],
+  errors: FieldAlerts,
+): HTMLFieldSetElement {
   const alert = alertBox()
   alert.id = `${prefix}-event-types-error`
   const fieldset = h(
@@ -119,55 +145,73 @@ function eventTypeFieldset(prefix, boxes, errors) {
   return fieldset
 }
 
-/** What the form says, as the API takes it: for a change, only the fields that differ from the endpoint. */
-function formBody(controls, endpoint) {
+/** What the form says, as the API takes it. */
+function formValues(controls: Controls) {
   const rateText = controls.maxPerSecond.value.trim()
-  const values = {
+  return {
     url: controls.url.value.trim(),
-    eventTypes: controls.eventTypes.filter((box) => box.checked).map((box) => box.value),
+    // The boxes are the event types', in their order.
+    eventTypes: EVENT_TYPES.filter((_, i) => controls.eventTypes[i]?.checked),
     description: controls.description.value,
     maxPerSecond: rateText === '' ? null : Number(rateText),
   }
-  if (!endpoint) {
-    const { description, maxPerSecond, ...body } = values
-    return { ...body, ...(description && { description }), ...(maxPerSecond !== null && { maxPerSecond }) }
-  }
-  const same = (name) => JSON.stringify(values[name]) === JSON.stringify(endpoint[name])
-  // The checkboxes are in the API's order, as the endpoint's event types are.
-  return Object.fromEntries(Object.entries(values).filter(([name]) => !same(name)))
 }
 
-async function submitEndpoint(page, endpoint, controls, { errors, formAlert }) {
+/** A new endpoint: what the form says, an empty description or rate left out. */
+function newEndpoint(controls: Controls): NewEndpoint {
+  const { description, maxPerSecond, ...body } = formValues(controls)
+  return { ...body, ...(description && { description }), ...(maxPerSecond !== null && { maxPerSecond }) }
+}
+
+/** A change: the fields of the form that differ from the endpoint. */
+function endpointChanges(controls: Controls, endpoint: Endpoint): EndpointChanges {
+  const values = formValues(controls)
+  // The checkboxes are in the API's order, as the endpoint's event types are.
+  const same = (name: keyof typeof values) => JSON.stringify(values[name]) === JSON.stringify(endpoint[name])
+  return Object.fromEntries(Object.entries(values).filter(([name]) => !same(name as keyof typeof values)))
+}
+
+async function submitEndpoint(
+  page: EndpointEditing,
+  endpoint: Endpoint | null,
+  controls: Controls,
+  { errors, formAlert }: { errors: FieldAlerts; formAlert: HTMLElement },
+): Promise<void> {
   formAlert.replaceChildren()
   for (const { alert, control } of Object.values(errors)) {
     alert.replaceChildren()
     control.removeAttribute('aria-invalid')
   }
-  const body = formBody(controls, endpoint)
   try {
-    if (endpoint) {
-      if (Object.keys(body).length > 0) {
-        const params = { enterpriseId: page.enterpriseId, endpointId: endpoint.endpointId }
-        await api('updateEndpoint', { params, body })
-      }
-      closeEditor(page)
-      page.status.textContent = `Endpoint ${endpoint.endpointId} ${Object.keys(body).length > 0 ? 'saved' : 'is unchanged'}.`
-    } else {
-      const added = await api('addEndpoint', { params: { enterpriseId: page.enterpriseId }, body })
-      controls.url.value = ''
-      controls.description.value = ''
-      controls.maxPerSecond.value = ''
-      for (const box of controls.eventTypes) box.checked = true
-      page.status.textContent = `Endpoint ${added.endpointId} added: it gets ${added.eventTypes.join(', ')} at ${added.url}.`
-    }
+    if (endpoint) await saveChanges(page, endpoint, endpointChanges(controls, endpoint))
+    else await addEndpoint(page, controls, newEndpoint(controls))
     await page.load()
   } catch (error) {
     showFieldError(error, errors, formAlert)
   }
 }
 
+async function saveChanges(page: EndpointEditing, endpoint: Endpoint, body: EndpointChanges): Promise<void> {
+  const changed = Object.keys(body).length > 0
+  if (changed) {
+    const params = { enterpriseId: page.enterpriseId, endpointId: endpoint.endpointId }
+    await api('updateEndpoint', { params, body })
+  }
+  closeEditor(page)
+  page.status.textContent = `Endpoint ${endpoint.endpointId} ${changed ? 'saved' : 'is unchanged'}.`
+}
+
+async function addEndpoint(page: EndpointEditing, controls: Controls, body: NewEndpoint): Promise<void> {
+  const added = await api('addEndpoint', { params: { enterpriseId: page.enterpriseId }, body })
+  controls.url.value = ''
+  controls.description.value = ''
+  controls.maxPerSecond.value = ''
+  for (const box of controls.eventTypes) box.checked = true
+  page.status.textContent = `Endpoint ${added.endpointId} added: it gets ${added.eventTypes.join(', ')} at ${added.url}.`
+}
+
 /** A refusal of one field beside it (its message starts with the field's name), any other in the form's alert. */
-function showFieldError(error, errors, formAlert) {
+function showFieldError(error: unknown, errors: FieldAlerts, formAlert: HTMLElement) {
   const name =
     error instanceof Refusal && error.code === INVALID_PARAMETER && /^([A-Za-z]+)\b/.exec(error.msg)?.[1]
   const target = name && errors[name]
@@ -177,7 +221,7 @@ function showFieldError(error, errors, formAlert) {
   ;(target.focus ?? target.control).focus()
 }
 
-export function openEditor(page, e) {
+export function openEditor(page: EndpointEditing, e: Endpoint): void {
   page.editing = e.endpointId
   const title = h('h2', { id: 'endpoint-editor-heading', tabindex: '-1' }, `Edit endpoint ${e.endpointId}`)
   page.editor.replaceChildren(title, endpointForm(page, e))
@@ -185,7 +229,7 @@ export function openEditor(page, e) {
   page.editor.querySelector('input')?.focus()
 }
 
-export function closeEditor(page) {
+export function closeEditor(page: EndpointEditing): void {
   const id = page.editing
   page.editing = null
   page.editor.hidden = true

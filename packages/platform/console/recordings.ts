@@ -1,45 +1,70 @@
 /** The recordings page: an enterprise's recordings by audioId or device, each one's parts, its audio played and uploaded. */
 import { enterpriseOptions, withClient } from './admin-api.js'
+import type { Enterprise, RecordingQuery } from './admin-client.js'
 import { alertBox, cell, count, enterpriseSelect, field, h, heading, showError, stamp, table } from './dom.js'
 import { navigate } from './navigation.js'
-import { drawRecording, duration, fetchRecording, partBadges, uploadForm } from './recording-detail.js'
+import {
+  drawRecording,
+  duration,
+  fetchRecording,
+  partBadges,
+  type RecordingItem,
+  type RecordingView,
+  uploadForm,
+} from './recording-detail.js'
 
 const PAGE_SIZE = 20
 
-export async function recordings(view, params, current) {
+interface RecordingsPage extends RecordingView {
+  /** The filter as the page's address has it. */
+  filter: URLSearchParams
+  /** The page of the list shown, from 1. */
+  number: number
+  alert: HTMLElement
+  summary: HTMLElement
+  listing: HTMLElement
+  pager: HTMLElement
+  detail: HTMLElement
+  /** The list and the detail beside it. */
+  layout: HTMLElement
+}
+
+export async function recordings(view: HTMLElement, params: URLSearchParams, current: () => boolean) {
   document.title = 'Recordings · Earshot console'
   const filter = new URLSearchParams()
   for (const name of ['enterpriseId', 'audioId', 'deviceUid']) {
     const value = params.get(name)?.trim()
     if (value) filter.set(name, value)
   }
-  const page = {
+  const summary = h('p', { class: 'muted', 'aria-live': 'polite' })
+  const listing = h('div', { class: 'listing' })
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Pages of recordings', hidden: true })
+  const detail = h('section', {
+    id: 'recording-detail',
+    class: 'card recording-detail',
+    'aria-labelledby': 'recording-heading',
+    hidden: true,
+  })
+  const page: RecordingsPage = {
     filter,
     current,
     enterpriseId: Number(filter.get('enterpriseId')),
-    /** The page of the list shown, from 1. */
     number: 1,
     alert: alertBox(),
-    summary: h('p', { class: 'muted', 'aria-live': 'polite' }),
-    listing: h('div', { class: 'listing' }),
-    pager: h('nav', { class: 'pager', 'aria-label': 'Pages of recordings', hidden: true }),
-    detail: h('section', {
-      id: 'recording-detail',
-      class: 'card recording-detail',
-      'aria-labelledby': 'recording-heading',
-      hidden: true,
-    }),
-    /** The audioId of the recording whose detail is open, and the part of the detail drawn again. */
+    summary,
+    listing,
+    pager,
+    detail,
     openId: null,
     detailBody: h('div'),
+    layout: h(
+      'div',
+      { class: 'recordings-layout' },
+      h('div', { class: 'recordings-list' }, summary, listing, pager),
+      detail,
+    ),
+    load: () => loadRecordings(page),
   }
-  page.load = () => loadRecordings(page)
-  page.layout = h(
-    'div',
-    { class: 'recordings-layout' },
-    h('div', { class: 'recordings-list' }, page.summary, page.listing, page.pager),
-    page.detail,
-  )
   // The heading first: the shell focuses it as soon as the page starts.
   view.append(heading('Recordings'))
   view.append(await filterForm(filter, current), page.alert, page.layout)
@@ -50,8 +75,8 @@ export async function recordings(view, params, current) {
   await page.load()
 }
 
-async function filterForm(filter, current) {
-  let list = []
+async function filterForm(filter: URLSearchParams, current: () => boolean): Promise<HTMLFormElement> {
+  let list: Enterprise[] = []
   const alert = alertBox()
   try {
     list = await enterpriseOptions()
@@ -59,7 +84,7 @@ async function filterForm(filter, current) {
     if (current()) showError(alert, error)
   }
   const enterprise = enterpriseSelect('recordings-enterprise', list, filter.get('enterpriseId'))
-  const text = (id, name) =>
+  const text = (id: string, name: string) =>
     h('input', { id, name, type: 'text', value: filter.get(name) ?? '', spellcheck: 'false' })
   const audioId = text('recordings-audio-id', 'audioId')
   const deviceUid = text('recordings-device', 'deviceUid')
@@ -102,10 +127,11 @@ async function filterForm(filter, current) {
 }
 
 /** Lists the page of recordings shown, newest first, keeping the focus where it was. */
-async function loadRecordings(page) {
-  const query = { page: page.number, size: PAGE_SIZE }
-  for (const name of ['audioId', 'deviceUid']) {
-    if (page.filter.has(name)) query[name] = page.filter.get(name)
+async function loadRecordings(page: RecordingsPage): Promise<void> {
+  const query: RecordingQuery = { page: page.number, size: PAGE_SIZE }
+  for (const name of ['audioId', 'deviceUid'] as const) {
+    const value = page.filter.get(name)
+    if (value !== null) query[name] = value
   }
   try {
     const answer = await withClient((client) => client.listRecordings(page.enterpriseId, query))
@@ -121,20 +147,25 @@ async function loadRecordings(page) {
 }
 
 /** Focuses the element of that id drawn again, or the other pager button when it is now disabled. */
-function refocus(id) {
+function refocus(id: string) {
   const element = document.getElementById(id)
-  if (element && !element.disabled) return element.focus()
-  const other = { 'page-newer': 'page-older', 'page-older': 'page-newer' }[id]
+  if (element && !('disabled' in element && element.disabled)) return element.focus()
+  const other = OTHER_PAGER_BUTTON[id]
   if (other) document.getElementById(other)?.focus()
 }
 
-function renderPager(page, total) {
+const OTHER_PAGER_BUTTON: Record<string, string | undefined> = {
+  'page-newer': 'page-older',
+  'page-older': 'page-newer',
+}
+
+function renderPager(page: RecordingsPage, total: number): void {
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE))
   page.summary.textContent =
     total === 0
       ? ''
       : `${count(total, 'recording')}, newest first: page ${page.number} of ${pages}, ${PAGE_SIZE} a page.`
-  const turn = (step) => () => {
+  const turn = (step: number) => () => {
     page.number += step
     page.load()
   }
@@ -154,15 +185,18 @@ function renderPager(page, total) {
   )
 }
 
-const COLUMNS = ['Audio ID', 'Recorded', 'Device', 'Title', 'Parts', 'Duration', '']
+const COLUMNS = ['Audio ID', 'Recorded', 'Device', 'Title', 'Parts', 'Duration', ''] as const
 
-function recordingTable(page, items) {
+function recordingTable(page: RecordingsPage, items: readonly RecordingItem[]): HTMLElement {
   if (items.length === 0) return h('p', {}, 'No recording matches.')
   return table(
     'Recordings, newest first',
     COLUMNS,
     items.map(({ audioId, data }) => {
-      const byDevice = new URLSearchParams({ enterpriseId: page.enterpriseId, deviceUid: data.deviceUid })
+      const byDevice = new URLSearchParams({
+        enterpriseId: String(page.enterpriseId),
+        deviceUid: data.deviceUid,
+      })
       const length = data.recordDuration ?? data.durationMs
       return h(
         'tr',
@@ -202,7 +236,7 @@ function recordingTable(page, items) {
   )
 }
 
-async function openRecording(page, audioId) {
+async function openRecording(page: RecordingsPage, audioId: string): Promise<void> {
   page.alert.replaceChildren()
   try {
     const item = await fetchRecording(page, audioId)
@@ -233,20 +267,20 @@ async function openRecording(page, audioId) {
   }
 }
 
-function closeRecording(page) {
+function closeRecording(page: RecordingsPage): void {
   const audioId = page.openId
   page.openId = null
   page.detail.hidden = true
   page.detail.replaceChildren()
   page.layout.classList.remove('with-detail')
   markOpen(page)
-  for (const row of page.listing.querySelectorAll('tr[data-audio-id]')) {
+  for (const row of page.listing.querySelectorAll<HTMLTableRowElement>('tr[data-audio-id]')) {
     if (row.dataset.audioId === audioId) row.querySelector('button')?.focus()
   }
 }
 
-function markOpen(page) {
-  for (const row of page.listing.querySelectorAll('tr[data-audio-id]')) {
+function markOpen(page: RecordingsPage): void {
+  for (const row of page.listing.querySelectorAll<HTMLTableRowElement>('tr[data-audio-id]')) {
     if (row.dataset.audioId === page.openId) row.setAttribute('aria-current', 'true')
     else row.removeAttribute('aria-current')
   }

@@ -3,6 +3,7 @@
  * endpoints a link away.
  */
 import { api, enterpriseOptions } from './admin-api.js'
+import type { Enterprise } from './admin-client.js'
 import {
   alertBox,
   badge,
@@ -14,37 +15,47 @@ import {
   label,
   showError,
   stamp,
+  stampText,
   statusBox,
   table,
 } from './dom.js'
 
-export async function enterprises(view, _params, current) {
+interface EnterprisesPage {
+  alert: HTMLElement
+  status: HTMLElement
+  secretPanel: HTMLElement
+  listing: HTMLElement
+  load(): Promise<void>
+  /** Runs an action of a row, then lists again; its failure goes to the page's alert. */
+  act(work: () => Promise<void>): Promise<void>
+}
+
+export async function enterprises(view: HTMLElement, _params: URLSearchParams, current: () => boolean) {
   document.title = 'Enterprises · Earshot console'
-  const page = {
+  const page: EnterprisesPage = {
     alert: alertBox(),
     status: statusBox(),
     secretPanel: h('div', { class: 'secret-panel', hidden: true }),
     listing: h('div'),
-  }
-  page.load = async () => {
-    try {
-      const list = await enterpriseOptions()
-      if (!current()) return
-      page.listing.replaceChildren(enterpriseTable(page, list))
-    } catch (error) {
-      if (current()) showError(page.alert, error)
-    }
-  }
-  /** Runs an action of a row, then lists again; its failure goes to the page's alert. */
-  page.act = async (work) => {
-    page.alert.replaceChildren()
-    page.status.replaceChildren()
-    try {
-      await work()
-      await page.load()
-    } catch (error) {
-      showError(page.alert, error)
-    }
+    load: async () => {
+      try {
+        const list = await enterpriseOptions()
+        if (!current()) return
+        page.listing.replaceChildren(enterpriseTable(page, list))
+      } catch (error) {
+        if (current()) showError(page.alert, error)
+      }
+    },
+    act: async (work) => {
+      page.alert.replaceChildren()
+      page.status.replaceChildren()
+      try {
+        await work()
+        await page.load()
+      } catch (error) {
+        showError(page.alert, error)
+      }
+    },
   }
   view.append(
     heading('Enterprises'),
@@ -58,7 +69,7 @@ export async function enterprises(view, _params, current) {
 }
 
 /** The form that creates an enterprise and shows its secret once. */
-function createForm(page) {
+function createForm(page: EnterprisesPage): HTMLFormElement {
   const name = h('input', { id: 'new-name', name: 'name', type: 'text', required: true, maxlength: '200' })
   const pushUrl = h('input', {
     id: 'new-push-url',
@@ -102,7 +113,11 @@ function createForm(page) {
 }
 
 /** The secret of a created enterprise or a rotated key, shown this once with a copy button. */
-function showSecret(panel, title, credentials) {
+function showSecret(
+  panel: HTMLElement,
+  title: string,
+  credentials: { secret: string; keyVersion: number },
+): void {
   const output = h('input', {
     id: 'secret',
     type: 'text',
@@ -161,9 +176,9 @@ function showSecret(panel, title, credentials) {
   output.select()
 }
 
-function enterpriseTable(page, list) {
+function enterpriseTable(page: EnterprisesPage, list: readonly Enterprise[]): HTMLElement {
   if (list.length === 0) return h('p', {}, 'No enterprise yet.')
-  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'issuedAt', 'Created', 'Actions']
+  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'issuedAt', 'Created', 'Actions'] as const
   return table(
     'Enterprises',
     columns,
@@ -193,7 +208,7 @@ function enterpriseTable(page, list) {
   )
 }
 
-function enterpriseActions(page, e) {
+function enterpriseActions(page: EnterprisesPage, e: Enterprise): HTMLDivElement {
   return h(
     'div',
     { class: 'row-actions' },
@@ -205,11 +220,11 @@ function enterpriseActions(page, e) {
 }
 
 /** The endpoints page of an enterprise: its push endpoints, their event types, rates and deliveries. */
-function endpointsLink(e) {
+function endpointsLink(e: Enterprise): HTMLAnchorElement {
   return h(
     'a',
     {
-      href: `#/endpoints?${new URLSearchParams({ enterpriseId: e.enterpriseId })}`,
+      href: `#/endpoints?${new URLSearchParams({ enterpriseId: String(e.enterpriseId) })}`,
       class: 'button',
       'aria-label': `Endpoints of enterprise ${e.enterpriseId}`,
     },
@@ -221,7 +236,7 @@ function endpointsLink(e) {
  * The push URL of an enterprise: set, changed or cleared in place. It is the one-endpoint shorthand: the
  * enterprise's endpoints become this one, for every event type (the others are removed).
  */
-function pushUrlForm(page, e) {
+function pushUrlForm(page: EnterprisesPage, e: Enterprise): HTMLDetailsElement {
   const inputId = `push-url-${e.enterpriseId}`
   const input = h('input', {
     id: inputId,
@@ -233,7 +248,7 @@ function pushUrlForm(page, e) {
     spellcheck: 'false',
   })
   const formAlert = alertBox()
-  const setUrl = (pushUrl) => async () => {
+  const setUrl = (pushUrl: string | null) => async () => {
     formAlert.replaceChildren()
     try {
       await api('setPushUrl', { params: { enterpriseId: e.enterpriseId }, body: { pushUrl } })
@@ -279,7 +294,7 @@ function pushUrlForm(page, e) {
 }
 
 /** Whether the enterprise's sealed requests must carry issuedAt; changed at once, on every instance within 1 s. */
-function issuedAtToggle(page, e) {
+function issuedAtToggle(page: EnterprisesPage, e: Enterprise): HTMLLabelElement {
   const id = `require-issued-at-${e.enterpriseId}`
   const toggle = h('input', {
     id,
@@ -300,7 +315,7 @@ function issuedAtToggle(page, e) {
   return h('label', { for: id, class: 'toggle' }, toggle, ' Required')
 }
 
-function rotateButton(page, e) {
+function rotateButton(page: EnterprisesPage, e: Enterprise): HTMLButtonElement {
   return h(
     'button',
     {
@@ -310,14 +325,14 @@ function rotateButton(page, e) {
         page.act(async () => {
           const rotated = await api('rotateKey', { params: { enterpriseId: e.enterpriseId } })
           showSecret(page.secretPanel, `Enterprise ${e.enterpriseId}: new key`, rotated)
-          page.status.textContent = `Key version ${rotated.previousKeyVersion} stays valid until ${stamp(rotated.previousKeyRetiresAt).textContent}.`
+          page.status.textContent = `Key version ${rotated.previousKeyVersion} stays valid until ${stampText(rotated.previousKeyRetiresAt)}.`
         }),
     },
     'Rotate key',
   )
 }
 
-function disableButton(page, e) {
+function disableButton(page: EnterprisesPage, e: Enterprise): HTMLButtonElement {
   return h(
     'button',
     {

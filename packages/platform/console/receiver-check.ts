@@ -1,11 +1,12 @@
 /** The receiver check of an endpoint's URL, run from its row, and its report: each item, what came back. */
 import { api } from './admin-api.js'
+import type { CheckItem, ReceiverCheckReport } from './admin-client.js'
 import { badge, cell, h, showError, table } from './dom.js'
 
-const COLUMNS = ['Verdict', 'Item', 'Expected', 'What came back']
+const COLUMNS = ['Verdict', 'Item', 'Expected', 'What came back'] as const
 
 /** The card the report is drawn in, below the endpoints. */
-export function checkCard() {
+export function checkCard(): HTMLElement {
   return h('section', {
     id: 'receiver-check',
     class: 'card',
@@ -16,7 +17,11 @@ export function checkCard() {
 }
 
 /** Runs the check against the endpoint's URL; the card says it runs, then holds the report or the refusal. */
-export async function runCheck(card, enterpriseId, endpoint) {
+export async function runCheck(
+  card: HTMLElement,
+  enterpriseId: number,
+  endpoint: { url: string },
+): Promise<void> {
   card.hidden = false
   card.replaceChildren(
     h('h2', { id: 'receiver-check-heading' }, `Checking ${endpoint.url}`),
@@ -37,10 +42,10 @@ export async function runCheck(card, enterpriseId, endpoint) {
       alert,
     )
   }
-  card.querySelector('#receiver-check-heading')?.focus()
+  card.querySelector<HTMLElement>('#receiver-check-heading')?.focus()
 }
 
-function drawReport(card, report) {
+function drawReport(card: HTMLElement, report: ReceiverCheckReport): void {
   const failed = report.items.filter((item) => !item.passed && item.severity === 'failure')
   const verdict = report.passed
     ? `Passed: the receiver follows the protocol (sealed with key version ${report.keyVersion}).`
@@ -65,7 +70,7 @@ function drawReport(card, report) {
   )
 }
 
-function itemVerdict(item) {
+function itemVerdict(item: CheckItem): string {
   if (item.passed) return 'passed'
   return item.severity === 'warning' ? 'warning' : 'failed'
 }

@@ -1,6 +1,7 @@
 /** The endpoints page: an enterprise's push endpoints, added, changed, held, removed, each one's recent deliveries. */
 import { api, enterpriseOptions, Refusal } from './admin-api.js'
-import { MOVING, timeline } from './deliveries.js'
+import type { Endpoint, EndpointDetail, Enterprise } from './admin-client.js'
+import { EVENT_TYPES, MOVING_STATES } from './console-constants.js'
 import {
   alertBox,
   badge,
@@ -12,21 +13,34 @@ import {
   h,
   heading,
   showError,
-  stamp,
   statusBox,
   table,
 } from './dom.js'
-import { closeEditor, EVENT_TYPES, endpointForm, openEditor } from './endpoint-form.js'
+import {
+  closeDetail,
+  type DetailView,
+  drawDetail,
+  enabledBadge,
+  openDetail,
+  rate,
+} from './endpoint-detail.js'
+import { closeEditor, type EndpointEditing, endpointForm, openEditor } from './endpoint-form.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 import { checkCard, runCheck } from './receiver-check.js'
 
 /** While a delivery in the open endpoint's detail may still move on its own, the page refreshes this often. */
 const LIVE_REFRESH_MS = 1000
 
-export async function endpoints(view, params, current) {
+interface EndpointsPage extends EndpointEditing, DetailView {
+  current: () => boolean
+  /** The receiver check's card. */
+  check: HTMLElement
+}
+
+export async function endpoints(view: HTMLElement, params: URLSearchParams, current: () => boolean) {
   document.title = 'Endpoints · Earshot console'
   const enterpriseId = params.get('enterpriseId')?.trim() ?? ''
-  const page = {
+  const page: EndpointsPage = {
     enterpriseId: Number(enterpriseId),
     current,
     alert: alertBox(),
@@ -45,14 +59,12 @@ export async function endpoints(view, params, current) {
       'aria-labelledby': 'endpoint-heading',
       hidden: true,
     }),
-    /** The endpoint being edited; the one whose detail is open, its deliveries whose attempts are open. */
     editing: null,
     openId: null,
     openDeliveries: new Set(),
-    /** The list and the detail as last drawn, so that a refresh redraws only what changed. */
     shown: { list: '', detail: '' },
+    load: () => loadEndpoints(page),
   }
-  page.load = () => loadEndpoints(page)
   // The heading first: the shell focuses it as soon as the page starts.
   view.append(heading('Endpoints'))
   const list = await enterprisesOrAlert(page)
@@ -79,7 +91,7 @@ export async function endpoints(view, params, current) {
   await page.load()
 }
 
-async function enterprisesOrAlert(page) {
+async function enterprisesOrAlert(page: EndpointsPage): Promise<Enterprise[]> {
   try {
     return await enterpriseOptions()
   } catch (error) {
@@ -88,7 +100,7 @@ async function enterprisesOrAlert(page) {
   }
 }
 
-function chooser(list, enterpriseId) {
+function chooser(list: Enterprise[], enterpriseId: string): HTMLFormElement {
   const enterprise = enterpriseSelect('endpoints-enterprise', list, enterpriseId)
   return h(
     'form',
@@ -109,7 +121,7 @@ function chooser(list, enterpriseId) {
  * Lists the enterprise's endpoints and draws the open one's detail again, each only when it changed (the
  * focus stays where it was); while a delivery of the open endpoint may still move, it refreshes itself.
  */
-async function loadEndpoints(page) {
+async function loadEndpoints(page: EndpointsPage): Promise<void> {
   stopRefreshing()
   const enterpriseId = page.enterpriseId
   try {
@@ -127,7 +139,7 @@ async function loadEndpoints(page) {
     if (shown) drawDetail(page, shown)
     else if (page.openId !== null) closeDetail(page)
     if (focused && document.activeElement?.id !== focused) document.getElementById(focused)?.focus()
-    if (shown?.recentDeliveries.some((d) => MOVING.includes(d.state))) {
+    if (shown?.recentDeliveries.some((d) => MOVING_STATES.includes(d.state))) {
       refreshLater(page.load, LIVE_REFRESH_MS)
     }
   } catch (error) {
@@ -136,7 +148,7 @@ async function loadEndpoints(page) {
 }
 
 /** The endpoint and its recent deliveries, or undefined once it is gone. */
-async function showEndpoint(page, endpointId) {
+async function showEndpoint(page: EndpointsPage, endpointId: number): Promise<EndpointDetail | undefined> {
   try {
     return await api('showEndpoint', { params: { enterpriseId: page.enterpriseId, endpointId } })
   } catch (error) {
@@ -146,7 +158,7 @@ async function showEndpoint(page, endpointId) {
 }
 
 /** Runs an action of a row, then lists again; its failure goes to the page's alert. */
-async function act(page, work) {
+async function act(page: EndpointsPage, work: () => Promise<void>): Promise<void> {
   page.alert.replaceChildren()
   page.status.replaceChildren()
   try {
@@ -157,9 +169,19 @@ async function act(page, work) {
   }
 }
 
-const COLUMNS = ['ID', 'URL', 'Event types', 'Description', 'Enabled', 'Rate', 'Health', 'Waiting', '']
+const COLUMNS = [
+  'ID',
+  'URL',
+  'Event types',
+  'Description',
+  'Enabled',
+  'Rate',
+  'Health',
+  'Waiting',
+  '',
+] as const
 
-function endpointTable(page, list) {
+function endpointTable(page: EndpointsPage, list: readonly Endpoint[]): HTMLElement {
   if (list.length === 0) return h('p', {}, 'No endpoint yet: this enterprise pushes nowhere.')
   return table(
     'Push endpoints, in the order they were added',
@@ -187,7 +209,7 @@ function endpointTable(page, list) {
 }
 
 /** The four event types, each shown checked or not, as the form's checkboxes are. */
-function eventTypeList(e) {
+function eventTypeList(e: Endpoint): HTMLUListElement {
   return h(
     'ul',
     { class: 'event-types', 'aria-label': `Event types of endpoint ${e.endpointId}` },
@@ -204,15 +226,9 @@ function eventTypeList(e) {
   )
 }
 
-const enabledBadge = (e) =>
-  h('span', { class: `badge state-${e.enabled ? 'active' : 'held'}` }, e.enabled ? 'enabled' : 'disabled')
-
-const rate = (maxPerSecond) =>
-  maxPerSecond === null ? h('span', { class: 'muted' }, 'no limit') : `${maxPerSecond} / s`
-
-function endpointActions(page, e) {
+function endpointActions(page: EndpointsPage, e: Endpoint): HTMLDivElement {
   const id = e.endpointId
-  const button = (suffix, text, label, onclick, className) =>
+  const button = (suffix: string, text: string, label: string, onclick: () => unknown, className?: string) =>
     h(
       'button',
       { type: 'button', id: `endpoint-${id}-${suffix}`, class: className, 'aria-label': label, onclick },
@@ -254,7 +270,7 @@ function endpointActions(page, e) {
   )
 }
 
-function setEnabled(page, e, enabled) {
+function setEnabled(page: EndpointsPage, e: Endpoint, enabled: boolean): Promise<void> {
   return act(page, async () => {
     await api('updateEndpoint', {
       params: { enterpriseId: page.enterpriseId, endpointId: e.endpointId },
@@ -267,7 +283,7 @@ function setEnabled(page, e, enabled) {
 }
 
 /** Enables an endpoint and cancels what it held meanwhile (and what is queued behind it), after asking. */
-async function enableDiscardingHeld(page, e) {
+async function enableDiscardingHeld(page: EndpointsPage, e: Endpoint): Promise<void> {
   const confirmed = await confirmDialog({
     title: `Enable endpoint ${e.endpointId} and discard what it held?`,
     message:
@@ -286,7 +302,7 @@ async function enableDiscardingHeld(page, e) {
   })
 }
 
-async function removeEndpoint(page, e) {
+async function removeEndpoint(page: EndpointsPage, e: Endpoint): Promise<void> {
   const confirmed = await confirmDialog({
     title: `Remove endpoint ${e.endpointId}?`,
     message:
@@ -304,95 +320,4 @@ async function removeEndpoint(page, e) {
     if (page.openId === e.endpointId) closeDetail(page)
     page.status.textContent = `Endpoint ${e.endpointId} removed: ${count(cancelled, 'delivery', 'deliveries')} not yet confirmed cancelled.`
   })
-}
-
-/** The controls of the endpoint form, with an alert region for each field's refusals. */
-async function openDetail(page, endpointId) {
-  page.alert.replaceChildren()
-  page.openId = endpointId
-  page.openDeliveries.clear()
-  page.shown.detail = ''
-  page.shown.list = ''
-  await page.load()
-  if (page.openId === endpointId) document.getElementById('endpoint-heading')?.focus()
-}
-
-function closeDetail(page) {
-  const id = page.openId
-  page.openId = null
-  page.detail.hidden = true
-  page.detail.replaceChildren()
-  page.shown.list = ''
-  for (const row of page.listing.querySelectorAll('tr[data-endpoint-id]')) row.removeAttribute('aria-current')
-  document.getElementById(`endpoint-${id}-open`)?.focus()
-}
-
-/** The open endpoint: its settings and health, and its recent deliveries, each with its attempts. */
-function drawDetail(page, { endpoint, recentDeliveries }) {
-  const fingerprint = JSON.stringify({ endpoint, recentDeliveries })
-  if (fingerprint === page.shown.detail) return
-  page.shown.detail = fingerprint
-  const e = endpoint
-  const facts = [
-    ['URL', h('span', { class: 'url' }, e.url)],
-    ['Description', e.description || '—'],
-    ['Event types', e.eventTypes.join(', ')],
-    ['Enabled', enabledBadge(e)],
-    ['Rate', rate(e.maxPerSecond)],
-    ['Added', stamp(e.createdAt)],
-    ['Health', badge(e.health.state)],
-    ['Why', e.health.reason ?? '—'],
-    ['Last success', stamp(e.health.lastSuccessAt)],
-    ['Last failure', stamp(e.health.lastFailureAt)],
-    ['Waiting', String(e.waiting)],
-  ]
-  page.detail.replaceChildren(
-    h(
-      'div',
-      { class: 'title-row' },
-      h('h2', { id: 'endpoint-heading', tabindex: '-1' }, `Endpoint ${e.endpointId}`),
-      h('button', { type: 'button', id: 'endpoint-detail-refresh', onclick: () => page.load() }, 'Refresh'),
-      h('button', { type: 'button', class: 'quiet', onclick: () => closeDetail(page) }, 'Close'),
-    ),
-    h(
-      'dl',
-      { class: 'facts' },
-      facts.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
-    ),
-    h('h3', { id: 'recent-deliveries-heading' }, 'Recent deliveries'),
-    recentList(page, recentDeliveries),
-  )
-  page.detail.hidden = false
-}
-
-function recentList(page, deliveries) {
-  if (deliveries.length === 0) return h('p', { class: 'muted' }, 'No delivery to this endpoint yet.')
-  return h(
-    'ul',
-    { class: 'recent-deliveries', 'aria-labelledby': 'recent-deliveries-heading' },
-    deliveries.map((d) => {
-      const details = h(
-        'details',
-        {
-          id: `endpoint-delivery-${d.deliveryId}`,
-          open: page.openDeliveries.has(d.deliveryId),
-          ontoggle: () => {
-            if (details.open) page.openDeliveries.add(d.deliveryId)
-            else page.openDeliveries.delete(d.deliveryId)
-          },
-        },
-        h(
-          'summary',
-          { id: `endpoint-delivery-${d.deliveryId}-summary` },
-          `Delivery ${d.deliveryId} · ${d.eventType.replace('recording.', '')} · `,
-          h('span', { class: 'mono' }, d.audioId),
-          ' · ',
-          badge(d.state),
-          ` · ${count(d.attempts.length, 'attempt')}`,
-        ),
-        timeline(d),
-      )
-      return h('li', {}, details)
-    }),
-  )
 }

@@ -1,8 +1,22 @@
 /** The import page: a JSON Lines file sent to the admin API, its progress and its refused lines. */
 import { adminClient, enterpriseOptions, Refusal, unauthorized } from './admin-api.js'
+import type { Enterprise, ImportLine } from './admin-client.js'
 import { alertBox, count, enterpriseSelect, field, h, heading, showError, statusBox } from './dom.js'
 
-export async function importPage(view, params, current) {
+/** The controls of the import form, and where its progress and outcome are shown. */
+interface ImportForm {
+  alert: HTMLElement
+  enterprise: HTMLSelectElement
+  file: HTMLInputElement
+  progress: HTMLProgressElement
+  progressText: HTMLElement
+  progressBlock: HTMLElement
+  status: HTMLElement
+  problems: HTMLElement
+  submit: HTMLButtonElement
+}
+
+export async function importPage(view: HTMLElement, params: URLSearchParams, current: () => boolean) {
   document.title = 'Import · Earshot console'
   const alert = alertBox()
   view.append(
@@ -13,7 +27,7 @@ export async function importPage(view, params, current) {
       'A JSON Lines file: one recording per line. Every line is checked before anything is stored; a refused file imports nothing and lists its bad lines. Importing the same file again completes an interrupted import and skips what is stored already.',
     ),
   )
-  let list = []
+  let list: Enterprise[] = []
   try {
     list = await enterpriseOptions()
   } catch (error) {
@@ -25,7 +39,7 @@ export async function importPage(view, params, current) {
     max: '1',
     'aria-labelledby': 'import-progress-label',
   })
-  const ui = {
+  const ui: ImportForm = {
     alert,
     enterprise: enterpriseSelect(
       'import-enterprise',
@@ -66,7 +80,7 @@ export async function importPage(view, params, current) {
 }
 
 /** A refused file: the summary in the alert, each refused line in the list below it. */
-function refuse(ui, failure) {
+function refuse(ui: ImportForm, failure: { code: number; msg: string }): void {
   // The refusal's first line says what happened; each bad line of the file is a line of its own after it.
   const [summary = '', ...lines] = failure.msg.split('\n')
   ui.alert.replaceChildren(
@@ -77,7 +91,7 @@ function refuse(ui, failure) {
   ui.problems.replaceChildren(...lines.map((line) => h('li', {}, line)))
 }
 
-async function runImport(ui, event) {
+async function runImport(ui: ImportForm, event: Event): Promise<void> {
   event.preventDefault()
   const chosen = ui.file.files?.[0]
   if (!chosen || !ui.enterprise.value) return
@@ -106,7 +120,7 @@ async function runImport(ui, event) {
 }
 
 /** Shows the import's progress lines as they come; whether its last line (summary or refusal) came. */
-async function followProgress(ui, lines) {
+async function followProgress(ui: ImportForm, lines: AsyncIterable<ImportLine>): Promise<boolean> {
   let finished = false
   for await (const line of lines) {
     if ('progress' in line) {

@@ -1,13 +1,40 @@
 /** One recording in the recordings page: its facts, its audio played, its transcript, and its audio uploaded. */
 import { withClient } from './admin-api.js'
+import type { AdminAnswer, UploadedAudio } from './admin-client.js'
 import { alertBox, count, field, h, showError, statusBox } from './dom.js'
+
+type AnsweredData = AdminAnswer<'listRecordings'>['items'][number]['data']
+/** A recording's data, with a transcript or without (then the transcript's fields are absent). */
+type RecordingData = AnsweredData & Partial<Extract<AnsweredData, { transcriptId: number }>>
+/** A recording as the partner's query answers it: its audioId and data. */
+export interface RecordingItem {
+  audioId: string
+  data: RecordingData
+}
+/** A sentence of a transcript, with its times in milliseconds into the recording. */
+interface Sentence {
+  text: string
+  beginTime: number
+  endTime: number
+}
+
+/** What of the recordings page the detail reads and draws in. */
+export interface RecordingView {
+  enterpriseId: number
+  current: () => boolean
+  /** The audioId of the recording whose detail is open. */
+  openId: string | null
+  /** The part of the detail drawn again. */
+  detailBody: HTMLElement
+  load(): Promise<void>
+}
 
 /** Audio Earshot stores is served by the partner listener at signed links of this form. */
 const STORED_AUDIO_PATH = '/media/v1/'
 
 /** The parts a recording has: its audio (stored by Earshot, or a link elsewhere) and its transcript. */
-export function partBadges(data) {
-  const parts = []
+export function partBadges(data: RecordingData): HTMLSpanElement {
+  const parts: HTMLSpanElement[] = []
   if (data.denoiseUrl !== undefined) {
     parts.push(
       isStored(data.denoiseUrl)
@@ -19,15 +46,18 @@ export function partBadges(data) {
   return h('span', { class: 'parts' }, parts)
 }
 
-const isStored = (url) => url.includes(STORED_AUDIO_PATH)
+const isStored = (url: string) => url.includes(STORED_AUDIO_PATH)
 
 /** Reads one recording again (a fresh link to its audio) and shows it. */
-export async function fetchRecording(page, audioId) {
+export async function fetchRecording(
+  page: RecordingView,
+  audioId: string,
+): Promise<RecordingItem | undefined> {
   const { items } = await withClient((client) => client.listRecordings(page.enterpriseId, { audioId }))
   return items[0]
 }
 
-export function drawRecording(page, { audioId, data }) {
+export function drawRecording(page: RecordingView, { audioId, data }: RecordingItem): void {
   const facts = [
     ['Audio ID', h('span', { class: 'mono' }, audioId)],
     ['Device', h('span', { class: 'mono' }, data.deviceUid)],
@@ -37,7 +67,7 @@ export function drawRecording(page, { audioId, data }) {
     data.transcriptId !== undefined && ['Transcript ID', String(data.transcriptId)],
     data.durationMs !== undefined && ['Transcript duration', duration(data.durationMs)],
     data.wordsCount !== undefined && ['Words', String(data.wordsCount)],
-  ].filter(Boolean)
+  ].filter((fact) => fact !== false)
   page.detailBody.replaceChildren(
     h(
       'dl',
@@ -50,7 +80,7 @@ export function drawRecording(page, { audioId, data }) {
 }
 
 /** Stored audio plays here (the signed link is the partner listener's); a link elsewhere is shown as it is. */
-function audioSection(audioId, url) {
+function audioSection(audioId: string, url: string | undefined): HTMLElement {
   const title = h('h3', {}, 'Audio')
   if (url === undefined) {
     return h(
@@ -80,7 +110,7 @@ function audioSection(audioId, url) {
   )
 }
 
-function transcriptSection(data) {
+function transcriptSection(data: RecordingData): HTMLElement {
   const title = h('h3', {}, 'Transcript')
   if (data.transcriptId === undefined) {
     return h('section', { class: 'transcript' }, title, h('p', { class: 'muted' }, 'No transcript.'))
@@ -108,10 +138,11 @@ function transcriptSection(data) {
 }
 
 /** The sentences of a transcript (a JSON array of {text, beginTime, endTime} in a string), or null. */
-function parseSentences(serialized) {
+function parseSentences(serialized: string | undefined): Sentence[] | null {
+  if (serialized === undefined) return null
   try {
-    const sentences = JSON.parse(serialized)
-    const valid = (s) =>
+    const sentences: unknown = JSON.parse(serialized)
+    const valid = (s: Partial<Sentence> | undefined) =>
       typeof s?.text === 'string' && Number.isFinite(s.beginTime) && Number.isFinite(s.endTime)
     return Array.isArray(sentences) && sentences.every(valid) ? sentences : null
   } catch {
@@ -120,14 +151,14 @@ function parseSentences(serialized) {
 }
 
 /** Milliseconds into a recording as m:ss.s. */
-function clock(ms) {
+function clock(ms: number): string {
   const tenths = Math.round(ms / 100)
   const seconds = Math.floor((tenths % 600) / 10)
   return `${Math.floor(tenths / 600)}:${String(seconds).padStart(2, '0')}.${tenths % 10}`
 }
 
 /** A duration in milliseconds as 3.0 s or 4 min 05 s, the milliseconds in the tooltip. */
-export function duration(ms) {
+export function duration(ms: number): HTMLSpanElement {
   const text =
     ms < 60_000
       ? `${(ms / 1000).toFixed(1)} s`
@@ -136,7 +167,7 @@ export function duration(ms) {
 }
 
 /** The form that uploads a recording's audio: Earshot stores it, and the detail shows its new link. */
-export function uploadForm(page, audioId) {
+export function uploadForm(page: RecordingView, audioId: string): HTMLFormElement {
   const alert = alertBox()
   const status = statusBox()
   const file = h('input', {
@@ -168,7 +199,7 @@ export function uploadForm(page, audioId) {
         alert.replaceChildren()
         status.textContent = `Uploading ${chosen.name}…`
         submit.disabled = true
-        let stored
+        let stored: UploadedAudio | undefined
         try {
           const options = {
             contentType: chosen.type || 'application/octet-stream',

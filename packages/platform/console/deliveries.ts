@@ -1,5 +1,8 @@
 /** The deliveries page: the log filtered by enterprise, state and audioId, each delivery's timeline, replays. */
 import { api, enterpriseOptions } from './admin-api.js'
+import type { AdminAnswer, AdminRequest, Enterprise } from './admin-client.js'
+import { DELIVERY_STATES_BY_STAGE, MOVING_STATES, REPLAYABLE_STATES } from './console-constants.js'
+import { timeline } from './delivery-timeline.js'
 import {
   alertBox,
   badge,
@@ -12,6 +15,7 @@ import {
   heading,
   showError,
   stamp,
+  stampText,
   stateLabel,
   statusBox,
   table,
@@ -23,47 +27,48 @@ import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 const PAGE_SIZE = 25
 /** While a listed delivery may still move on its own, the deliveries page refreshes this often. */
 const LIVE_REFRESH_MS = 1000
-const STATES = [
-  'pending',
-  'queued',
-  'held',
-  'in_flight',
-  'acked',
-  'confirmed',
-  'failed',
-  'unconfirmed',
-  'cancelled',
-]
-const REPLAYABLE = ['failed', 'unconfirmed', 'queued']
-/**
- * The states a delivery leaves on its own: acked ones wait for the partner's receipt (the console shows them
- * confirmed as it comes), queued ones for the earlier events of their recording.
- */
-export const MOVING = ['pending', 'queued', 'in_flight', 'acked']
 
-export async function deliveries(view, params, current) {
+type LoggedDelivery = AdminAnswer<'deliveryLog'>['deliveries'][number]
+type LogQuery = NonNullable<AdminRequest<'deliveryLog'>['query']>
+
+interface DeliveriesPage {
+  /** The filter as the page's address has it. */
+  filter: URLSearchParams
+  current: () => boolean
+  alert: HTMLElement
+  status: HTMLElement
+  listing: HTMLElement
+  pager: HTMLElement
+  /** Cursors of the pages seen before this one, for "Newer". */
+  cursors: (number | null)[]
+  before: number | null
+  /** The page as last drawn, so that a live refresh redraws only what changed. */
+  shown: string
+  /** The deliveries whose timeline is open. */
+  open: Set<number>
+  load: () => Promise<void>
+}
+
+export async function deliveries(view: HTMLElement, params: URLSearchParams, current: () => boolean) {
   document.title = 'Deliveries · Earshot console'
   const filter = new URLSearchParams()
   for (const name of ['enterpriseId', 'state', 'audioId', 'from', 'to']) {
     const value = params.get(name)
     if (value) filter.set(name, value)
   }
-  const page = {
+  const page: DeliveriesPage = {
     filter,
     current,
     alert: alertBox(),
     status: statusBox(),
     listing: h('div', { class: 'listing' }),
     pager: h('nav', { class: 'pager', 'aria-label': 'Pages of deliveries' }),
-    /** Cursors of the pages seen before this one, for "Newer". */
     cursors: [],
     before: null,
-    /** The page as last drawn, so that a live refresh redraws only what changed. */
     shown: '',
-    /** The deliveries whose timeline is open. */
     open: new Set(),
+    load: () => loadDeliveries(page),
   }
-  page.load = () => loadDeliveries(page)
   view.append(
     h(
       'div',
@@ -90,13 +95,14 @@ export async function deliveries(view, params, current) {
   await page.load()
 }
 
-async function loadDeliveries(page) {
+async function loadDeliveries(page: DeliveriesPage): Promise<void> {
   stopRefreshing()
   try {
     const query = new URLSearchParams(page.filter)
     query.set('limit', String(PAGE_SIZE))
     if (page.before !== null) query.set('before', String(page.before))
-    const answer = await api('deliveryLog', { query: Object.fromEntries(query) })
+    // As the page's address has it: the API checks it, and its refusal is shown.
+    const answer = await api('deliveryLog', { query: Object.fromEntries(query) as LogQuery })
     if (!page.current()) return
     // Live refreshes redraw only what changed, so focus and open timelines stay put.
     const fingerprint = JSON.stringify(answer)
@@ -107,13 +113,14 @@ async function loadDeliveries(page) {
       renderPager(page, answer.nextBefore)
       if (focused) document.getElementById(focused)?.focus()
     }
-    if (answer.deliveries.some((d) => MOVING.includes(d.state))) refreshLater(page.load, LIVE_REFRESH_MS)
+    if (answer.deliveries.some((d) => MOVING_STATES.includes(d.state)))
+      refreshLater(page.load, LIVE_REFRESH_MS)
   } catch (error) {
     if (page.current()) showError(page.alert, error)
   }
 }
 
-function renderPager(page, nextBefore) {
+function renderPager(page: DeliveriesPage, nextBefore: number | null): void {
   page.pager.replaceChildren(
     h(
       'button',
@@ -146,7 +153,7 @@ function renderPager(page, nextBefore) {
   )
 }
 
-async function replayOne(page, delivery) {
+async function replayOne(page: DeliveriesPage, delivery: LoggedDelivery): Promise<void> {
   page.alert.replaceChildren()
   try {
     await api('replayDelivery', { params: { deliveryId: delivery.deliveryId } })
@@ -158,7 +165,7 @@ async function replayOne(page, delivery) {
 }
 
 /** Replays the failed and unconfirmed deliveries of the filtered enterprise and time range, once confirmed. */
-async function replayRange(page) {
+async function replayRange(page: DeliveriesPage): Promise<void> {
   page.alert.replaceChildren()
   page.status.replaceChildren()
   const enterpriseId = page.filter.get('enterpriseId')
@@ -171,8 +178,9 @@ async function replayRange(page) {
   }
   try {
     const range = { from, to }
-    const { replayable } = await api('countReplayable', { params: { enterpriseId }, query: range })
-    const span = `created from ${stamp(from).textContent} to ${stamp(to).textContent}`
+    const params = { enterpriseId: Number(enterpriseId) }
+    const { replayable } = await api('countReplayable', { params, query: range })
+    const span = `created from ${stampText(from)} to ${stampText(to)}`
     if (replayable === 0) {
       await confirmDialog({
         title: 'Nothing to replay',
@@ -186,7 +194,7 @@ async function replayRange(page) {
       confirmLabel: `Replay ${count(replayable, 'delivery', 'deliveries')}`,
     })
     if (!confirmed) return
-    const { replayed } = await api('replayRange', { params: { enterpriseId }, body: range })
+    const { replayed } = await api('replayRange', { params, body: range })
     page.status.textContent = `Replayed ${count(replayed, 'delivery', 'deliveries')}.`
     await page.load()
   } catch (error) {
@@ -204,9 +212,9 @@ const COLUMNS = [
   'Created',
   'Next attempt',
   '',
-]
+] as const
 
-function deliveryTable(page, list) {
+function deliveryTable(page: DeliveriesPage, list: readonly LoggedDelivery[]): HTMLElement {
   if (list.length === 0) return h('p', {}, 'No delivery matches.')
   return table(
     'Deliveries, newest first',
@@ -216,7 +224,7 @@ function deliveryTable(page, list) {
 }
 
 /** A delivery's row, and the row of its timeline below it (hidden until its toggle opens it). */
-function deliveryRows(page, d) {
+function deliveryRows(page: DeliveriesPage, d: LoggedDelivery): HTMLTableRowElement[] {
   const timelineId = `timeline-${d.deliveryId}`
   const detail = h(
     'tr',
@@ -241,7 +249,7 @@ function deliveryRows(page, d) {
     'Timeline',
   )
   const replay =
-    REPLAYABLE.includes(d.state) &&
+    REPLAYABLE_STATES.includes(d.state) &&
     h(
       'button',
       {
@@ -268,8 +276,8 @@ function deliveryRows(page, d) {
   return [row, detail]
 }
 
-async function filterForm(filter, current) {
-  let list = []
+async function filterForm(filter: URLSearchParams, current: () => boolean): Promise<HTMLFormElement> {
+  let list: Enterprise[] = []
   const alert = alertBox()
   try {
     list = await enterpriseOptions()
@@ -280,7 +288,9 @@ async function filterForm(filter, current) {
     'select',
     { id: 'filter-state', name: 'state' },
     h('option', { value: '' }, 'Any state'),
-    STATES.map((s) => h('option', { value: s, selected: filter.get('state') === s }, stateLabel(s))),
+    DELIVERY_STATES_BY_STAGE.map((s) =>
+      h('option', { value: s, selected: filter.get('state') === s }, stateLabel(s)),
+    ),
   )
   const enterprise = enterpriseSelect(
     'filter-enterprise',
@@ -343,48 +353,5 @@ async function filterForm(filter, current) {
       h('button', { type: 'submit', class: 'primary' }, 'Apply'),
       h('a', { href: '#/deliveries', class: 'button quiet' }, 'Clear'),
     ),
-  )
-}
-
-/** A delivery's facts and its attempts, newest last (the endpoints page shows them too). */
-export function timeline(delivery) {
-  const facts = [
-    ['Event ID', h('span', { class: 'mono' }, delivery.eventId)],
-    ['Event type', delivery.eventType],
-    ['Created', stamp(delivery.createdAt)],
-    ['Acked', stamp(delivery.ackedAt)],
-    ['Confirmed', stamp(delivery.confirmedAt)],
-    ['Next attempt', stamp(delivery.nextAttemptAt)],
-  ]
-  return h(
-    'div',
-    { class: 'timeline' },
-    h('h3', {}, `Delivery ${delivery.deliveryId}: attempts`),
-    h(
-      'dl',
-      { class: 'facts' },
-      facts.map(([term, value]) => h('div', {}, h('dt', {}, term), h('dd', {}, value))),
-    ),
-    delivery.attempts.length === 0
-      ? h('p', { class: 'muted' }, 'No attempt yet.')
-      : h(
-          'ol',
-          { class: 'attempts' },
-          delivery.attempts.map((a) =>
-            h(
-              'li',
-              { class: `attempt outcome-${a.outcome}` },
-              h('span', { class: 'attempt-no' }, `#${a.attemptNo}`),
-              stamp(a.startedAt),
-              h('span', {}, `${a.durationMs} ms`),
-              h('span', {}, a.httpStatus === null ? 'no HTTP answer' : `HTTP ${a.httpStatus}`),
-              h('span', {}, a.responseCode === null ? 'no code' : `code ${a.responseCode}`),
-              badge(a.outcome),
-              // The sender words a bare refusal as the status already shown.
-              a.error && a.error !== `HTTP ${a.httpStatus}` && h('span', { class: 'attempt-error' }, a.error),
-              h('span', { class: 'muted' }, 'next attempt ', stamp(a.nextAttemptAt)),
-            ),
-          ),
-        ),
   )
 }

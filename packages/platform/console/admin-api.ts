@@ -1,56 +1,66 @@
 /** The admin API as the console calls it: the session's token, operations by name, refusals in the API's words. */
-import { AdminApiError, AdminClient } from './admin-client.js'
+import {
+  type AdminAnswer,
+  AdminApiError,
+  AdminClient,
+  type AdminOperationId,
+  type AdminRequestArgs,
+  type Enterprise,
+} from './admin-client.js'
 
 const TOKEN_KEY = 'earshot.adminToken'
 
 /** A refusal by the admin API: its code, msg and HTTP status. */
-export const Refusal = AdminApiError
+export { AdminApiError as Refusal }
 
-let onUnauthorized = () => {}
+let onUnauthorized = (_message: string) => {}
 /** What the console does when the API stops accepting the session's token (it signs out). */
-export function whenUnauthorized(handler) {
+export function whenUnauthorized(handler: (message: string) => void): void {
   onUnauthorized = handler
 }
-export const unauthorized = (message) => onUnauthorized(message)
+export const unauthorized = (message: string) => onUnauthorized(message)
 
-export function storeToken(value) {
+export function storeToken(value: string): void {
   sessionStorage.setItem(TOKEN_KEY, value)
 }
 
-export function forgetToken() {
+export function forgetToken(): void {
   sessionStorage.removeItem(TOKEN_KEY)
 }
 
-export function token() {
+export function token(): string | null {
   return sessionStorage.getItem(TOKEN_KEY)
 }
 
 /** The admin client of this listener, with the session's token or the one given. */
-export function adminClient(adminToken = token()) {
-  return new AdminClient(location.origin, adminToken)
+export function adminClient(adminToken = token()): AdminClient {
+  return new AdminClient(location.origin, adminToken ?? '')
 }
 
 /**
  * Calls an operation of the admin API; resolves with its answer or rejects with a Refusal. A 401 in a
  * session means the token was changed on the platform: the console signs out and says so.
  */
-export function api(operationId, request) {
-  return withClient((client) => client.call(operationId, request))
+export function api<Id extends AdminOperationId>(
+  operationId: Id,
+  ...request: AdminRequestArgs<Id>
+): Promise<AdminAnswer<Id>> {
+  return withClient((client) => client.call(operationId, ...request))
 }
 
 /** Runs work with the session's client (its typed methods, e.g. uploadAudio), a 401 handled as api() does. */
-export async function withClient(work) {
+export async function withClient<T>(work: (client: AdminClient) => Promise<T>): Promise<T> {
   try {
     return await work(adminClient())
   } catch (error) {
-    if (error instanceof Refusal && error.status === 401) {
+    if (error instanceof AdminApiError && error.status === 401) {
       unauthorized(`The admin API no longer accepts this token: ${error.msg}`)
     }
     throw error
   }
 }
 
-export async function enterpriseOptions() {
+export async function enterpriseOptions(): Promise<Enterprise[]> {
   const { enterprises } = await api('listEnterprises')
   return enterprises
 }
