@@ -50,6 +50,11 @@ export {
   type PartnerOperationSpec,
   PUSH_EVENT_ID_HEADER,
   type PushEventTypeValue,
+  type SealedOperation,
+  type SealedOperationId,
+  type SealedPlaintextOf,
+  type SealedResultOf,
+  sealedOperation,
 } from './partner-api.js'
 export * from './partner-contracts.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'

@@ -1,12 +1,6 @@
-import type { TSchema } from 'typebox'
+import type { Static, TSchema } from 'typebox'
 import { ChangeKind, EnvelopeSchema, PushEventType, TokenPlaintextSchema } from './messages.js'
-import {
-  confirmReceiptContract,
-  fetchAudioContract,
-  issueTokenContract,
-  queryRecordingsContract,
-  readChangesContract,
-} from './partner-contracts.js'
+import { issueTokenContract, partnerContracts } from './partner-contracts.js'
 import type { Method, RouteContract } from './route-contract.js'
 
 /*
@@ -60,15 +54,27 @@ function operationOf(contract: RouteContract, credentials: PartnerCredentials): 
   }
 }
 
-/** The partner API's operations by operationId, as the platform's partner routes serve them. */
-export const PartnerOperation = {
-  // The token request's envelope is checked by hand (an enterpriseId beside it): its plaintext is named here.
-  issueToken: { ...operationOf(issueTokenContract, 'secret'), plaintext: TokenPlaintextSchema },
-  queryRecordings: operationOf(queryRecordingsContract, 'bearer'),
-  readChanges: operationOf(readChangesContract, 'bearer'),
-  confirmReceipt: operationOf(confirmReceiptContract, 'bearer'),
-  fetchAudio: operationOf(fetchAudioContract, 'link'),
-} as const satisfies Record<string, PartnerOperationSpec>
+/** How a route's caller proves who it is, read from its contract: a sealed request rides on a token. */
+function credentialsOf(contract: RouteContract): PartnerCredentials {
+  if (contract.body && 'sealed' in contract.body) return 'bearer'
+  return contract.body ? 'secret' : 'link'
+}
+
+type PartnerContract = (typeof partnerContracts)[number]
+
+/**
+ * The partner API's operations by operationId, as the platform's partner routes serve them: every contract
+ * of `partnerContracts`. The token request's envelope is checked by hand (an enterpriseId beside it): its
+ * plaintext is named here.
+ */
+export const PartnerOperation = Object.fromEntries(
+  partnerContracts.map((contract) => {
+    const operation = operationOf(contract, credentialsOf(contract))
+    const withPlaintext =
+      contract === issueTokenContract ? { ...operation, plaintext: TokenPlaintextSchema } : operation
+    return [contract.operationId, withPlaintext]
+  }),
+) as { readonly [C in PartnerContract as C['operationId']]: PartnerOperationSpec }
 export type PartnerOperationId = keyof typeof PartnerOperation
 
 /** The header naming a push's eventId, beside the envelope that holds it. */
@@ -82,3 +88,48 @@ export const MAX_PATH_PARAMETER_LENGTH = 1024
 
 /** A partner request's largest body, in bytes (EARSHOT_BODY_LIMIT): its default, and the most it may be set to. */
 export const PARTNER_BODY_LIMIT = { defaultBytes: 64 * 1024, maxBytes: 16 * 1024 * 1024 } as const
+
+type ContractById = { [C in (typeof partnerContracts)[number] as C['operationId']]: C }
+
+/** The operations a bearer token calls with a sealed request: every partner route but the token's and the media's. */
+export type SealedOperationId = {
+  [Id in keyof ContractById]: ContractById[Id] extends { body: { sealed: TSchema } } ? Id : never
+}[keyof ContractById]
+
+/** What a sealed operation's request envelope holds (issuedAt is added when it is sealed). */
+export type SealedPlaintextOf<Id extends SealedOperationId> = ContractById[Id] extends {
+  body: { sealed: infer S extends TSchema }
+}
+  ? Omit<Static<S>, 'issuedAt'>
+  : never
+
+/** What a sealed operation's answer data holds; undefined for an answer without data. */
+export type SealedResultOf<Id extends SealedOperationId> = ContractById[Id]['answer']['payload'] extends {
+  result: infer S extends TSchema
+}
+  ? Static<S>
+  : undefined
+
+/** A sealed operation's contract, by operationId. */
+export function sealedOperation(operationId: SealedOperationId): SealedOperation {
+  const contract = partnerContracts.find((each) => each.operationId === operationId)
+  if (!contract || !('body' in contract) || !('sealed' in contract.body)) {
+    throw new Error(`no sealed partner operation ${operationId}`)
+  }
+  const payload = contract.answer.payload as { result: TSchema | null; sealed: boolean }
+  return {
+    path: contract.path,
+    plaintext: contract.body.sealed,
+    result: payload.result,
+    sealedResult: payload.sealed,
+  }
+}
+
+/** What calling a sealed operation needs: where, what its envelope holds, what its answer's data holds. */
+export interface SealedOperation {
+  path: string
+  plaintext: TSchema
+  /** Null for an answer without data. */
+  result: TSchema | null
+  sealedResult: boolean
+}

@@ -8,10 +8,17 @@ import {
   isJsonObject,
   type JsonObject,
   loadKey,
+  type MessageParser,
+  messageParser,
   open,
   PartnerOperation,
   RecordingFilter,
+  type SealedOperation,
+  type SealedOperationId,
+  type SealedPlaintextOf,
+  type SealedResultOf,
   seal,
+  sealedOperation,
 } from '@earshot/protocol'
 import pRetry from 'p-retry'
 import { type DownloadAudioOptions, type DownloadedAudio, downloadRecordingAudio } from './audio-download.js'
@@ -192,6 +199,34 @@ export class EarshotClient {
   }
 
   /**
+   * Any sealed operation of the partner API by its operationId, its plaintext and its answer's data typed
+   * and checked by the operation's contract, with the token, retries and sealing of every call: how a route
+   * newer than this client's methods is called. `client.call('confirmReceipt', { audioId })` is
+   * `confirmReceipt(audioId)`.
+   */
+  async call<Id extends SealedOperationId>(
+    operationId: Id,
+    plaintext: SealedPlaintextOf<Id>,
+    options: RequestOptions = {},
+  ): Promise<SealedResultOf<Id>> {
+    const operation = sealedOperation(operationId)
+    const checked = checkMessage(parserOf(operation.plaintext), withoutUndefined(plaintext as JsonObject))
+    const eventId = randomUUID()
+    const reply = await this.#authorized(operation.path, eventId, checked, options)
+    if (operation.result === null) return undefined as SealedResultOf<Id>
+    const data = operation.sealedResult ? this.#openData(reply, eventId, operationId) : reply.data
+    try {
+      return parserOf(operation.result).parse(data) as SealedResultOf<Id>
+    } catch (error) {
+      throw new EarshotResponseError(
+        `the ${operationId} response data is not what its contract says: ${(error as Error).message}`,
+        reply.httpStatus,
+        { cause: error },
+      )
+    }
+  }
+
+  /**
    * Downloads the recording's audio to `filePath`: queries the recording for its `denoiseUrl` and streams
    * it into `filePath + '.part'`, hashing it on the way. A cut or stalled connection is resumed where it
    * stopped (`Range` with `If-Range`: a changed file starts over), retried like the other calls
@@ -333,4 +368,16 @@ export class EarshotClient {
   #openList(reply: Success, eventId: string): AudioPage {
     return audioPageOf(this.#openData(reply, eventId, 'query'), reply.httpStatus)
   }
+}
+
+type Schema = SealedOperation['plaintext']
+const parsers = new WeakMap<Schema, MessageParser<unknown>>()
+
+/** One parser per schema, compiled when first used. */
+function parserOf(schema: Schema): MessageParser<unknown> {
+  const known = parsers.get(schema)
+  if (known) return known
+  const parser = messageParser(schema)
+  parsers.set(schema, parser)
+  return parser
 }
