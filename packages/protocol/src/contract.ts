@@ -12,8 +12,6 @@ import { KEY_BYTES } from './key.js'
 import {
   AccessTokenSchema,
   CallbackPlaintextSchema,
-  CHECK_AUDIO_ID_PREFIX,
-  CHECK_HEADER,
   ChangePageSchema,
   ChangesRequestSchema,
   DEFAULT_PAGE_SIZE,
@@ -32,6 +30,8 @@ import {
 } from './messages.js'
 import {
   CHANGE_KINDS,
+  CHECK_AUDIO_ID_PREFIX,
+  CHECK_HEADER,
   EVENT_TYPES,
   ISSUED_AT_MAX_AHEAD_SECONDS,
   MAX_PATH_PARAMETER_LENGTH,

@@ -1,4 +1,12 @@
 export { decodeCanonicalBase64 } from './base64.js'
+export {
+  COMPONENT,
+  type ComponentNote,
+  component,
+  componentOf,
+  PLAINTEXT_EXTENSION,
+  SEALED_EXTENSION,
+} from './component.js'
 export { CONTRACT_COMMAND, CONTRACT_MESSAGES, contractText, partnerContract } from './contract.js'
 export {
   ALG,
@@ -40,8 +48,11 @@ export * from './message-parser.js'
 export * from './messages.js'
 export {
   CHANGE_KINDS,
+  CHECK_AUDIO_ID_PREFIX,
+  CHECK_HEADER,
   EVENT_TYPES,
   ISSUED_AT_MAX_AHEAD_SECONDS,
+  isCheckPush,
   MAX_PATH_PARAMETER_LENGTH,
   PARTNER_BODY_LIMIT,
   type PartnerCredentials,

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox'
+import { component, PLAINTEXT_EXTENSION, SEALED_EXTENSION } from './component.js'
 import { ALG, MAX_EVENT_ID_LENGTH, MAX_KEY_VERSION, SPEC_VERSION } from './envelope.js'
 import { InvalidParameterError } from './errors.js'
 import { checkInstant, type MessageParser, messageParser, NO_NUL_PATTERN, RULE } from './message-parser.js'
@@ -15,6 +16,8 @@ const Id = (description: string) =>
 const Count = (description: string) => Type.Integer({ minimum: 0, description })
 const Instant = (description: string) => Type.String({ pattern: ISO_INSTANT_PATTERN, description })
 const closed = { additionalProperties: false } as const
+/** Declares a component that travels only sealed, as an envelope's plaintext. */
+const plaintext = (name: string, description: string) => component({ name, description, sealed: true })
 
 export const MAX_PAGE_SIZE = 100
 export const DEFAULT_PAGE_SIZE = 20
@@ -49,41 +52,60 @@ export const IssuedAtField = {
   ),
 }
 
-/** The envelope (docs/protocol.md) (open() checks it by hand for speed; this schema documents it). */
-export const EnvelopeSchema = Type.Object({
-  specVersion: Type.Literal(SPEC_VERSION),
-  alg: Type.Literal(ALG),
-  keyVersion: Type.Integer({
-    minimum: 1,
-    maximum: MAX_KEY_VERSION,
-    description: 'a larger keyVersion is well-formed but unknown: open() refuses it as decryption_failed',
-  }),
-  eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
-  nonce: Type.String({ description: 'canonical Base64 of 12 bytes' }),
-  ciphertext: Type.String({ description: 'canonical Base64' }),
-  tag: Type.String({ description: 'canonical Base64 of 16 bytes' }),
-})
+const ENVELOPE = `The encrypted envelope that carries every partner request body and every sealed answer's \`data\`. \`ciphertext\` is the AES-256-GCM encryption of a UTF-8 JSON object (the plaintext, a schema marked \`${SEALED_EXTENSION}\`) under the enterprise's 32-byte secret with \`nonce\` as the IV and no additional authenticated data; \`tag\` is the 16-byte authentication tag. \`nonce\`, \`ciphertext\` and \`tag\` are canonical standard Base64 (padding required). Seal every request afresh: a nonce already accepted under the same enterprise and keyVersion is refused (4090). An answer's envelope uses the request's keyVersion and echoes its eventId. Unknown extra fields are ignored. Which plaintext an envelope holds is named by its schema's \`${PLAINTEXT_EXTENSION}\`.`
 
-/** The token request body is the envelope plus the enterpriseId in plaintext. */
-export const TokenRequestSchema = Type.Intersect([
-  EnvelopeSchema,
-  Type.Object({ enterpriseId: EnterpriseId('enterprise id (long)') }),
-])
-export type TokenRequest = Static<typeof TokenRequestSchema>
+/** The envelope (docs/protocol.md) (open() checks it by hand for speed; this schema documents it). */
+export const EnvelopeSchema = Type.Object(
+  {
+    specVersion: Type.Literal(SPEC_VERSION),
+    alg: Type.Literal(ALG),
+    keyVersion: Type.Integer({
+      minimum: 1,
+      maximum: MAX_KEY_VERSION,
+      description: 'a larger keyVersion is well-formed but unknown: open() refuses it as decryption_failed',
+    }),
+    eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
+    nonce: Type.String({ description: 'canonical Base64 of 12 bytes' }),
+    ciphertext: Type.String({ description: 'canonical Base64' }),
+    tag: Type.String({ description: 'canonical Base64 of 16 bytes' }),
+  },
+  component({ name: 'Envelope', description: ENVELOPE }),
+)
 
 /** The token request's plaintext may be {}; an enterpriseId inside must match the outer one. */
-export const TokenPlaintextSchema = Type.Object({
-  enterpriseId: Type.Optional(EnterpriseId('the enterprise the token is for')),
-  ...IssuedAtField,
-})
+export const TokenPlaintextSchema = Type.Object(
+  {
+    enterpriseId: Type.Optional(EnterpriseId('the enterprise the token is for')),
+    ...IssuedAtField,
+  },
+  plaintext(
+    'TokenPlaintext',
+    "The token request's plaintext; may be `{}`. An enterpriseId inside must equal the one beside the envelope (else 4012).",
+  ),
+)
 export type TokenPlaintext = Static<typeof TokenPlaintextSchema>
 
+/** The token request body is the envelope plus the enterpriseId in plaintext. */
+export const TokenRequestSchema = Type.Intersect(
+  [EnvelopeSchema, Type.Object({ enterpriseId: EnterpriseId('enterprise id (long)') })],
+  component({
+    name: 'TokenRequest',
+    description:
+      'The token request: an envelope with the enterpriseId beside its fields, in plaintext; the enterpriseId picks the key. Its ciphertext holds a TokenPlaintext (sealed).',
+    plaintext: TokenPlaintextSchema,
+  }),
+)
+export type TokenRequest = Static<typeof TokenRequestSchema>
+
 /** The token response `data` (not encrypted). */
-export const AccessTokenSchema = Type.Object({
-  accessToken: Type.String({ minLength: 1 }),
-  expiresIn: Type.Integer({ minimum: 1, description: 'validity in seconds' }),
-  tokenType: Type.Literal('Bearer'),
-})
+export const AccessTokenSchema = Type.Object(
+  {
+    accessToken: Type.String({ minLength: 1 }),
+    expiresIn: Type.Integer({ minimum: 1, description: 'validity in seconds' }),
+    tokenType: Type.Literal('Bearer'),
+  },
+  component({ name: 'AccessToken', description: "The token answer's data, not encrypted." }),
+)
 export type AccessToken = Static<typeof AccessTokenSchema>
 
 /** The query filter: every field optional; startTime ≤ recordedAt < endTime. */
@@ -101,7 +123,13 @@ export const RecordingFilterSchema = Type.Object(
     endTime: Type.Optional(Instant('exclusive upper bound on recordedAt')),
     ...IssuedAtField,
   },
-  closed,
+  {
+    ...closed,
+    ...plaintext(
+      'RecordingFilter',
+      'The query filter: every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
+    ),
+  },
 )
 export type RecordingFilter = Static<typeof RecordingFilterSchema>
 /** A filter after defaults are applied. */
@@ -110,31 +138,48 @@ export type ResolvedRecordingFilter = RecordingFilter & { page: number; size: nu
 const RecordedAt = Instant('when the device made the recording, in UTC: what startTime and endTime bound')
 
 /** Set A (transcript form), returned once the recording's transcript exists. */
-export const TranscriptRecordingDataSchema = Type.Object({
-  deviceUid: Type.String(),
-  title: Type.String(),
-  recordedAt: RecordedAt,
-  transcriptId: Type.Integer(),
-  transcriptText: Type.String(),
-  transcriptSentences: Type.String({ description: 'a JSON array of {text, beginTime, endTime}, serialized' }),
-  durationMs: Count('duration in milliseconds'),
-  wordsCount: Count('word count'),
-  denoiseUrl: Type.Optional(Type.String({ description: 'the audio part, when the recording has one' })),
-  recordDuration: Type.Optional(Count('recording duration, when the recording has an audio part')),
-})
+export const TranscriptRecordingDataSchema = Type.Object(
+  {
+    deviceUid: Type.String(),
+    title: Type.String(),
+    recordedAt: RecordedAt,
+    transcriptId: Type.Integer(),
+    transcriptText: Type.String(),
+    transcriptSentences: Type.String({
+      description: 'a JSON array of {text, beginTime, endTime}, serialized',
+    }),
+    durationMs: Count('duration in milliseconds'),
+    wordsCount: Count('word count'),
+    denoiseUrl: Type.Optional(Type.String({ description: 'the audio part, when the recording has one' })),
+    recordDuration: Type.Optional(Count('recording duration, when the recording has an audio part')),
+  },
+  plaintext(
+    'TranscriptRecordingData',
+    "Set A (transcript form), a recording's data once its transcript exists. transcriptSentences is a JSON array of {text, beginTime, endTime} serialized into a string.",
+  ),
+)
 export type TranscriptRecordingData = Static<typeof TranscriptRecordingDataSchema>
 
 /** Set B (audio-file form), returned while the recording has only its audio part. */
-export const AudioRecordingDataSchema = Type.Object({
-  deviceUid: Type.String(),
-  title: Type.String(),
-  recordedAt: RecordedAt,
-  denoiseUrl: Type.String(),
-  recordDuration: Count('recording duration'),
-})
+export const AudioRecordingDataSchema = Type.Object(
+  {
+    deviceUid: Type.String(),
+    title: Type.String(),
+    recordedAt: RecordedAt,
+    denoiseUrl: Type.String(),
+    recordDuration: Count('recording duration'),
+  },
+  plaintext(
+    'AudioRecordingData',
+    "Set B (audio-file form), a recording's data while it has only its audio part.",
+  ),
+)
 export type AudioRecordingData = Static<typeof AudioRecordingDataSchema>
 
-export const RecordingDataSchema = Type.Union([TranscriptRecordingDataSchema, AudioRecordingDataSchema])
+export const RecordingDataSchema = Type.Union(
+  [TranscriptRecordingDataSchema, AudioRecordingDataSchema],
+  plaintext('RecordingData', "A recording's data: set A once its transcript exists, else set B."),
+)
 export type RecordingData = Static<typeof RecordingDataSchema>
 
 export function isTranscriptData(data: RecordingData): data is TranscriptRecordingData {
@@ -142,19 +187,31 @@ export function isTranscriptData(data: RecordingData): data is TranscriptRecordi
 }
 
 /** The plaintext of the query response `data`. */
-export const RecordingListSchema = Type.Object({
-  specVersion: Type.Literal(SPEC_VERSION),
-  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE }),
-  size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
-  total: Count('number of all matching recordings'),
-  items: Type.Array(Type.Object({ audioId: Type.String(), data: RecordingDataSchema })),
-})
+export const RecordingListSchema = Type.Object(
+  {
+    specVersion: Type.Literal(SPEC_VERSION),
+    page: Type.Integer({ minimum: 1, maximum: MAX_PAGE }),
+    size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE }),
+    total: Count('number of all matching recordings'),
+    items: Type.Array(Type.Object({ audioId: Type.String(), data: RecordingDataSchema })),
+  },
+  plaintext(
+    'RecordingList',
+    'A page of the query: newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
+  ),
+)
 export type RecordingList = Static<typeof RecordingListSchema>
 
 /** The receipt callback's plaintext. */
 export const CallbackPlaintextSchema = Type.Object(
   { audioId: Id('id of the received recording'), ...IssuedAtField },
-  closed,
+  {
+    ...closed,
+    ...plaintext(
+      'CallbackPlaintext',
+      'The receipt callback: the audioId of a recording the partner stored from a push.',
+    ),
+  },
 )
 export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
 
@@ -165,21 +222,6 @@ export const PushEventType = {
   /** The recording changed after it was pushed (e.g. its audio was replaced); data is the recording as it is now. */
   UPDATED: 'recording.updated',
 } as const
-
-/**
- * The receiver check's pushes carry the header `X-Earshot-Check: 1` and audioIds beginning `check_`, a
- * prefix no recording may have. A push is a check push only with both, and only once it opened with the
- * enterprise's key: a receiver answers it without storing it, so neither a forged header nor a recording
- * that happens to be named alike can make one skip real data.
- */
-export const CHECK_HEADER = 'x-earshot-check'
-export const CHECK_AUDIO_ID_PREFIX = 'check_'
-
-/** Whether an opened push is the receiver check's: its X-Earshot-Check header value, and its audioId. */
-export function isCheckPush(checkHeader: string | readonly string[] | undefined, audioId: string): boolean {
-  const value = Array.isArray(checkHeader) ? checkHeader[0] : checkHeader
-  return value === '1' && audioId.startsWith(CHECK_AUDIO_ID_PREFIX)
-}
 
 const pushEventHead = {
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
@@ -206,7 +248,13 @@ export const DeletionPushEventSchema = Type.Object({
 })
 
 /** The plaintext of a push to the partner. */
-export const PushEventSchema = Type.Union([RecordingPushEventSchema, DeletionPushEventSchema])
+export const PushEventSchema = Type.Union(
+  [RecordingPushEventSchema, DeletionPushEventSchema],
+  plaintext(
+    'PushEvent',
+    'What the platform pushes: one event per recording part made available, or per deletion (data `{}`).',
+  ),
+)
 export type PushEvent = Static<typeof PushEventSchema>
 
 /** The change feed's request plaintext. */
@@ -220,7 +268,13 @@ export const ChangesRequestSchema = Type.Object(
     ),
     ...IssuedAtField,
   },
-  closed,
+  {
+    ...closed,
+    ...plaintext(
+      'ChangesRequest',
+      'A change feed request: no cursor starts at the beginning; a malformed cursor is refused (4001).',
+    ),
+  },
 )
 export type ChangesRequest = Static<typeof ChangesRequestSchema>
 export type ResolvedChangesRequest = { cursor: string | undefined; size: number }
@@ -234,39 +288,51 @@ export const ChangeKind = {
 export type ChangeKind = (typeof ChangeKind)[keyof typeof ChangeKind]
 
 /** One change of the feed; `data` is the recording's current data, absent once it is deleted. */
-export const ChangeSchema = Type.Object({
-  seq: Type.Integer({
-    minimum: 1,
-    description: "the enterprise's own numbering: 1, 2, 3… with no gap, in the order of the feed",
-  }),
-  audioId: Type.String({ minLength: 1 }),
-  change: Type.Union([
-    Type.Literal(ChangeKind.CREATED),
-    Type.Literal(ChangeKind.TRANSCRIPT_ADDED),
-    Type.Literal(ChangeKind.UPDATED),
-    Type.Literal(ChangeKind.DELETED),
-  ]),
-  at: Instant('when the change was made'),
-  data: Type.Optional(RecordingDataSchema),
-})
+export const ChangeSchema = Type.Object(
+  {
+    seq: Type.Integer({
+      minimum: 1,
+      description: "the enterprise's own numbering: 1, 2, 3… with no gap, in the order of the feed",
+    }),
+    audioId: Type.String({ minLength: 1 }),
+    change: Type.Union([
+      Type.Literal(ChangeKind.CREATED),
+      Type.Literal(ChangeKind.TRANSCRIPT_ADDED),
+      Type.Literal(ChangeKind.UPDATED),
+      Type.Literal(ChangeKind.DELETED),
+    ]),
+    at: Instant('when the change was made'),
+    data: Type.Optional(RecordingDataSchema),
+  },
+  plaintext(
+    'Change',
+    "One change of the feed: data is the recording's current data, absent for `deleted` and for every earlier change of a recording deleted since.",
+  ),
+)
 export type Change = Static<typeof ChangeSchema>
 
 /** The plaintext of the change feed's response `data`. */
-export const ChangePageSchema = Type.Object({
-  specVersion: Type.Literal(SPEC_VERSION),
-  items: Type.Array(ChangeSchema),
-  nextCursor: Type.String({ minLength: 1, description: 'where the next page starts; opaque' }),
-  hasMore: Type.Boolean({
-    description: 'more changes are ready now; false once caught up (a page stops early at about 1 MiB)',
-  }),
-  lagSeconds: Type.Optional(
-    Type.Number({
-      minimum: 0,
-      description:
-        'how long the oldest of your changes already committed but not yet in the feed has waited (an older transaction still running holds it back); 0 when none',
+export const ChangePageSchema = Type.Object(
+  {
+    specVersion: Type.Literal(SPEC_VERSION),
+    items: Type.Array(ChangeSchema),
+    nextCursor: Type.String({ minLength: 1, description: 'where the next page starts; opaque' }),
+    hasMore: Type.Boolean({
+      description: 'more changes are ready now; false once caught up (a page stops early at about 1 MiB)',
     }),
+    lagSeconds: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        description:
+          'how long the oldest of your changes already committed but not yet in the feed has waited (an older transaction still running holds it back); 0 when none',
+      }),
+    ),
+  },
+  plaintext(
+    'ChangePage',
+    'A page of the change feed: seq increases strictly; pass nextCursor to read on; hasMore is false once caught up.',
   ),
-})
+)
 export type ChangePage = Static<typeof ChangePageSchema>
 
 /** Every response body. */

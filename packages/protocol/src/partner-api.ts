@@ -80,6 +80,21 @@ export type PartnerOperationId = keyof typeof PartnerOperation
 /** The header naming a push's eventId, beside the envelope that holds it. */
 export const PUSH_EVENT_ID_HEADER = 'x-earshot-event-id'
 
+/**
+ * The receiver check's pushes carry the header `X-Earshot-Check: 1` and audioIds beginning `check_`, a
+ * prefix no recording may have. A push is a check push only with both, and only once it opened with the
+ * enterprise's key: a receiver answers it without storing it, so neither a forged header nor a recording
+ * that happens to be named alike can make one skip real data.
+ */
+export const CHECK_HEADER = 'x-earshot-check'
+export const CHECK_AUDIO_ID_PREFIX = 'check_'
+
+/** Whether an opened push is the receiver check's: its X-Earshot-Check header value, and its audioId. */
+export function isCheckPush(checkHeader: string | readonly string[] | undefined, audioId: string): boolean {
+  const value = Array.isArray(checkHeader) ? checkHeader[0] : checkHeader
+  return value === '1' && audioId.startsWith(CHECK_AUDIO_ID_PREFIX)
+}
+
 /** How far ahead of the platform's clock a request's issuedAt may be, for clients whose clock runs fast. */
 export const ISSUED_AT_MAX_AHEAD_SECONDS = 60
 

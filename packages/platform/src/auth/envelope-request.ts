@@ -16,6 +16,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { PlatformConfig } from '../config/config.js'
 import { ApiError } from '../http/api-error.js'
 import type { Lifecycle } from '../http/create-server.js'
+import { type ResultReply, sendResult } from '../http/partner-result.js'
 import type { NonceGuard } from './replay-guard.js'
 import { checkFreshness } from './request-freshness.js'
 
@@ -131,17 +132,16 @@ export async function openAndGuard(
   }
 }
 
-/** Answers 2000 with `data` sealed under the request's key, keyVersion and eventId. */
-export function replySealed(
+/**
+ * Answers 2000 with `data` sealed under the request's key, keyVersion and eventId. `Data` is the type the
+ * route's contract asks for (the handler's answer), not read from the value, which is checked against it.
+ */
+export function replySealed<Data extends JsonObject>(
   request: FastifyRequest,
   reply: FastifyReply,
   opened: OpenedRequest,
-  data: JsonObject,
-) {
-  return reply.send({
-    code: ResponseCode.OK,
-    msg: 'success',
-    requestId: request.id,
-    data: seal(opened.key, opened.keyVersion, opened.eventId, data),
-  })
+  data: NoInfer<Data>,
+): ResultReply<Data, true> {
+  const sealed = seal(opened.key, opened.keyVersion, opened.eventId, data)
+  return sendResult(request, reply, sealed) as unknown as ResultReply<Data, true>
 }

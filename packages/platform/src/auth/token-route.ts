@@ -1,6 +1,7 @@
 import { issueTokenContract, MAX_ENTERPRISE_ID, ResponseCode, TokenPlaintext } from '@earshot/protocol'
 import type { PlatformConfig } from '../config/config.js'
 import { ApiError } from '../http/api-error.js'
+import { replyResult } from '../http/partner-result.js'
 import { defineRoute } from '../http/route-spec.js'
 import type { BearerContext } from './authenticate.js'
 import { usableKey } from './credentials.js'
@@ -50,11 +51,6 @@ export const tokenRoute = defineRoute(
         },
         context.randomBytes(12),
       )
-      return reply.send({
-        code: ResponseCode.OK,
-        msg: 'success',
-        requestId: request.id,
-        data: { accessToken, expiresIn, tokenType: 'Bearer' },
-      })
+      return replyResult(request, reply, { accessToken, expiresIn, tokenType: 'Bearer' })
     },
 )

@@ -1,4 +1,4 @@
-import { EVENT_TYPES } from '@earshot/protocol'
+import { component, EVENT_TYPES } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
 import { DELIVERY_STATES } from './delivery-store.js'
@@ -22,25 +22,28 @@ export const AttemptSchema = Type.Object({
   nextAttemptAt: NullableTime('when the next attempt was scheduled by this one'),
 })
 
-export const DeliverySchema = Type.Object({
-  deliveryId: Id('the delivery'),
-  enterpriseId: Id('the enterprise pushed to'),
-  endpointId: Type.Union([Id('the endpoint pushed to'), Type.Null()], {
-    description:
-      'the endpoint pushed to; null for a delivery made before endpoints existed, of an enterprise without a push URL',
-  }),
-  audioId: Type.String(),
-  eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
-  eventType: Type.Enum(EVENT_TYPES),
-  state: Type.Enum(DELIVERY_STATES, {
-    description: 'the delivery state (see the delivery states in the operator guide)',
-  }),
-  attempts: Type.Array(AttemptSchema),
-  createdAt: Time('when the event was created'),
-  nextAttemptAt: NullableTime('when the next attempt (pending) or re-push (acked) is due'),
-  ackedAt: NullableTime('when the partner first acknowledged it'),
-  confirmedAt: NullableTime('when a receipt callback confirmed it'),
-})
+export const DeliverySchema = Type.Object(
+  {
+    deliveryId: Id('the delivery'),
+    enterpriseId: Id('the enterprise pushed to'),
+    endpointId: Type.Union([Id('the endpoint pushed to'), Type.Null()], {
+      description:
+        'the endpoint pushed to; null for a delivery made before endpoints existed, of an enterprise without a push URL',
+    }),
+    audioId: Type.String(),
+    eventId: Type.String({ description: 'the same on every attempt and replay: the partner dedups by it' }),
+    eventType: Type.Enum(EVENT_TYPES),
+    state: Type.Enum(DELIVERY_STATES, {
+      description: 'the delivery state (see the delivery states in the operator guide)',
+    }),
+    attempts: Type.Array(AttemptSchema),
+    createdAt: Time('when the event was created'),
+    nextAttemptAt: NullableTime('when the next attempt (pending) or re-push (acked) is due'),
+    ackedAt: NullableTime('when the partner first acknowledged it'),
+    confirmedAt: NullableTime('when a receipt callback confirmed it'),
+  },
+  component({ name: 'Delivery', description: 'A push delivery with every attempt.' }),
+)
 
 export const DeliveryListSchema = Type.Object({
   deliveries: Type.Array(DeliverySchema, { description: 'newest first' }),

@@ -1,5 +1,6 @@
 import {
   checkInstant,
+  component,
   InvalidParameterError,
   ISO_INSTANT_PATTERN,
   ISO_INSTANT_RULE,
@@ -90,7 +91,14 @@ export const ReplayRangeSchema = Type.Object(
     from: Instant("inclusive lower bound on the deliveries' creation time"),
     to: Instant("exclusive upper bound on the deliveries' creation time"),
   },
-  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field of a replay; give only from and to' },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a field of a replay; give only from and to',
+    ...component({
+      name: 'ReplayRange',
+      description: 'Replays the failed and unconfirmed deliveries created in [from, to).',
+    }),
+  },
 )
 export const replayRange = messageParser(ReplayRangeSchema, ({ from, to }) => checkRange(from, to))
 
@@ -118,6 +126,11 @@ export const UnreceiptedReplaySchema = Type.Object(
   {
     additionalProperties: false,
     [UNKNOWN_FIELD_RULE]: 'is not a field of an unreceipted replay; give since and dryRun',
+    ...component({
+      name: 'UnreceiptedReplay',
+      description:
+        'Pushes again every delivery created since `since` that was never receipted (acked, failed, unconfirmed); pending and in-flight ones are pushed anyway.',
+    }),
   },
 )
 export const unreceiptedReplay = messageParser(UnreceiptedReplaySchema, ({ since }) => {

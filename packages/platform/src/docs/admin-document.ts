@@ -1,71 +1,17 @@
 import type { RouteContract } from '@earshot/protocol'
 import { ResponseCode } from '@earshot/protocol'
-import type { TSchema } from 'typebox'
-import { DeliverySchema } from '../deliveries/delivery-answers.js'
-import { ReplayRangeSchema, UnreceiptedReplaySchema } from '../deliveries/delivery-queries.js'
-import { EndpointSchema } from '../endpoints/endpoint-answers.js'
-import {
-  EnterpriseCredentialsSchema,
-  EnterpriseSummarySchema,
-  RotatedKeySchema,
-} from '../enterprises/enterprise-answers.js'
-import { NewEnterpriseSchema, PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { permissions } from '../http/permissions.js'
-import { ImportLineSchema } from '../imports/import-answers.js'
-import { PushUrlSchema } from '../push-urls/push-url-answers.js'
-import { PushUrlEnableSchema } from '../push-urls/push-url-contract.js'
-import {
-  RecordingInputSchema,
-  RecordingUpdateSchema,
-  TranscriptPartSchema,
-} from '../recordings/recording-input.js'
-import { Components, errorBodySchema, type Json, responseCodeSchema } from './openapi.js'
+import { Components, declaredComponents, errorBodySchema, type Json, responseCodeSchema } from './openapi.js'
 import { documentPaths } from './route-document.js'
-
-/** The schemas the admin document names (a component each, a $ref wherever they occur), with what they are. */
-const NAMED: [string, TSchema, string?][] = [
-  ['NewEnterprise', NewEnterpriseSchema, 'A new enterprise; fields other than these are ignored.'],
-  ['EnterpriseCredentials', EnterpriseCredentialsSchema, 'A new key: the only time its secret is shown.'],
-  ['RotatedKey', RotatedKeySchema, 'A rotation: the new key, and until when the previous one is accepted.'],
-  ['EnterpriseSummary', EnterpriseSummarySchema],
-  ['PushUrlChange', PushUrlChangeSchema, 'Sets (a URL) or clears (null or absent) the push URL.'],
-  [
-    'RecordingInput',
-    RecordingInputSchema,
-    'One recording to ingest: an audio part (denoiseUrl and recordDuration), a transcript, or both. recordedAt is ISO-8601 with an explicit offset; an absent audioId is assigned.',
-  ],
-  [
-    'TranscriptPart',
-    TranscriptPartSchema,
-    "A recording's transcript part, at most 112 KiB as the query returns it.",
-  ],
-  [
-    'RecordingUpdate',
-    RecordingUpdateSchema,
-    "An update of a recording's fields (at least one; the audio part's two together), an `updated` change.",
-  ],
-  ['ImportLine', ImportLineSchema, "One line of an import's answer."],
-  ['Delivery', DeliverySchema, 'A push delivery with every attempt.'],
-  ['ReplayRange', ReplayRangeSchema, 'Replays the failed and unconfirmed deliveries created in [from, to).'],
-  [
-    'UnreceiptedReplay',
-    UnreceiptedReplaySchema,
-    'Pushes again every delivery created since `since` that was never receipted (acked, failed, unconfirmed); pending and in-flight ones are pushed anyway.',
-  ],
-  ['PushUrl', PushUrlSchema, "A push URL's health."],
-  [
-    'Endpoint',
-    EndpointSchema,
-    "A push endpoint of an enterprise: its URL, event types, rate and its URL's health.",
-  ],
-  ['EndpointEnable', PushUrlEnableSchema],
-]
 
 /** The operators' API as an OpenAPI 3.1 document, made from the admin listener's routes. */
 export function adminApiDocument(routes: readonly RouteContract[]): Json {
   const components = new Components()
-  for (const [name, schema, description] of NAMED)
-    components.name(name, schema, description ? { description } : {})
+  // The partner's plaintexts (a recording's data) are answered here in the clear, inline.
+  for (const { schema, note } of declaredComponents(routes)) {
+    if (!note.sealed)
+      components.name(note.name, schema, note.description ? { description: note.description } : {})
+  }
   components.name('ResponseCode', responseCodeSchema())
   components.name('ErrorBody', errorBodySchema())
   const { UNAUTHORIZED, INTERNAL_ERROR, UNAVAILABLE } = ResponseCode

@@ -1,18 +1,15 @@
-import { errorCatalogue, type ResponseCodeValue } from '@earshot/protocol'
+import { type ComponentNote, componentOf, errorCatalogue, type ResponseCodeValue } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
 
 /*
  * The pieces both OpenAPI 3.1 documents are made of. Schemas are the TypeBox schemas the code validates
  * and answers with, emitted as plain JSON Schema 2020-12 (OpenAPI 3.1's dialect); a schema given a name
- * is emitted once under components.schemas and referred to wherever it occurs.
+ * is emitted once under components.schemas and referred to wherever it occurs. The schemas named are those
+ * that declare themselves components (component() in @earshot/protocol), found in the routes' contracts.
  */
 
 export type Json = Record<string, unknown>
 
-/** Marks a plaintext schema: it travels only as an envelope's ciphertext (docs/protocol.md, "The envelope"). */
-export const SEALED = 'x-earshot-sealed'
-/** On an envelope schema: the component its ciphertext holds, once opened. */
-export const PLAINTEXT = 'x-earshot-plaintext'
 /** On an operation: the permission an operator will need to call it (http/permissions.ts). */
 export const PERMISSION = 'x-earshot-permission'
 
@@ -55,6 +52,36 @@ export class Components {
     if (name) return ref(name)
     return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, this.#replace(value, false)]))
   }
+}
+
+/** A schema that declares itself a component, and its note: its name, what it is. */
+export interface DeclaredComponent {
+  schema: TSchema
+  note: ComponentNote
+}
+
+/**
+ * The schemas declared components anywhere within these values (route contracts, webhooks), each once, in
+ * the order met: a component after the components it holds, an envelope's plaintext after the envelope.
+ */
+export function declaredComponents(within: readonly unknown[]): DeclaredComponent[] {
+  const found = new Map<string, DeclaredComponent & { json: string }>()
+  const visited = new Set<object>()
+  const visit = (node: unknown): void => {
+    if (typeof node !== 'object' || node === null || visited.has(node)) return
+    visited.add(node)
+    for (const value of Object.values(node)) visit(value)
+    const note = componentOf(node)
+    if (!note) return
+    const json = JSON.stringify(node)
+    const known = found.get(note.name)
+    if (known && known.json !== json)
+      throw new Error(`two different schemas declare the component ${note.name}`)
+    if (!known) found.set(note.name, { schema: node as TSchema, note, json })
+    visit(note.plaintext)
+  }
+  for (const value of within) visit(value)
+  return [...found.values()].map(({ schema, note }) => ({ schema, note }))
 }
 
 /**

@@ -1,106 +1,44 @@
-import type { RouteContract } from '@earshot/protocol'
 import {
-  AccessTokenSchema,
-  AudioRecordingDataSchema,
-  CallbackPlaintextSchema,
-  ChangePageSchema,
-  ChangeSchema,
-  ChangesRequestSchema,
-  EnvelopeSchema,
+  type ComponentNote,
+  componentOf,
   MAX_ENTERPRISE_ID,
-  PushEventSchema,
-  RecordingDataSchema,
-  RecordingFilterSchema,
-  RecordingListSchema,
-  TokenPlaintextSchema,
-  TokenRequestSchema,
-  TranscriptRecordingDataSchema,
+  PLAINTEXT_EXTENSION,
+  type RouteContract,
+  SEALED_EXTENSION,
 } from '@earshot/protocol'
 import type { TSchema } from 'typebox'
 import type { WebhookSpec } from '../http/route-spec.js'
 import {
   Components,
+  declaredComponents,
   errorBodySchema,
   type Json,
-  PLAINTEXT,
   ref,
   responseCodeSchema,
-  SEALED,
 } from './openapi.js'
 import { documentPaths, documentWebhooks } from './route-document.js'
 
 const SEALED_NOTE =
   "Sealed: this object never travels in the clear. It is the UTF-8 JSON plaintext of an envelope's `ciphertext` (AES-256-GCM under the enterprise's secret, no additional authenticated data)."
 
-const ENVELOPE = `The encrypted envelope that carries every partner request body and every sealed answer's \`data\`. \`ciphertext\` is the AES-256-GCM encryption of a UTF-8 JSON object (the plaintext, a schema marked \`${SEALED}\`) under the enterprise's 32-byte secret with \`nonce\` as the IV and no additional authenticated data; \`tag\` is the 16-byte authentication tag. \`nonce\`, \`ciphertext\` and \`tag\` are canonical standard Base64 (padding required). Seal every request afresh: a nonce already accepted under the same enterprise and keyVersion is refused (4090). An answer's envelope uses the request's keyVersion and echoes its eventId. Unknown extra fields are ignored. Which plaintext an envelope holds is named by its schema's \`${PLAINTEXT}\`.`
-
-/** The plaintexts an envelope carries (a component each, marked sealed), with what they are. */
-const SEALED_PLAINTEXTS: [string, TSchema, string][] = [
-  [
-    'TokenPlaintext',
-    TokenPlaintextSchema,
-    "The token request's plaintext; may be `{}`. An enterpriseId inside must equal the one beside the envelope (else 4012).",
-  ],
-  [
-    'RecordingFilter',
-    RecordingFilterSchema,
-    'The query filter: every field optional; matches startTime <= recordedAt < endTime; startTime after endTime, a time without an offset and an unknown field are refused (4001).',
-  ],
-  [
-    'TranscriptRecordingData',
-    TranscriptRecordingDataSchema,
-    "Set A (transcript form), a recording's data once its transcript exists. transcriptSentences is a JSON array of {text, beginTime, endTime} serialized into a string.",
-  ],
-  [
-    'AudioRecordingData',
-    AudioRecordingDataSchema,
-    "Set B (audio-file form), a recording's data while it has only its audio part.",
-  ],
-  ['RecordingData', RecordingDataSchema, "A recording's data: set A once its transcript exists, else set B."],
-  [
-    'RecordingList',
-    RecordingListSchema,
-    'A page of the query: newest first (recordedAt, then audioId, descending), stable across pages; total counts every match; a page past the end has no items and the true total.',
-  ],
-  [
-    'CallbackPlaintext',
-    CallbackPlaintextSchema,
-    'The receipt callback: the audioId of a recording the partner stored from a push.',
-  ],
-  [
-    'ChangesRequest',
-    ChangesRequestSchema,
-    'A change feed request: no cursor starts at the beginning; a malformed cursor is refused (4001).',
-  ],
-  [
-    'Change',
-    ChangeSchema,
-    "One change of the feed: data is the recording's current data, absent for `deleted` and for every earlier change of a recording deleted since.",
-  ],
-  [
-    'ChangePage',
-    ChangePageSchema,
-    'A page of the change feed: seq increases strictly; pass nextCursor to read on; hasMore is false once caught up.',
-  ],
-  [
-    'PushEvent',
-    PushEventSchema,
-    'What the platform pushes: one event per recording part made available, or per deletion (data `{}`).',
-  ],
-]
+/** A component's annotations in this document: what it is, and whether it is sealed or holds a plaintext. */
+function annotations({ description, sealed, plaintext }: ComponentNote): Json {
+  const holds = plaintext && componentOf(plaintext)?.name
+  if (plaintext && !holds) throw new Error('an envelope names a plaintext that is not a component')
+  return {
+    ...(description !== undefined && {
+      description: sealed ? `${description}\n\n${SEALED_NOTE}` : description,
+    }),
+    ...(sealed && { [SEALED_EXTENSION]: true }),
+    ...(holds && { [PLAINTEXT_EXTENSION]: `#/components/schemas/${holds}` }),
+  }
+}
 
 /** The partner API (10) as an OpenAPI 3.1 document, made from the partner listener's routes and the push. */
 export function partnerApiDocument(routes: readonly RouteContract[], webhooks: readonly WebhookSpec[]): Json {
   const components = new Components()
-  const sealed = (name: string, schema: TSchema, description: string) =>
-    components.name(name, schema, { description: `${description}\n\n${SEALED_NOTE}`, [SEALED]: true })
-
-  components.name('Envelope', EnvelopeSchema, { description: ENVELOPE })
-  components.name('TokenRequest', TokenRequestSchema, {
-    description:
-      'The token request: an envelope with the enterpriseId beside its fields, in plaintext; the enterpriseId picks the key. Its ciphertext holds a TokenPlaintext (sealed).',
-    [PLAINTEXT]: '#/components/schemas/TokenPlaintext',
-  })
+  for (const { schema, note } of declaredComponents([...routes, ...webhooks]))
+    components.name(note.name, schema, annotations(note))
   components.name('BearerEnvelope', {
     allOf: [
       ref('Envelope'),
@@ -118,10 +56,6 @@ export function partnerApiDocument(routes: readonly RouteContract[], webhooks: r
     ],
     description: 'An envelope sent with a bearer token.',
   })
-  for (const [name, schema, description] of SEALED_PLAINTEXTS) sealed(name, schema, description)
-  components.name('AccessToken', AccessTokenSchema, {
-    description: "The token answer's data, not encrypted.",
-  })
   components.name('ResponseCode', responseCodeSchema())
   components.name('ErrorBody', errorBodySchema())
 
@@ -135,7 +69,7 @@ export function partnerApiDocument(routes: readonly RouteContract[], webhooks: r
       components.name(`Sealed${name}`, {
         allOf: [ref(bearer ? 'BearerEnvelope' : 'Envelope')],
         description: `An envelope${bearer ? ' sent with a bearer token' : ''}. Its ciphertext holds a ${name} (sealed).`,
-        [PLAINTEXT]: `#/components/schemas/${name}`,
+        [PLAINTEXT_EXTENSION]: `#/components/schemas/${name}`,
       })
     }
     return ref(`Sealed${name}`)

@@ -1,4 +1,4 @@
-import { InvalidParameterError, messageParser, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import { component, InvalidParameterError, messageParser, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type from 'typebox'
 
 export const MAX_NAME_LENGTH = 200
@@ -17,21 +17,27 @@ const PushUrl = Type.Optional(
 )
 
 /** An operator's new enterprise; the name is stored trimmed. Other fields are ignored. */
-export const NewEnterpriseSchema = Type.Object({
-  name: Type.String({
-    minLength: 1,
-    maxLength: MAX_NAME_LENGTH,
-    // Something besides white space, and no U+0000 anywhere.
-    pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$',
-    description: "the enterprise's name, for operators",
-    [RULE]: `must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, without U+0000`,
-  }),
-  pushUrl: PushUrl,
-})
+export const NewEnterpriseSchema = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: MAX_NAME_LENGTH,
+      // Something besides white space, and no U+0000 anywhere.
+      pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$',
+      description: "the enterprise's name, for operators",
+      [RULE]: `must be a non-empty string of at most ${MAX_NAME_LENGTH} characters, without U+0000`,
+    }),
+    pushUrl: PushUrl,
+  },
+  component({ name: 'NewEnterprise', description: 'A new enterprise; fields other than these are ignored.' }),
+)
 export const NewEnterprise = messageParser(NewEnterpriseSchema)
 
 /** A push URL set or cleared; other fields are ignored. */
-export const PushUrlChangeSchema = Type.Object({ pushUrl: PushUrl })
+export const PushUrlChangeSchema = Type.Object(
+  { pushUrl: PushUrl },
+  component({ name: 'PushUrlChange', description: 'Sets (a URL) or clears (null or absent) the push URL.' }),
+)
 export const PushUrlChange = messageParser(PushUrlChangeSchema)
 
 /** An operator's changes to an enterprise; a field left out stays as it is, at least one is given. */

@@ -1,25 +1,35 @@
 import type { Answer, JsonAnswerOf, Payload, RouteContract } from '@earshot/protocol'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { TObject } from 'typebox'
+import type { Static, TObject, TSchema } from 'typebox'
+import type { NoBodyOfItsOwn, ResultReply } from './partner-result.js'
 
 export type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
 
-/** What a contract's handler answers with, checked: its JSON (or text) answer; anything for what it streams. */
+/**
+ * What a contract's handler answers with, checked: its JSON (or text) answer; a partner result as
+ * replyResult or replySealed sent it, its data of the result's schema and sealed as the contract says;
+ * anything for what it streams.
+ */
 export type AnswerOf<C extends RouteContract> = C['answer']['payload'] extends
   | { json: unknown }
   | { text: string }
   ? JsonAnswerOf<C>
-  : unknown
+  : C['answer']['payload'] extends { result: infer S; sealed: infer Sealed extends boolean }
+    ? ResultReply<S extends TSchema ? Static<S> : undefined, Sealed>
+    : unknown
 
 /**
  * What a handler may send on the reply itself, checked too: its JSON answer, unless it documents other
- * answers (it sends those), or answers by streaming, sealing or with bytes.
+ * answers (it sends those); nothing for a partner result (replyResult or replySealed sends it); anything
+ * where it answers by streaming or with bytes.
  */
 type ReplyBodyOf<C extends RouteContract> = C extends { otherAnswers: object }
   ? unknown
   : C['answer']['payload'] extends { json: unknown }
     ? JsonAnswerOf<C>
-    : unknown
+    : C['answer']['payload'] extends { result: unknown }
+      ? NoBodyOfItsOwn
+      : unknown
 
 /**
  * A handler of this contract. An answer returned is sent with the contract's status; one sent on the reply

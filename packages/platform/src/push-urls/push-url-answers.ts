@@ -1,22 +1,28 @@
+import { component } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { type Holds, NullableTime, type Same } from '../http/answer-fields.js'
 import { PUSH_URL_STATES, type PushUrlView } from './push-url-health.js'
 
 /* What the push URL routes answer; the schema is checked against its view's type when this compiles. */
 
-export const PushUrlSchema = Type.Object({
-  url: Type.String(),
-  state: Type.Enum(PUSH_URL_STATES),
-  reason: Type.Union([Type.String(), Type.Null()], {
-    description: 'why it is disabled, or what is failing; null when healthy',
-  }),
-  failingSince: NullableTime('the first failure since the last success'),
-  lastSuccessAt: NullableTime('the last acknowledged push'),
-  lastFailureAt: NullableTime('the last failed attempt'),
-  consecutiveFailures: Type.Integer({ minimum: 0 }),
-  disabledAt: NullableTime('when it was disabled'),
-  enterprises: Type.Array(Type.Integer({ minimum: 1 }), { description: 'the enterprises pushing to it now' }),
-})
+export const PushUrlSchema = Type.Object(
+  {
+    url: Type.String(),
+    state: Type.Enum(PUSH_URL_STATES),
+    reason: Type.Union([Type.String(), Type.Null()], {
+      description: 'why it is disabled, or what is failing; null when healthy',
+    }),
+    failingSince: NullableTime('the first failure since the last success'),
+    lastSuccessAt: NullableTime('the last acknowledged push'),
+    lastFailureAt: NullableTime('the last failed attempt'),
+    consecutiveFailures: Type.Integer({ minimum: 0 }),
+    disabledAt: NullableTime('when it was disabled'),
+    enterprises: Type.Array(Type.Integer({ minimum: 1 }), {
+      description: 'the enterprises pushing to it now',
+    }),
+  },
+  component({ name: 'PushUrl', description: "A push URL's health." }),
+)
 
 export const PushUrlListSchema = Type.Object({
   pushUrls: Type.Array(PushUrlSchema, { description: 'by URL' }),

@@ -1,4 +1,4 @@
-import { ResponseCode, RULE, routeContract, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
+import { component, ResponseCode, RULE, routeContract, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type from 'typebox'
 import { WITH_BODY } from '../http/admin-refusals.js'
 import { EnabledPushUrlSchema, PushUrlListSchema } from './push-url-answers.js'
@@ -17,7 +17,11 @@ export const PushUrlEnableSchema = Type.Object(
       [RULE]: URL_RULE,
     }),
   },
-  { additionalProperties: false, [UNKNOWN_FIELD_RULE]: 'is not a field of an enable; give only url' },
+  {
+    additionalProperties: false,
+    [UNKNOWN_FIELD_RULE]: 'is not a field of an enable; give only url',
+    ...component({ name: 'EndpointEnable' }),
+  },
 )
 export const listPushUrlsContract = routeContract({
   method: 'GET',

@@ -9,6 +9,7 @@ import type { PartnerEnv } from '../auth/envelope-request.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { receiptBatcher } from '../deliveries/delivery-receipts.js'
 import { ApiError } from '../http/api-error.js'
+import { replyResult } from '../http/partner-result.js'
 import { defineRoute } from '../http/route-spec.js'
 import { recordCheckCallback } from '../receiver-check/receiver-check-store.js'
 
@@ -20,7 +21,6 @@ export const callbackRoute = defineRoute(
     return async function callback(request, reply) {
       const opened = await authenticate(context, request, rateLimit)
       const { audioId } = CallbackPlaintext.parse(opened.plaintext)
-      const ok = { code: ResponseCode.OK, msg: 'success', requestId: request.id }
       // A receiver check's push is called back like any other; the check records it, never as a receipt.
       // It waits for the check to have the push's answer, at most half a push's timeout.
       const checkWaitMs = (context.config.pushTimeoutSeconds * 1000) / 2
@@ -28,14 +28,14 @@ export const callbackRoute = defineRoute(
         audioId.startsWith(CHECK_AUDIO_ID_PREFIX) &&
         (await recordCheckCallback(context.db, opened.enterpriseId, audioId, checkWaitMs))
       )
-        return reply.send(ok)
+        return replyResult(request, reply)
       if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId }))) {
         throw new ApiError(
           ResponseCode.NOT_FOUND,
           `audioId ${JSON.stringify(audioId)} is not a recording of this enterprise`,
         )
       }
-      return reply.send(ok)
+      return replyResult(request, reply)
     }
   },
 )

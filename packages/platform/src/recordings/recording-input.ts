@@ -1,6 +1,7 @@
 import {
   CHECK_AUDIO_ID_PREFIX,
   checkInstant,
+  component,
   InvalidParameterError,
   ISO_INSTANT_RULE,
   messageParser,
@@ -64,7 +65,13 @@ export const TranscriptPartSchema = Type.Object(
     durationMs: Count,
     wordsCount: Count,
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    ...component({
+      name: 'TranscriptPart',
+      description: "A recording's transcript part, at most 112 KiB as the query returns it.",
+    }),
+  },
 )
 
 /** One recording to ingest: a line of the JSON Lines import or an admin API body. */
@@ -78,7 +85,14 @@ export const RecordingInputSchema = Type.Object(
     recordDuration: Type.Optional(Count),
     transcript: Type.Optional(TranscriptPartSchema),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    ...component({
+      name: 'RecordingInput',
+      description:
+        'One recording to ingest: an audio part (denoiseUrl and recordDuration), a transcript, or both. recordedAt is ISO-8601 with an explicit offset; an absent audioId is assigned.',
+    }),
+  },
 )
 export type RecordingInput = Static<typeof RecordingInputSchema>
 
@@ -142,7 +156,14 @@ export const RecordingUpdateSchema = Type.Object(
     denoiseUrl: Type.Optional(Text(1, MAX_DENOISE_URL_LENGTH)),
     recordDuration: Type.Optional(Count),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    ...component({
+      name: 'RecordingUpdate',
+      description:
+        "An update of a recording's fields (at least one; the audio part's two together), an `updated` change.",
+    }),
+  },
 )
 export type RecordingUpdate = Static<typeof RecordingUpdateSchema>
 
