@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { promisify } from 'node:util'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { closedPort } from '@earshot/test-kit/run-cli'
 
@@ -186,8 +186,10 @@ const myDatabase = { loadCursor: async () => undefined, transaction: (work) => w
     try {
       await eventually(async () => output.includes('listening'), 30_000, 'the receiver to listen')
       const pushUrl = `http://127.0.0.1:${port}/earshot/push`
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
-      assert.equal(set.status, 200, JSON.stringify(set.body))
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { pushUrl },
+      })
       const pushed = await ingest(platform, partner.enterpriseId, {
         deviceUid: 'DEV-1',
         title: 'Retro',
@@ -197,12 +199,8 @@ const myDatabase = { loadCursor: async () => undefined, transaction: (work) => w
       })
       await eventually(
         async () => {
-          const { body } = await admin<{ deliveries: { state: string }[] }>(
-            platform,
-            'GET',
-            `/deliveries?audioId=${pushed}`,
-          )
-          return body.deliveries[0]?.state === 'confirmed'
+          const { deliveries } = await adminCall(platform, 'listDeliveries', { query: { audioId: pushed } })
+          return deliveries[0]?.state === 'confirmed'
         },
         60_000,
         'the delivery to be confirmed',

@@ -55,6 +55,17 @@ export function adminCall<Id extends AdminOperationId>(
   return adminClientOf(platform).call(operationId, ...request)
 }
 
+/** An admin call's answer with the HTTP status of its success, for a test that holds that status (201). */
+export async function adminReply<Id extends AdminOperationId>(
+  platform: RunningPlatform,
+  operationId: Id,
+  ...request: AdminRequestArgs<Id>
+): Promise<{ status: number; body: AdminAnswer<Id> }> {
+  const client = adminClientOf(platform)
+  const response = await client.send(operationId, ...request)
+  return { status: response.status, body: await client.answer(operationId, response) }
+}
+
 /** The refusal of an admin call that must be refused: its code, msg and HTTP status. */
 export async function adminRefusal<Id extends AdminOperationId>(
   platform: RunningPlatform,

@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { openDatabase } from '../storage/database.js'
@@ -78,10 +78,10 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
     return listener
   }
   const setPushUrl = async (partner: TestPartner, url: string) => {
-    const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-      pushUrl: url,
+    await adminCall(platform, 'setPushUrl', {
+      params: { enterpriseId: partner.enterpriseId },
+      body: { pushUrl: url },
     })
-    assert.equal(set.status, 200, JSON.stringify(set.body))
   }
   const deliveryStates = async (enterpriseId: number) =>
     platform.context.db.query<{ state: string; n: number }>(
@@ -259,12 +259,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
       60_000,
       'both recordings pushed and confirmed',
     )
-    const removed = await admin(
-      platform,
-      'DELETE',
-      `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
-    )
-    assert.equal(removed.status, 200, JSON.stringify(removed.body))
+    await adminCall(platform, 'deleteRecording', { params: { enterpriseId: partner.enterpriseId, audioId } })
     await eventually(
       async () => {
         const [row] = await platform.context.db.query<{ state: string }>(

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import type { JsonObject } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { type CliProcess, startCliProcess } from '@earshot/test-kit/cli-process'
 import { closedPort, runCli } from '@earshot/test-kit/run-cli'
 import { EarshotClient } from '../client/earshot-client.js'
@@ -49,7 +49,7 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
     EARSHOT_KEY_VERSION: String(of.keyVersion),
     EARSHOT_SECRET: of.secret,
   })
-  const recordingPath = (audioId: string) => `/enterprises/${partner.enterpriseId}/recordings/${audioId}`
+  const recordingParams = (audioId: string) => ({ enterpriseId: partner.enterpriseId, audioId })
   const follow = (args: string[], extraEnv = env) => {
     const follower = startCliProcess(bin, ['sync', '--follow', ...args], extraEnv)
     followers.push(follower)
@@ -63,9 +63,16 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
     client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
     for (let i = 0; i < 30; i++) await ingest(platform, partner.enterpriseId, recording(i))
     for (const i of [1, 2]) {
-      await admin(platform, 'PATCH', recordingPath(recording(i).audioId as string), { title: `Updated ${i}` })
+      await adminCall(platform, 'updateRecording', {
+        params: recordingParams(recording(i).audioId as string),
+        body: { title: `Updated ${i}` },
+      })
     }
-    for (const i of [3, 4, 5]) await admin(platform, 'DELETE', recordingPath(recording(i).audioId as string))
+    for (const i of [3, 4, 5]) {
+      await adminCall(platform, 'deleteRecording', {
+        params: recordingParams(recording(i).audioId as string),
+      })
+    }
     dir = await mkdtemp(join(tmpdir(), 'earshot-sync-'))
     env = credentials(partner)
   })
@@ -98,15 +105,21 @@ describe('earshot-partner sync against a real platform', { timeout: 180_000 }, (
     assert.equal(again.stderr, '')
 
     // Later changes: only they are applied.
-    await admin(platform, 'DELETE', recordingPath('sync-06'))
-    await admin(platform, 'PUT', `${recordingPath('sync-07')}/transcript`, {
-      transcriptId: 7,
-      transcriptText: 'late words',
-      sentences: [{ text: 'late words', beginTime: 0, endTime: 500 }],
-      durationMs: 500,
-      wordsCount: 2,
+    await adminCall(platform, 'deleteRecording', { params: recordingParams('sync-06') })
+    await adminCall(platform, 'attachTranscript', {
+      params: recordingParams('sync-07'),
+      body: {
+        transcriptId: 7,
+        transcriptText: 'late words',
+        sentences: [{ text: 'late words', beginTime: 0, endTime: 500 }],
+        durationMs: 500,
+        wordsCount: 2,
+      },
     })
-    await admin(platform, 'PATCH', recordingPath('sync-08'), { title: 'renamed' })
+    await adminCall(platform, 'updateRecording', {
+      params: recordingParams('sync-08'),
+      body: { title: 'renamed' },
+    })
     await ingest(platform, partner.enterpriseId, recording(30))
     const later = await runCli(bin, ['sync', '--data', data], env)
     assert.equal(later.code, 0, later.stderr)

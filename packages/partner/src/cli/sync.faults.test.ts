@@ -65,10 +65,7 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
     }
     const data = join(directory, 'mirror')
     const admin = adminClientOf(running)
-    const params = (audioId?: string) => ({
-      enterpriseId: credentials.enterpriseId,
-      ...(audioId && { audioId }),
-    })
+    const { enterpriseId } = credentials
 
     // The platform's recordings as the changes leave them: audioId → has a transcript.
     const live: string[] = []
@@ -80,7 +77,7 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
       if (live.length < 20 || roll < 0.35) {
         const audioId = `m-${n}`
         await admin.call('ingestRecording', {
-          params: params(),
+          params: { enterpriseId },
           body: {
             audioId,
             deviceUid: `dev-${n % 5}`,
@@ -97,7 +94,7 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
       const audioId = pick()
       if (roll < 0.55 && !transcribed.has(audioId)) {
         await admin.call('attachTranscript', {
-          params: params(audioId),
+          params: { enterpriseId, audioId },
           body: {
             transcriptId: n,
             transcriptText: `words ${n}`,
@@ -109,13 +106,13 @@ describe(`${backend}: earshot-partner sync --follow killed while the feed grows`
         transcribed.add(audioId)
         counts.transcript_added++
       } else if (roll < 0.87) {
-        await admin.updateRecording(credentials.enterpriseId, audioId, {
+        await admin.updateRecording(enterpriseId, audioId, {
           title: `Title ${n}`,
           ...(n % 3 === 0 && { deviceUid: `dev-moved-${n}` }),
         })
         counts.updated++
       } else {
-        await admin.deleteRecording(credentials.enterpriseId, audioId)
+        await admin.deleteRecording(enterpriseId, audioId)
         live.splice(live.indexOf(audioId), 1)
         transcribed.delete(audioId)
         counts.deleted++

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, type JsonObject, open } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient, type EarshotClientOptions } from './earshot-client.js'
 import {
@@ -277,10 +277,10 @@ describe('EarshotClient against the platform', () => {
 
     test("every request carries issuedAt, the client clock's seconds: an enterprise requiring it takes them", async () => {
       const strict = await createPartner(platform, 'Strict Co')
-      const updated = await admin(platform, 'PATCH', `/enterprises/${strict.enterpriseId}`, {
-        requireIssuedAt: true,
+      await adminCall(platform, 'updateEnterprise', {
+        params: { enterpriseId: strict.enterpriseId },
+        body: { requireIssuedAt: true },
       })
-      assert.equal(updated.status, 200)
       const audioId = await ingest(platform, strict.enterpriseId, recording(RECORDINGS))
       const now = Date.now() + 0.999
       const recorder = recordingFetch()
@@ -560,12 +560,15 @@ describe('EarshotClient against the platform', () => {
         hasMore: false,
         lagSeconds: 0,
       })
-      const update = await admin(platform, 'PATCH', `/enterprises/${feed.enterpriseId}/recordings/feed-1`, {
-        title: 'renamed',
+      const { enterpriseId } = feed
+      await adminCall(platform, 'updateRecording', {
+        params: { enterpriseId, audioId: 'feed-1' },
+        body: { title: 'renamed' },
       })
-      assert.equal(update.status, 200, JSON.stringify(update.body))
-      const gone = await admin(platform, 'DELETE', `/enterprises/${feed.enterpriseId}/recordings/feed-2`)
-      assert.deepEqual(gone, { status: 200, body: { deleted: 'feed-2' } })
+      const gone = await adminCall(platform, 'deleteRecording', {
+        params: { enterpriseId, audioId: 'feed-2' },
+      })
+      assert.deepEqual(gone, { deleted: 'feed-2' })
       const later = await client.changes({ cursor })
       assert.deepEqual(
         later.items.map(({ audioId, change, data }) => [audioId, change, data?.title]),

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient } from '../client/earshot-client.js'
 import { silentLogger } from '../logging/receiver-logger.js'
@@ -44,8 +44,10 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
     server = createServer(receiver.handler)
     await new Promise<void>((resolve) => server?.listen(0, '127.0.0.1', resolve))
     const pushUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/earshot/push`
-    const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
-    assert.equal(set.status, 200)
+    await adminCall(platform, 'setPushUrl', {
+      params: { enterpriseId: partner.enterpriseId },
+      body: { pushUrl },
+    })
 
     const audioId = await ingest(platform, partner.enterpriseId, {
       deviceUid: 'DEV-DEL',
@@ -55,25 +57,17 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
       recordDuration: 1000,
     })
     const deliveries = async () =>
-      (
-        await admin<{ deliveries: { eventType: string; state: string; eventId: string }[] }>(
-          platform,
-          'GET',
-          `/deliveries?audioId=${audioId}`,
-        )
-      ).body.deliveries
+      (await adminCall(platform, 'listDeliveries', { query: { audioId } })).deliveries
     // The partner had it: the push was acknowledged and confirmed before the deletion.
     await eventually(
       async () => (await deliveries())[0]?.state === 'confirmed',
       30_000,
       'the recording pushed and confirmed',
     )
-    const removed = await admin(
-      platform,
-      'DELETE',
-      `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
-    )
-    assert.deepEqual(removed, { status: 200, body: { deleted: audioId } })
+    const removed = await adminCall(platform, 'deleteRecording', {
+      params: { enterpriseId: partner.enterpriseId, audioId },
+    })
+    assert.deepEqual(removed, { deleted: audioId })
 
     const deletion = await eventually(
       async () =>

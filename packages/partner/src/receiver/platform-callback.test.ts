@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { adminCall, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { EarshotClient } from '../client/earshot-client.js'
 import { type ReceiverLogger, silentLogger } from '../logging/receiver-logger.js'
@@ -97,8 +97,10 @@ describe('receipt callback against a real platform that is down for a while', { 
     })
     receiverServer = createServer(receiver.handler)
     const pushUrl = `${await listen(receiverServer)}/earshot/push`
-    const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, { pushUrl })
-    assert.equal(set.status, 200)
+    await adminCall(platform, 'setPushUrl', {
+      params: { enterpriseId: partner.enterpriseId },
+      body: { pushUrl },
+    })
 
     const audioId = await ingest(platform, partner.enterpriseId, {
       deviceUid: 'DEV-RETRY',

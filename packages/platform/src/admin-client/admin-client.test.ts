@@ -16,6 +16,8 @@ function offContractCalls(client: AdminClient) {
   void client.call('rotateKey', { params: { enterpriseId: 'one' } })
   // @ts-expect-error: disableEnterprise names its enterprise
   void client.call('disableEnterprise')
+  // @ts-expect-error: deleteRecording's path names the recording too
+  void client.call('deleteRecording', { params: { enterpriseId: 1 } })
   // @ts-expect-error: no such operation
   void client.call('dropEverything')
   // @ts-expect-error: listEnterprises answers {enterprises}, not a list

@@ -12,12 +12,9 @@ export type AdminAnswer<Id extends AdminOperationId> = JsonAnswerOf<AdminContrac
 /** The JSON body operation `Id` takes. */
 export type AdminBody<Id extends AdminOperationId> = JsonBodyOf<AdminContractOf<Id>>
 
-/*
- * Path parameters are checked by name and type, not for presence (a missing one throws before anything is
- * sent): packages/partner's sync.faults.test.ts builds them with an optional audioId for two operations.
- */
+/** Path parameters: every one its route's path names, by name and type. */
 type ParamsPart<C extends AdminContractOf<AdminOperationId>> =
-  ParamsOf<C> extends undefined ? { params?: undefined } : { params: Partial<ParamsOf<C>> }
+  ParamsOf<C> extends undefined ? { params?: undefined } : { params: ParamsOf<C> }
 type QueryPart<C extends AdminContractOf<AdminOperationId>> =
   QueryOf<C> extends undefined ? { query?: undefined } : { query?: QueryOf<C> }
 type BodyPart<C extends AdminContractOf<AdminOperationId>> = C extends { body: { json: infer S } }

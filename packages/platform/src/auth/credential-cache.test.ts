@@ -9,7 +9,7 @@ import {
   type TestPlatform,
   testBackends,
 } from '@earshot/test-kit/backends'
-import { admin, createPartner } from '@earshot/test-kit/calls'
+import { adminCall, createPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import type { Database } from '../storage/database.js'
 import { credentialCache, listenForCredentialChanges } from './credential-cache.js'
@@ -233,7 +233,7 @@ for (const backend of testBackends) {
           other.query('UPDATE enterprise_keys SET created_at = created_at WHERE enterprise_id = $1', [id]),
         )
         await changed('a rotation through the admin API', () =>
-          admin(platform, 'POST', `/enterprises/${id}/rotate-key`),
+          adminCall(platform, 'rotateKey', { params: { enterpriseId: id } }),
         )
         assert.equal(
           (await cache.get(id, 2))?.key !== undefined,
@@ -241,7 +241,7 @@ for (const backend of testBackends) {
           'keyVersion 2, unknown before, now known',
         )
         await changed('a disable through the admin API', () =>
-          admin(platform, 'POST', `/enterprises/${id}/disable`),
+          adminCall(platform, 'disableEnterprise', { params: { enterpriseId: id } }),
         )
         assert.equal((await cache.get(id, 1))?.disabled, true)
         // An enterprise created after its id was looked up (and cached as unknown).

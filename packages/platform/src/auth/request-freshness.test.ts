@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { type Envelope, type JsonObject, seal } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import {
-  admin,
+  adminCall,
   createPartner,
   expectCode,
   ingest,
@@ -124,10 +124,12 @@ for (const backend of testBackends) {
       expectCode(await partner.call(CHANGES, {}, token), 2000)
       expectCode(await partner.call(CALLBACK, { audioId }, token), 2000)
 
-      const path = `/enterprises/${partner.enterpriseId}`
-      const updated = await admin(platform, 'PATCH', path, { requireIssuedAt: true })
-      assert.equal(updated.status, 200)
-      assert.equal(updated.body.requireIssuedAt, true)
+      const params = { enterpriseId: partner.enterpriseId }
+      const updated = await adminCall(platform, 'updateEnterprise', {
+        params,
+        body: { requireIssuedAt: true },
+      })
+      assert.equal(updated.requireIssuedAt, true)
       for (const [route, plaintext] of [
         [AUDIOS, {}],
         [CHANGES, {}],
@@ -143,7 +145,7 @@ for (const backend of testBackends) {
       )
       await tokenOf(platform, partner, { issuedAt: seconds() })
 
-      assert.equal((await admin(platform, 'PATCH', path, { requireIssuedAt: false })).status, 200)
+      await adminCall(platform, 'updateEnterprise', { params, body: { requireIssuedAt: false } })
       expectCode(await partner.call(AUDIOS, {}, token), 2000)
     })
 

@@ -1,4 +1,3 @@
-import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type JsonObject, seal } from '@earshot/protocol'
 import {
@@ -9,7 +8,6 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import {
-  admin,
   adminCall,
   createPartner,
   expectCode,
@@ -92,8 +90,8 @@ if (testBackends.includes('postgres')) {
       const issued = await onB.token()
       expectCode(await onB.call(AUDIOS, {}, issued), 2000)
 
-      const path = `/enterprises/${onA.enterpriseId}`
-      assert.equal((await admin(a, 'PATCH', path, { requireIssuedAt: true })).status, 200)
+      const params = { enterpriseId: onA.enterpriseId }
+      await adminCall(a, 'updateEnterprise', { params, body: { requireIssuedAt: true } })
       const took = await untilCode('a query without issuedAt on the other instance', 4001, () =>
         onB.call(AUDIOS, {}, issued),
       )

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
-import { admin, ingest } from '@earshot/test-kit/calls'
+import { adminCall, ingest } from '@earshot/test-kit/calls'
 import { type CliRun, cleanEnv, runCli } from '@earshot/test-kit/run-cli'
 import { deliveryMachine } from '../deliveries/delivery-states.js'
 import { DELIVERY_STATES, type DeliveryState } from '../deliveries/delivery-store.js'
@@ -43,17 +43,16 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
   async function enterpriseWithDeliveries(
     count: number,
   ): Promise<{ enterpriseId: number; ids: number[]; audioIds: string[] }> {
-    const { body } = await admin<{ enterpriseId: number }>(platform, 'POST', '/enterprises', {
-      name: 'CLI Pushed',
-      pushUrl: 'http://127.0.0.1:9/push',
+    const { enterpriseId } = await adminCall(platform, 'createEnterprise', {
+      body: { name: 'CLI Pushed', pushUrl: 'http://127.0.0.1:9/push' },
     })
     const audioIds: string[] = []
-    for (let i = 0; i < count; i++) audioIds.push(await ingest(platform, body.enterpriseId, recording()))
+    for (let i = 0; i < count; i++) audioIds.push(await ingest(platform, enterpriseId, recording()))
     const rows = await platform.context.db.query<{ id: number }>(
       'SELECT delivery_id AS id FROM deliveries WHERE enterprise_id = $1 ORDER BY delivery_id',
-      [body.enterpriseId],
+      [enterpriseId],
     )
-    return { enterpriseId: body.enterpriseId, ids: rows.map((row) => row.id), audioIds }
+    return { enterpriseId, ids: rows.map((row) => row.id), audioIds }
   }
 
   /** Moves a pending delivery to a state along the transitions the dispatcher would take. */
@@ -89,10 +88,8 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
     )
   }
 
-  async function view(deliveryId: number): Promise<DeliveryView> {
-    const { status, body } = await admin<DeliveryView>(platform, 'GET', `/deliveries/${deliveryId}`)
-    assert.equal(status, 200)
-    return body
+  function view(deliveryId: number) {
+    return adminCall(platform, 'showDelivery', { params: { deliveryId } })
   }
 
   before(async () => {

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, ingest } from '@earshot/test-kit/calls'
+import { adminCall, adminReply, ingest } from '@earshot/test-kit/calls'
 import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
 import { startTestReceiver } from '@earshot/test-kit/test-receiver'
+import type { NewEndpoint } from '../admin-client/admin-client.js'
 import { deliveryQueue } from '../deliveries/delivery-store.js'
 import type { EndpointView } from '../endpoints/endpoint-store.js'
 import { type PushUrlView, recordPushUrlOutcomes } from '../push-urls/push-url-health.js'
@@ -58,32 +59,32 @@ for (const backend of testBackends) {
     let fine: number
 
     async function enterprise(pushUrl?: string): Promise<number> {
-      const { status, body } = await admin<{ enterpriseId: number }>(platform, 'POST', '/enterprises', {
-        name: 'CLI Endpoint',
-        ...(pushUrl !== undefined && { pushUrl }),
+      const { status, body } = await adminReply(platform, 'createEnterprise', {
+        body: { name: 'CLI Endpoint', ...(pushUrl !== undefined && { pushUrl }) },
       })
       assert.equal(status, 201)
       return body.enterpriseId
     }
 
-    async function added(enterpriseId: number, url: string, more = {}): Promise<EndpointView> {
-      const path = `/enterprises/${enterpriseId}/endpoints`
-      const { status, body } = await admin<EndpointView>(platform, 'POST', path, { url, ...more })
+    async function added(enterpriseId: number, url: string, more: Omit<NewEndpoint, 'url'> = {}) {
+      const { status, body } = await adminReply(platform, 'addEndpoint', {
+        params: { enterpriseId },
+        body: { url, ...more },
+      })
       assert.equal(status, 201, JSON.stringify(body))
       return body
     }
 
-    async function endpointsOf(enterpriseId?: number): Promise<EndpointView[]> {
-      const path = enterpriseId === undefined ? '/endpoints' : `/enterprises/${enterpriseId}/endpoints`
-      const { status, body } = await admin<{ endpoints: EndpointView[] }>(platform, 'GET', path)
-      assert.equal(status, 200)
-      return body.endpoints
+    async function endpointsOf(enterpriseId?: number) {
+      const { endpoints } =
+        enterpriseId === undefined
+          ? await adminCall(platform, 'listEndpoints')
+          : await adminCall(platform, 'listEnterpriseEndpoints', { params: { enterpriseId } })
+      return endpoints
     }
 
-    async function pushUrls(): Promise<PushUrlView[]> {
-      const { status, body } = await admin<{ pushUrls: PushUrlView[] }>(platform, 'GET', '/push-urls')
-      assert.equal(status, 200)
-      return body.pushUrls
+    async function pushUrls() {
+      return (await adminCall(platform, 'listPushUrls')).pushUrls
     }
 
     /** Disables a push URL as a 410 Gone answer would. */
@@ -247,8 +248,8 @@ for (const backend of testBackends) {
 
       const json = await earshot('endpoints', 'show', String(endpointId), '--json')
       assert.equal(json.code, 0, json.stderr)
-      const path = `/enterprises/${acme}/endpoints/${endpointId}`
-      assert.deepEqual(JSON.parse(json.stdout), (await admin(platform, 'GET', path)).body)
+      const shown = await adminCall(platform, 'showEndpoint', { params: { enterpriseId: acme, endpointId } })
+      assert.deepEqual(JSON.parse(json.stdout), shown)
       const { endpoint, recentDeliveries } = JSON.parse(json.stdout)
       assert.equal(endpoint.waiting, 1)
       assert.deepEqual(
@@ -396,18 +397,11 @@ for (const backend of testBackends) {
     })
 
     test('check reports each item with what came back, and exits 1 when one failed', async () => {
-      const { body } = await admin<{ enterpriseId: number; secret: string }>(
-        platform,
-        'POST',
-        '/enterprises',
-        {
-          name: 'CLI Check',
-        },
-      )
+      const checked = await adminCall(platform, 'createEnterprise', { body: { name: 'CLI Check' } })
       // Opens and acknowledges what it can, remembers no nonce, and never calls back.
-      const receiver = await startTestReceiver(body.secret)
+      const receiver = await startTestReceiver(checked.secret)
       try {
-        const args = ['endpoints', 'check', receiver.url, '--enterprise', String(body.enterpriseId)]
+        const args = ['endpoints', 'check', receiver.url, '--enterprise', String(checked.enterpriseId)]
         const run = await earshot(...args, '--callback-within', '1')
         assert.equal(run.code, 1, run.stderr)
         assert.match(run.stderr, /^Checking http:\/\/127\.0\.0\.1:\d+\/earshot\/push for enterprise \d+/)

@@ -121,13 +121,14 @@ for (const backend of testBackends) {
     })
 
     const db = () => platform.context.db
+    /** The ids of the three deliveries of threeEvents' recording, in order. */
     const idsOf = async (audioId: string) =>
       (
         await db().query<{ delivery_id: number }>(
           'SELECT delivery_id FROM deliveries WHERE audio_id = $1 ORDER BY delivery_id',
           [audioId],
         )
-      ).map((row) => Number(row.delivery_id))
+      ).map((row) => Number(row.delivery_id)) as [number, number, number]
 
     /** The sweep's repair, run until it has looked at every queued delivery (it goes a batch at a time). */
     async function sweepAll(): Promise<void> {

@@ -3,10 +3,11 @@ import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, adminReply, createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { importRecordings, recordingBatch } from '@earshot/test-kit/fault-kit'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
+import type { NewEndpoint } from '../admin-client/admin-client.js'
 import type { PlatformConfig } from '../config/config.js'
 
 /**
@@ -81,21 +82,16 @@ for (const backend of testBackends) {
       return receiver
     }
 
-    async function addEndpoint(enterpriseId: number, body: Record<string, unknown>): Promise<number> {
-      const added = await admin<{ endpointId: number }>(
-        platform,
-        'POST',
-        `/enterprises/${enterpriseId}/endpoints`,
-        body,
-      )
+    async function addEndpoint(enterpriseId: number, body: NewEndpoint): Promise<number> {
+      const added = await adminReply(platform, 'addEndpoint', { params: { enterpriseId }, body })
       assert.equal(added.status, 201, JSON.stringify(added.body))
       return added.body.endpointId
     }
 
     /** Transcripts for all, updates for half, deletions for a quarter, a few at a time while pushes flow. */
     async function changeRecordings(enterpriseId: number, audioIds: readonly string[]) {
-      const path = (audioId: string) => `/enterprises/${enterpriseId}/recordings/${audioId}`
       const change = async (audioId: string, i: number) => {
+        const params = { enterpriseId, audioId }
         const transcript = {
           transcriptId: i + 1,
           transcriptText: `words ${i}`,
@@ -103,10 +99,9 @@ for (const backend of testBackends) {
           durationMs: 500,
           wordsCount: 2,
         }
-        assert.equal((await admin(platform, 'PUT', `${path(audioId)}/transcript`, transcript)).status, 200)
-        if (i % 2 === 0)
-          assert.equal((await admin(platform, 'PATCH', path(audioId), { title: `t${i}` })).status, 200)
-        if (i % 4 === 0) assert.equal((await admin(platform, 'DELETE', path(audioId))).status, 200)
+        await adminCall(platform, 'attachTranscript', { params, body: transcript })
+        if (i % 2 === 0) await adminCall(platform, 'updateRecording', { params, body: { title: `t${i}` } })
+        if (i % 4 === 0) await adminCall(platform, 'deleteRecording', { params })
       }
       let next = 0
       const worker = async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { isTranscriptData, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, adminRefusal, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import {
   callbackSender,
@@ -95,19 +95,16 @@ for (const backend of testBackends) {
       assert.ok(delivery.confirmedAt)
 
       // Attaching the transcript is a second event, with set A as its data.
-      const attached = await admin(
-        platform,
-        'PUT',
-        `/enterprises/${partner.enterpriseId}/recordings/${audioId}/transcript`,
-        {
+      await adminCall(platform, 'attachTranscript', {
+        params: { enterpriseId: partner.enterpriseId, audioId },
+        body: {
           transcriptId: 7,
           transcriptText: 'hello there',
           sentences: [{ text: 'hello there', beginTime: 0, endTime: 900 }],
           durationMs: 900,
           wordsCount: 2,
         },
-      )
-      assert.equal(attached.status, 200)
+      })
       await eventually(() => inState(audioId, 'confirmed', 2), 10_000, 'both events confirmed')
       const transcriptPush = receiver.received[1]
       assert.equal(transcriptPush?.event.eventType, PushEventType.TRANSCRIPT_READY)
@@ -400,10 +397,10 @@ describe('push URL safety when private addresses are not allowed', { timeout: 60
     'http://10.1.2.3/x',
   ]) {
     test(`${pushUrl} is refused with 4001 naming pushUrl`, async () => {
-      const reply = await admin(platform, 'POST', '/enterprises', { name: 'Risky', pushUrl })
-      assert.equal(reply.status, 400)
-      assert.equal(reply.body.code, 4001)
-      assert.match(String(reply.body.msg), /^pushUrl: /)
+      const refusal = await adminRefusal(platform, 'createEnterprise', { body: { name: 'Risky', pushUrl } })
+      assert.equal(refusal.status, 400)
+      assert.equal(refusal.code, 4001)
+      assert.match(refusal.msg, /^pushUrl: /)
     })
   }
 

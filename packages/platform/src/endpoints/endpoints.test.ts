@@ -2,7 +2,15 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import {
+  admin,
+  adminCall,
+  adminRefusal,
+  adminReply,
+  createPartner,
+  ingest,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import {
   callbackSender,
@@ -10,9 +18,9 @@ import {
   startTestReceiver,
   type TestReceiver,
 } from '@earshot/test-kit/test-receiver'
+import type { NewEndpoint } from '../admin-client/admin-client.js'
 import type { PlatformConfig } from '../config/config.js'
 import type { DeliveryState } from '../deliveries/delivery-store.js'
-import type { EndpointView } from './endpoint-store.js'
 
 /** Push endpoints: several per enterprise, subscriptions, hold and removal, the shorthand, refusals. */
 
@@ -43,10 +51,10 @@ const recording = (withTranscript = false) => ({
 const { AUDIO_READY, TRANSCRIPT_READY, UPDATED } = PushEventType
 
 /** A refusal of the admin API: its code, the HTTP status the catalogue gives it, and a message. */
-function refused(reply: { status: number; body: Record<string, unknown> }, code: number, msg?: RegExp) {
-  assert.equal(reply.body.code, code, JSON.stringify(reply.body))
+function refused(reply: { status: number; code: unknown; msg: unknown }, code: number, msg?: RegExp) {
+  assert.equal(reply.code, code, JSON.stringify(reply))
   assert.equal(reply.status, Math.floor(code / 10))
-  if (msg) assert.match(String(reply.body.msg), msg)
+  if (msg) assert.match(String(reply.msg), msg)
 }
 const FAIL = { status: 500, body: { code: 5000 } }
 
@@ -75,12 +83,20 @@ for (const backend of testBackends) {
       return receiver
     }
 
-    const endpointsPath = (enterpriseId: number) => `/enterprises/${enterpriseId}/endpoints`
-
-    async function addEndpoint(enterpriseId: number, body: Record<string, unknown>): Promise<EndpointView> {
-      const added = await admin<EndpointView>(platform, 'POST', endpointsPath(enterpriseId), body)
+    async function addEndpoint(enterpriseId: number, body: NewEndpoint) {
+      const added = await adminReply(platform, 'addEndpoint', { params: { enterpriseId }, body })
       assert.equal(added.status, 201, JSON.stringify(added.body))
       return added.body
+    }
+
+    async function endpointsOf(enterpriseId: number) {
+      return (await adminCall(platform, 'listEnterpriseEndpoints', { params: { enterpriseId } })).endpoints
+    }
+
+    /** The refusal of a body no contract allows, sent as it is. */
+    async function offContract(method: string, path: string, body: object) {
+      const { status, body: answer } = await admin(platform, method, path, body)
+      return { status, ...answer } as { status: number; code: unknown; msg: unknown }
     }
 
     async function deliveryStates(audioId: string) {
@@ -108,15 +124,10 @@ for (const backend of testBackends) {
       assert.deepEqual(onlyTranscripts.eventTypes, [TRANSCRIPT_READY])
 
       const audioId = await ingest(platform, partner.enterpriseId, recording(true))
-      const updated = await admin(
-        platform,
-        'PATCH',
-        `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
-        {
-          title: 'renamed',
-        },
-      )
-      assert.equal(updated.status, 200, JSON.stringify(updated.body))
+      await adminCall(platform, 'updateRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId },
+        body: { title: 'renamed' },
+      })
       const rows = await eventually(
         () => allIn(audioId, ['confirmed'], 4),
         15_000,
@@ -147,15 +158,10 @@ for (const backend of testBackends) {
       const receiver = await receiverOf(partner)
       await addEndpoint(partner.enterpriseId, { url: receiver.url })
       const audioId = await ingest(platform, partner.enterpriseId, recording())
-      const same = await admin(
-        platform,
-        'PATCH',
-        `/enterprises/${partner.enterpriseId}/recordings/${audioId}`,
-        {
-          title: `endpoints ${counter}`,
-        },
-      )
-      assert.equal(same.status, 200)
+      await adminCall(platform, 'updateRecording', {
+        params: { enterpriseId: partner.enterpriseId, audioId },
+        body: { title: `endpoints ${counter}` },
+      })
       assert.deepEqual(
         (await deliveryStates(audioId)).map((row) => row.event_type),
         [AUDIO_READY],
@@ -169,12 +175,12 @@ for (const backend of testBackends) {
         answer: () => (answering ? { status: 200, body: { code: 2000 } } : FAIL),
       })
       const endpoint = await addEndpoint(partner.enterpriseId, { url: receiver.url })
-      const path = `${endpointsPath(partner.enterpriseId)}/${endpoint.endpointId}`
+      const params = { enterpriseId: partner.enterpriseId, endpointId: endpoint.endpointId }
       const first = await ingest(platform, partner.enterpriseId, recording())
       await eventually(async () => receiver.received.length > 0, 10_000, 'a first attempt')
 
-      const disabled = await admin<EndpointView>(platform, 'PATCH', path, { enabled: false })
-      assert.equal(disabled.body.enabled, false)
+      const disabled = await adminCall(platform, 'updateEndpoint', { params, body: { enabled: false } })
+      assert.equal(disabled.enabled, false)
       await eventually(() => allIn(first, ['held'], 1), 10_000, 'held')
       const paused = await ingest(platform, partner.enterpriseId, recording())
       assert.deepEqual(
@@ -183,24 +189,19 @@ for (const backend of testBackends) {
       )
 
       answering = true
-      const enabled = await admin<EndpointView>(platform, 'PATCH', path, { enabled: true })
-      assert.equal(enabled.body.enabled, true)
+      const enabled = await adminCall(platform, 'updateEndpoint', { params, body: { enabled: true } })
+      assert.equal(enabled.enabled, true)
       await eventually(() => allIn(first, ['confirmed'], 1), 10_000, 'confirmed once enabled')
       await eventually(() => allIn(paused, ['confirmed'], 1), 10_000, 'made while disabled: confirmed too')
 
       answering = false
       const open = await ingest(platform, partner.enterpriseId, recording(true))
       await eventually(() => allIn(open, ['pending', 'in_flight', 'queued'], 2), 10_000, 'open')
-      const removed = await admin<{ removed: number; cancelled: number }>(platform, 'DELETE', path)
-      assert.deepEqual(removed.body, { removed: endpoint.endpointId, cancelled: 2 })
+      const removed = await adminCall(platform, 'removeEndpoint', { params })
+      assert.deepEqual(removed, { removed: endpoint.endpointId, cancelled: 2 })
       await eventually(() => allIn(open, ['cancelled'], 2), 10_000, 'cancelled')
-      const listed = await admin<{ endpoints: EndpointView[] }>(
-        platform,
-        'GET',
-        endpointsPath(partner.enterpriseId),
-      )
-      assert.deepEqual(listed.body.endpoints, [])
-      refused(await admin(platform, 'DELETE', path), 4040, /has no endpoint/)
+      assert.deepEqual(await endpointsOf(partner.enterpriseId), [])
+      refused(await adminRefusal(platform, 'removeEndpoint', { params }), 4040, /has no endpoint/)
     })
 
     test('set-push-url leaves the enterprise one endpoint for every event type', async () => {
@@ -208,60 +209,66 @@ for (const backend of testBackends) {
       const receiver = await receiverOf(partner)
       const kept = await addEndpoint(partner.enterpriseId, { url: receiver.url, eventTypes: [UPDATED] })
       await addEndpoint(partner.enterpriseId, { url: `${receiver.url}?second`, maxPerSecond: 5 })
-      const set = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: `${receiver.url}?only`,
-      })
-      assert.equal(set.status, 200, JSON.stringify(set.body))
-      const listed = await admin<{ endpoints: EndpointView[] }>(
-        platform,
-        'GET',
-        endpointsPath(partner.enterpriseId),
-      )
+      const params = { enterpriseId: partner.enterpriseId }
+      await adminCall(platform, 'setPushUrl', { params, body: { pushUrl: `${receiver.url}?only` } })
+      const listed = await endpointsOf(partner.enterpriseId)
       assert.deepEqual(
-        listed.body.endpoints.map((each) => [each.endpointId, each.url, each.eventTypes, each.maxPerSecond]),
+        listed.map((each) => [each.endpointId, each.url, each.eventTypes, each.maxPerSecond]),
         [[kept.endpointId, `${receiver.url}?only`, Object.values(PushEventType), null]],
       )
-      const cleared = await admin(platform, 'PUT', `/enterprises/${partner.enterpriseId}/push-url`, {
-        pushUrl: null,
-      })
-      assert.equal(cleared.status, 200)
-      const none = await admin<{ endpoints: EndpointView[] }>(
-        platform,
-        'GET',
-        endpointsPath(partner.enterpriseId),
-      )
-      assert.deepEqual(none.body.endpoints, [])
+      await adminCall(platform, 'setPushUrl', { params, body: { pushUrl: null } })
+      assert.deepEqual(await endpointsOf(partner.enterpriseId), [])
     })
 
     test('refusals: the eleventh endpoint, a bad field, an unknown or foreign endpoint', async () => {
       const partner = await createPartner(platform)
       const other = await createPartner(platform)
-      const path = endpointsPath(partner.enterpriseId)
       const added = await Promise.all(
         Array.from({ length: 10 }, (_, i) =>
           addEndpoint(partner.enterpriseId, { url: `http://127.0.0.1:9/${i}` }),
         ),
       )
+      const own = { enterpriseId: partner.enterpriseId }
       refused(
-        await admin(platform, 'POST', path, { url: 'http://127.0.0.1:9/11' }),
+        await adminRefusal(platform, 'addEndpoint', { params: own, body: { url: 'http://127.0.0.1:9/11' } }),
         4001,
         /has 10 endpoints, the most it may have/,
       )
 
-      const otherPath = endpointsPath(other.enterpriseId)
+      const others = { enterpriseId: other.enterpriseId }
       const eventTypes = ['recording.played']
       refused(
-        await admin(platform, 'POST', otherPath, { url: 'http://127.0.0.1:9/', eventTypes }),
+        await offContract('POST', `/enterprises/${other.enterpriseId}/endpoints`, {
+          url: 'http://127.0.0.1:9/',
+          eventTypes,
+        }),
         4001,
         /^eventTypes/,
       )
-      refused(await admin(platform, 'POST', otherPath, { url: 'ftp://x.example/' }), 4001, /^url: /)
-      const first = `${path}/${added[0]?.endpointId}`
-      refused(await admin(platform, 'PATCH', first, { maxPerSecond: 0 }), 4001, /^maxPerSecond/)
-      refused(await admin(platform, 'PATCH', first, { colour: 'red' }), 4001, /colour/)
-      refused(await admin(platform, 'GET', `${otherPath}/${added[0]?.endpointId}`), 4040)
-      refused(await admin(platform, 'GET', endpointsPath(999_999)), 4040)
-      refused(await admin(platform, 'POST', endpointsPath(999_999), { url: 'http://127.0.0.1:9/' }), 4040)
+      refused(
+        await adminRefusal(platform, 'addEndpoint', { params: others, body: { url: 'ftp://x.example/' } }),
+        4001,
+        /^url: /,
+      )
+      const endpointId = added[0]?.endpointId as number
+      const first = { ...own, endpointId }
+      refused(
+        await adminRefusal(platform, 'updateEndpoint', { params: first, body: { maxPerSecond: 0 } }),
+        4001,
+        /^maxPerSecond/,
+      )
+      const firstPath = `/enterprises/${partner.enterpriseId}/endpoints/${endpointId}`
+      refused(await offContract('PATCH', firstPath, { colour: 'red' }), 4001, /colour/)
+      refused(await adminRefusal(platform, 'showEndpoint', { params: { ...others, endpointId } }), 4040)
+      const unknown = { enterpriseId: 999_999 }
+      refused(await adminRefusal(platform, 'listEnterpriseEndpoints', { params: unknown }), 4040)
+      refused(
+        await adminRefusal(platform, 'addEndpoint', {
+          params: unknown,
+          body: { url: 'http://127.0.0.1:9/' },
+        }),
+        4040,
+      )
     })
   })
 }

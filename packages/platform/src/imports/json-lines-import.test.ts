@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, ingest } from '@earshot/test-kit/calls'
+import { admin, adminCall, adminRefusal, createPartner, ingest } from '@earshot/test-kit/calls'
 
 /**
  * The JSON Lines import: streamed, validated whole before
@@ -104,10 +104,10 @@ for (const backend of testBackends) {
     /** A new enterprise with a push URL, so that imports create deliveries. */
     async function pushingEnterprise(name: string): Promise<number> {
       const { enterpriseId } = await createPartner(platform, name)
-      const set = await admin(platform, 'PUT', `/enterprises/${enterpriseId}/push-url`, {
-        pushUrl: 'http://127.0.0.1:9/earshot',
+      await adminCall(platform, 'setPushUrl', {
+        params: { enterpriseId },
+        body: { pushUrl: 'http://127.0.0.1:9/earshot' },
       })
-      assert.equal(set.status, 200)
       return enterpriseId
     }
 
@@ -286,15 +286,13 @@ for (const backend of testBackends) {
         /^nothing was imported; [^\n]*\nline 2: audioId: must not begin "check_": the receiver check/,
       )
       assert.doesNotMatch(msg, /line 1/)
-      const alone = await admin<{ code: number; msg: string }>(
-        platform,
-        'POST',
-        `/enterprises/${enterpriseId}/recordings`,
-        JSON.parse(line('check_alone')),
-      )
+      const alone = await adminRefusal(platform, 'ingestRecording', {
+        params: { enterpriseId },
+        body: JSON.parse(line('check_alone')),
+      })
       assert.equal(alone.status, 400)
-      assert.equal(alone.body.code, 4001)
-      assert.match(alone.body.msg, /^audioId: must not begin "check_"/)
+      assert.equal(alone.code, 4001)
+      assert.match(alone.msg, /^audioId: must not begin "check_"/)
       assert.equal(await countRecordings(enterpriseId), 0)
       // Only the prefix is reserved.
       assert.deepEqual((await imported(enterpriseId, [line('a_check_1'), line('Check_1')])).summary, {

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net'
 import { after, before, describe, test } from 'node:test'
 import { PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin } from '@earshot/test-kit/calls'
+import { adminRefusal } from '@earshot/test-kit/calls'
 import { latch } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startTestReceiver } from '@earshot/test-kit/test-receiver'
@@ -174,22 +174,27 @@ for (const backend of testBackends) {
       const [, , , four] = enterprises as [number, number, number, number]
       for (const url of ['http://127.0.0.1:25/push', 'http://127.0.0.1:0/push', 'https://127.0.0.1:1023/']) {
         await expectRefused(startCheck(platform, four, url), 4001, /EARSHOT_PUSH_PORTS/)
-        const added = await admin(platform, 'POST', `/enterprises/${four}/endpoints`, { url })
-        assert.equal(added.status, 400, JSON.stringify(added.body))
-        assert.match(String(added.body.msg), /EARSHOT_PUSH_PORTS/)
+        const added = await adminRefusal(platform, 'addEndpoint', {
+          params: { enterpriseId: four },
+          body: { url },
+        })
+        assert.equal(added.status, 400, added.message)
+        assert.match(added.msg, /EARSHOT_PUSH_PORTS/)
       }
     })
 
     test('a disabled enterprise is refused a check and a new endpoint (4030)', async () => {
-      const { enterpriseId } = await adminClientOf(platform).createEnterprise('Disabled')
-      await admin(platform, 'POST', `/enterprises/${enterpriseId}/disable`)
+      const client = adminClientOf(platform)
+      const { enterpriseId } = await client.createEnterprise('Disabled')
+      await client.disableEnterprise(enterpriseId)
       await expectRefused(startCheck(platform, enterpriseId, target.url), 4030, /disabled/)
-      const added = await admin(platform, 'POST', `/enterprises/${enterpriseId}/endpoints`, {
-        url: target.url,
+      const added = await adminRefusal(platform, 'addEndpoint', {
+        params: { enterpriseId },
+        body: { url: target.url },
       })
-      assert.equal(added.status, 403, JSON.stringify(added.body))
-      assert.equal(added.body.code, 4030)
-      assert.match(String(added.body.msg), /disabled/)
+      assert.equal(added.status, 403, added.message)
+      assert.equal(added.code, 4030)
+      assert.match(added.msg, /disabled/)
     })
   })
 }

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, type TestPartner } from '@earshot/test-kit/calls'
+import { adminCall, adminRefusal, adminReply, createPartner, type TestPartner } from '@earshot/test-kit/calls'
 
 /**
  * Issue 42, finding 7: an operator's denoiseUrl was taken whatever its scheme (`javascript:`, `data:`)
@@ -57,36 +57,29 @@ for (const backend of testBackends) {
       await platform?.stop()
     })
 
-    const recordings = () => `/enterprises/${partner.enterpriseId}/recordings`
-
     test('only https: is taken, on ingest, update and import; anything else is 4001 naming denoiseUrl', async () => {
-      const ok = await admin(
-        platform,
-        'POST',
-        recordings(),
-        recording('scheme-ok', 'https://cdn.example/a.mp3'),
-      )
+      const params = { enterpriseId: partner.enterpriseId }
+      const ok = await adminReply(platform, 'ingestRecording', {
+        params,
+        body: recording('scheme-ok', 'https://cdn.example/a.mp3'),
+      })
       assert.equal(ok.status, 201)
       for (const [index, url] of [...REFUSED, 'http://cdn.example/a.mp3'].entries()) {
-        const ingested = await admin<{ code: number; msg: string }>(
-          platform,
-          'POST',
-          recordings(),
-          recording(`scheme-${index}`, url),
-        )
+        const ingested = await adminRefusal(platform, 'ingestRecording', {
+          params,
+          body: recording(`scheme-${index}`, url),
+        })
         assert.equal(ingested.status, 400, url)
-        assert.equal(ingested.body.code, 4001, url)
-        assert.match(ingested.body.msg, /denoiseUrl/, url)
-        assert.match(ingested.body.msg, /https:/, url)
+        assert.equal(ingested.code, 4001, url)
+        assert.match(ingested.msg, /denoiseUrl/, url)
+        assert.match(ingested.msg, /https:/, url)
 
-        const updated = await admin<{ code: number; msg: string }>(
-          platform,
-          'PATCH',
-          `${recordings()}/scheme-ok`,
-          { denoiseUrl: url },
-        )
-        assert.equal(updated.body.code, 4001, url)
-        assert.match(updated.body.msg, /denoiseUrl/, url)
+        const updated = await adminRefusal(platform, 'updateRecording', {
+          params: { ...params, audioId: 'scheme-ok' },
+          body: { denoiseUrl: url },
+        })
+        assert.equal(updated.code, 4001, url)
+        assert.match(updated.msg, /denoiseUrl/, url)
 
         const imported = await importLines(platform, partner.enterpriseId, [
           recording(`scheme-import-${index}`, url),
@@ -118,20 +111,26 @@ describe('EARSHOT_DENOISE_URL_ALLOW_HTTP', { timeout: 60_000 }, () => {
   })
 
   test('lets http: in, and nothing else more', async () => {
-    const path = `/enterprises/${partner.enterpriseId}/recordings`
-    const plain = await admin(platform, 'POST', path, recording('plain', 'http://cdn.example/a.mp3'))
-    assert.equal(plain.status, 201)
-    const updated = await admin(platform, 'PATCH', `${path}/plain`, {
-      denoiseUrl: 'http://cdn.example/b.mp3',
+    const params = { enterpriseId: partner.enterpriseId }
+    const plain = await adminReply(platform, 'ingestRecording', {
+      params,
+      body: recording('plain', 'http://cdn.example/a.mp3'),
     })
-    assert.equal(updated.status, 200)
+    assert.equal(plain.status, 201)
+    await adminCall(platform, 'updateRecording', {
+      params: { ...params, audioId: 'plain' },
+      body: { denoiseUrl: 'http://cdn.example/b.mp3' },
+    })
     const imported = await importLines(platform, partner.enterpriseId, [
       recording('plain-import', 'http://cdn.example/c.mp3'),
     ])
     assert.equal(imported.status, 200, imported.text)
     for (const url of REFUSED) {
-      const refused = await admin<{ code: number }>(platform, 'POST', path, recording('plain-2', url))
-      assert.equal(refused.body.code, 4001, url)
+      const refused = await adminRefusal(platform, 'ingestRecording', {
+        params,
+        body: recording('plain-2', url),
+      })
+      assert.equal(refused.code, 4001, url)
     }
   })
 })

@@ -10,7 +10,15 @@ import {
   seal,
 } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner, expectCode, ingest, postJson, type TestPartner } from '@earshot/test-kit/calls'
+import {
+  adminCall,
+  adminRefusal,
+  createPartner,
+  expectCode,
+  ingest,
+  postJson,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
 
 /** POST /openapi/v1/audios: filters, paging, order, field sets and the sealed response. */
 
@@ -452,15 +460,13 @@ for (const backend of testBackends) {
         recordDuration: 1,
       }
       for (const recordedAt of ['2026-03-01T10:00:00.9999995Z', '2026-03-01T18:00:00.1234567+08:00']) {
-        const refusal = await admin<{ code: number; msg: string }>(
-          platform,
-          'POST',
-          `/enterprises/${precise.enterpriseId}/recordings`,
-          { ...base, recordedAt },
-        )
+        const refusal = await adminRefusal(platform, 'ingestRecording', {
+          params: { enterpriseId: precise.enterpriseId },
+          body: { ...base, recordedAt },
+        })
         assert.equal(refusal.status, 400)
-        assert.equal(refusal.body.code, 4001)
-        assert.match(refusal.body.msg, /^recordedAt: .*at most 6 fractional digits/)
+        assert.equal(refusal.code, 4001)
+        assert.match(refusal.msg, /^recordedAt: .*at most 6 fractional digits/)
       }
       await ingest(platform, precise.enterpriseId, {
         ...base,
@@ -527,14 +533,11 @@ for (const backend of testBackends) {
       assert.deepEqual(Object.keys(beforeItem?.data ?? {}).sort(), SET_B_KEYS)
 
       const big = Number.MAX_SAFE_INTEGER
-      const attached = await admin(
-        platform,
-        'PUT',
-        `/enterprises/${partner.enterpriseId}/recordings/q05/transcript`,
-        { transcriptId: big, transcriptText: 'late', sentences, durationMs: 2100, wordsCount: 1 },
-      )
-      assert.equal(attached.status, 200)
-      assert.deepEqual(attached.body, { audioId: 'q05' })
+      const attached = await adminCall(platform, 'attachTranscript', {
+        params: { enterpriseId: partner.enterpriseId, audioId: 'q05' },
+        body: { transcriptId: big, transcriptText: 'late', sentences, durationMs: 2100, wordsCount: 1 },
+      })
+      assert.deepEqual(attached, { audioId: 'q05' })
 
       const list = await query({ audioId: 'q05' })
       assert.equal(list.total, 1)

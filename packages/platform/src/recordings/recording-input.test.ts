@@ -17,7 +17,7 @@ import {
   type TranscriptSentence,
 } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { admin, createPartner } from '@earshot/test-kit/calls'
+import { adminCall, adminRefusal, adminReply, createPartner } from '@earshot/test-kit/calls'
 import fc from 'fast-check'
 import { MAX_LINE_BYTES } from '../imports/json-lines-import.js'
 import { recordingData } from './recording-data.js'
@@ -332,23 +332,17 @@ for (const backend of testBackends) {
     }
 
     test('single ingest: exactly at the limit 201, one byte over 4001 naming transcript and the limit', async () => {
-      const ok = await admin(
-        platform,
-        'POST',
-        `/enterprises/${enterpriseId}/recordings`,
-        atLimit('lim-single'),
-      )
+      const params = { enterpriseId }
+      const ok = await adminReply(platform, 'ingestRecording', { params, body: atLimit('lim-single') })
       assert.equal(ok.status, 201, JSON.stringify(ok.body))
-      const refused = await admin<{ code: number; msg: string }>(
-        platform,
-        'POST',
-        `/enterprises/${enterpriseId}/recordings`,
-        overLimit('lim-single-over'),
-      )
+      const refused = await adminRefusal(platform, 'ingestRecording', {
+        params,
+        body: overLimit('lim-single-over'),
+      })
       assert.equal(refused.status, 400)
-      assert.equal(refused.body.code, ResponseCode.INVALID_PARAMETER)
+      assert.equal(refused.code, ResponseCode.INVALID_PARAMETER)
       assert.match(
-        refused.body.msg,
+        refused.msg,
         new RegExp(`^transcript: takes ${MAX_TRANSCRIPT_BYTES + 1} bytes .*at most ${MAX_TRANSCRIPT_BYTES}`),
       )
       assert.equal(await stored('lim-single-over'), 0)
@@ -363,24 +357,19 @@ for (const backend of testBackends) {
 
     test('transcript attach: exactly at the limit 200, one byte over 4001', async () => {
       const audio = { denoiseUrl: 'https://cdn.example/a.mp3', recordDuration: 3 }
-      const created = await admin(
-        platform,
-        'POST',
-        `/enterprises/${enterpriseId}/recordings`,
-        recording({ audioId: 'lim-attach', ...audio }),
-      )
+      const created = await adminReply(platform, 'ingestRecording', {
+        params: { enterpriseId },
+        body: recording({ audioId: 'lim-attach', ...audio }),
+      })
       assert.equal(created.status, 201)
-      const path = `/enterprises/${enterpriseId}/recordings/lim-attach/transcript`
-      const refused = await admin<{ code: number; msg: string }>(
-        platform,
-        'PUT',
-        path,
-        transcriptOf(MAX_TRANSCRIPT_BYTES + 1),
-      )
+      const params = { enterpriseId, audioId: 'lim-attach' }
+      const refused = await adminRefusal(platform, 'attachTranscript', {
+        params,
+        body: transcriptOf(MAX_TRANSCRIPT_BYTES + 1),
+      })
       assert.equal(refused.status, 400)
-      assert.match(refused.body.msg, /^transcript: takes /)
-      const ok = await admin(platform, 'PUT', path, transcriptOf(MAX_TRANSCRIPT_BYTES))
-      assert.equal(ok.status, 200, JSON.stringify(ok.body))
+      assert.match(refused.msg, /^transcript: takes /)
+      await adminCall(platform, 'attachTranscript', { params, body: transcriptOf(MAX_TRANSCRIPT_BYTES) })
     })
 
     test('import: a line exactly at the limit is imported; one byte over is refused with its line number', async () => {
