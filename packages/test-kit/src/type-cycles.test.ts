@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import { test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { runCli } from './run-cli.js'
+import { scratchTree } from './scratch-tree.js'
 
 /**
  * scripts/check-type-cycles.mjs, run by `npm run lint`, on trees of its own: a cycle made only of
@@ -13,14 +12,7 @@ import { runCli } from './run-cli.js'
 
 const script = fileURLToPath(new URL('../../../scripts/check-type-cycles.mjs', import.meta.url))
 
-async function tree(files: Record<string, string>): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), 'earshot-type-cycles-'))
-  for (const [path, text] of Object.entries(files)) {
-    await mkdir(dirname(join(root, path)), { recursive: true })
-    await writeFile(join(root, path), text)
-  }
-  return root
-}
+const tree = (files: Record<string, string>) => scratchTree('earshot-type-cycles-', files)
 
 test('a cycle of type imports between folders fails the check; one way passes', {
   timeout: 60_000,

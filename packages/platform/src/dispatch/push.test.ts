@@ -284,11 +284,11 @@ for (const backend of testBackends) {
         assert.ok(delivery.confirmedAt >= delivery.ackedAt, 'confirmed no earlier than acked')
         assert.equal(delivery.attempts.at(-1)?.outcome, 'acked')
       }
-      assert.deepEqual(
-        deliveries.find((d) => d.eventId === refused)?.attempts.map((a) => a.outcome),
-        ['failed', 'acked'],
-        'the refused event was pushed again as scheduled',
-      )
+      // Acked and not yet confirmed within the 0.4 s confirm window, it may be pushed once more: still acked.
+      const [first, ...again] = deliveries.find((d) => d.eventId === refused)?.attempts ?? []
+      assert.equal(first?.outcome, 'failed', 'the first push was refused')
+      assert.ok(again.length > 0, 'the refused event was pushed again as scheduled')
+      assert.deepEqual(new Set(again.map((a) => a.outcome)), new Set(['acked']), 'and acked each time after')
     })
 
     test('no push URL, no delivery; metrics count deliveries still moving and attempts', async () => {
