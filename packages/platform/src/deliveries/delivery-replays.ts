@@ -64,6 +64,15 @@ const RESUME_BATCH = 1000
  * Puts back to `pending`, in due order and a batch per statement, the deliveries the endpoints given held
  * while they or their push URL were disabled; those still paused stay held. Returns how many.
  */
+/** How many deliveries to these endpoints are held now. */
+export async function countHeld(db: Queryable, endpointIds: readonly number[]): Promise<number> {
+  const [row] = await db.query<{ held: number }>(
+    `SELECT count(*)::int AS held FROM deliveries WHERE state = 'held' AND group_key = ANY($1::text[])`,
+    [endpointIds.map(String)],
+  )
+  return row?.held ?? 0
+}
+
 export async function resumeHeld(db: Queryable, endpointIds: readonly number[]): Promise<number> {
   const groups = endpointIds.map(String)
   let resumed = 0

@@ -1,4 +1,9 @@
-import { replayFailedSince, replayFailedSinceEach, resumeHeld } from '../deliveries/delivery-replays.js'
+import {
+  countHeld,
+  replayFailedSince,
+  replayFailedSinceEach,
+  resumeHeld,
+} from '../deliveries/delivery-replays.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
@@ -321,10 +326,13 @@ export async function enablePushUrl(db: Database, url: string): Promise<Enabled 
       [url],
     )
     const since = old?.failing_since_ms ?? null
-    return { endpoints, replayed: since === null ? 0 : await replayFailedSince(tx, endpoints, since) }
+    const replayed = since === null ? 0 : await replayFailedSince(tx, endpoints, since)
+    // Counted as enabled: once this commits, a dispatcher's sweep may resume some before resumeHeld does.
+    return { endpoints, replayed, resumed: await countHeld(tx, endpoints) }
   })
   if (!enabled) return undefined
-  return { resumed: await resumeHeld(db, enabled.endpoints), replayed: enabled.replayed }
+  await resumeHeld(db, enabled.endpoints)
+  return { resumed: enabled.resumed, replayed: enabled.replayed }
 }
 
 /** A push URL as metrics and logs show it: without its query and fragment, which may carry a secret. */
