@@ -109,6 +109,7 @@ for (const bench of cases) {
     try {
       result = await runScenario({
         url: child.ready.url,
+        method: 'POST',
         path: '/earshot/push',
         connections,
         seconds,

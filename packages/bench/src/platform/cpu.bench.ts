@@ -29,7 +29,7 @@
  */
 import { mkdirSync } from 'node:fs'
 import { AdminClient } from '@earshot/platform/admin-client'
-import { type JsonObject, open, seal } from '@earshot/protocol'
+import { PartnerOperation, type PartnerOperationSpec } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import autocannon from 'autocannon'
 import {
@@ -49,7 +49,7 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import { eventId, type Partner, partnerRequests, partnersOf, postJson } from './bench-partners.js'
+import { type Partner, partnerRequests, partnersOf } from './bench-partners.js'
 import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import type { ProfileWritten } from './child-profiler.js'
 import {
@@ -96,16 +96,7 @@ const scenarioFilter = (process.env.BENCH_CPU_SCENARIOS || '')
 const backends = backendsSetting()
 cleanUpOnInterrupt()
 
-/** One sealed partner request outside the measured runs; the opened answer. */
-async function callOnce<Answer>(url: string, partner: Partner, path: string, plaintext: JsonObject) {
-  const reply = await postJson(
-    `${url}${path}`,
-    seal(partner.key, partner.keyVersion, eventId(), plaintext),
-    partner.token,
-  )
-  if (reply.body.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply.body)}`)
-  return open(reply.body.data as Parameters<typeof open>[0], partner.key).plaintext as Answer
-}
+const { issueToken, queryRecordings, readChanges, confirmReceipt, fetchAudio } = PartnerOperation
 
 interface Sent {
   /** From the first request to the last response. */
@@ -131,7 +122,7 @@ function filledPool(make: () => PreparedRequest, amount: number): RequestPool {
 
 /** `amount` of the scenario's requests at `connections` connections, bodies from a pool filled beforehand. */
 async function send(url: string, scenario: Scenario, amount: number, pool: RequestPool): Promise<Sent> {
-  const { path, method = 'POST' } = scenario
+  const { path, method } = scenario
   let responses = 0
   let failed = 0
   const samples: string[] = []
@@ -248,9 +239,10 @@ async function measuredRun(read: Reader, url: string, scenario: Scenario): Promi
 
 interface Scenario {
   name: string
+  /** The operation's, as its contract gives it. */
+  method: PartnerOperationSpec['method']
+  /** The operation's path (a media link's, for fetchAudio). */
   path: string
-  /** POST unless said. */
-  method?: 'GET' | 'POST'
   make: () => PreparedRequest
   /** Also measured on the floor server (floor-server.ts), where there is one: the token, query and callback. */
   floor?: boolean
@@ -411,14 +403,14 @@ async function profileScenario(
 
 /** The scenarios, each request's body sealed by its `make`. */
 async function scenariosOf(ready: BenchServerReady, partners: Partner[]): Promise<Scenario[]> {
-  const url = ready.partnerUrl
   const first = partners[0] as Partner
   const holders = partners.filter((p) => p.recordings > 0)
   const callbackIds = holders.reduce((sum, p) => sum + p.callbackAudioIds.length, 0)
   return [
     {
       name: `token (round robin over ${partners.length} enterprises)`,
-      path: '/openapi/v1/token',
+      method: issueToken.method,
+      path: issueToken.path,
       make: partnerRequests(partners, (partner) => ({
         plaintext: {},
         beside: { enterpriseId: partner.enterpriseId },
@@ -426,23 +418,24 @@ async function scenariosOf(ready: BenchServerReady, partners: Partner[]): Promis
       })),
       floor: true,
     },
-    ...(await queryScenarios(url, first)),
+    ...(await queryScenarios(first)),
     {
       name: `callback (${format(callbackIds)} audioIds of existing recordings in turn)`,
-      path: '/openapi/v1/callback',
+      method: confirmReceipt.method,
+      path: confirmReceipt.path,
       make: partnerRequests(holders, (partner, n) => ({
         plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
         bearer: true,
       })),
       floor: true,
     },
-    await feedScenario(url, first),
+    await feedScenario(first),
     await mediaScenario(ready, partners[partners.length - 1] as Partner),
   ]
 }
 
 /** The filtered query, page 1 on ordinary devices and page DEEP_PAGE on busy ones. */
-async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> {
+async function queryScenarios(first: Partner): Promise<Scenario[]> {
   const deviceQuery = (devices: DeviceMatches[], page: number) =>
     partnerRequests([first], (_, n) => ({
       plaintext: {
@@ -458,7 +451,7 @@ async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> 
     [first.quiet, 1, 'ordinary'],
     [first.busy, DEEP_PAGE, 'busy'],
   ] as const) {
-    const sample = await callOnce<{ items: unknown[]; total: number }>(url, first, '/openapi/v1/audios', {
+    const sample = await first.client.queryAudios({
       deviceUid: (devices[0] as DeviceMatches).deviceUid,
       ...YEAR_RANGE,
       page,
@@ -466,7 +459,8 @@ async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> 
     })
     scenarios.push({
       name: `query: deviceUid + the year 2025, page ${page}, size ${PAGE_SIZE} (${devices.length} ${kind} devices in turn; ${sample.items.length} items, total ${format(sample.total)} on the first)`,
-      path: '/openapi/v1/audios',
+      method: queryRecordings.method,
+      path: queryRecordings.path,
       make: deviceQuery(devices, page),
       floor: true,
     })
@@ -478,21 +472,19 @@ async function queryScenarios(url: string, first: Partner): Promise<Scenario[]> 
  * The change feed's last FEED_PAGE changes. A cursor past the changes numbered so far is refused: each
  * read numbers a batch, so the first change is read until the cursor is accepted and its page is full.
  */
-async function feedScenario(url: string, first: Partner): Promise<Scenario> {
+async function feedScenario(first: Partner): Promise<Scenario> {
   const feedCursor = Buffer.from(`2:${Math.max(0, first.recordings - FEED_PAGE)}`).toString('base64url')
   const feedItems = Math.min(FEED_PAGE, first.recordings)
   for (let attempt = 0; ; attempt++) {
-    const page = await callOnce<{ items: unknown[] }>(url, first, '/openapi/v1/audios/changes', {
-      cursor: feedCursor,
-      size: FEED_PAGE,
-    }).catch(() => undefined)
+    const page = await first.client.changes({ cursor: feedCursor, size: FEED_PAGE }).catch(() => undefined)
     if (page?.items.length === feedItems) break
     if (attempt > first.recordings / 1000 + 100) throw new Error('the change feed never reached its end')
-    await callOnce(url, first, '/openapi/v1/audios/changes', { size: 1 })
+    await first.client.changes({ size: 1 })
   }
   return {
     name: `change feed: the last ${feedItems} changes (cursor at seq ${format(Math.max(0, first.recordings - FEED_PAGE))}, size ${FEED_PAGE})`,
-    path: '/openapi/v1/audios/changes',
+    method: readChanges.method,
+    path: readChanges.path,
     make: partnerRequests([first], () => ({
       plaintext: { cursor: feedCursor, size: FEED_PAGE },
       bearer: true,
@@ -522,12 +514,7 @@ async function mediaScenario(ready: BenchServerReady, owner: Partner): Promise<S
   await admin.uploadAudio(owner.enterpriseId, audioId, generatedBytes(MEDIA_BYTES, 1).chunks, {
     contentType: 'audio/wav',
   })
-  const { items } = await callOnce<{ items: { data: { denoiseUrl?: string } }[] }>(
-    ready.partnerUrl,
-    owner,
-    '/openapi/v1/audios',
-    { audioId, page: 1, size: 1 },
-  )
+  const { items } = await owner.client.queryAudios({ audioId, page: 1, size: 1 })
   const link = items[0]?.data.denoiseUrl
   if (!link) throw new Error(`no link to the stored audio of ${audioId}`)
   const { pathname, search } = new URL(link)
@@ -535,8 +522,8 @@ async function mediaScenario(ready: BenchServerReady, owner: Partner): Promise<S
   let n = 0
   return {
     name: `media: ${format(MEDIA_WINDOW / 1024)} KiB ranges of a ${format(MEDIA_BYTES / 1024 / 1024)} MiB stored file, in turn (GET with Range)`,
+    method: fetchAudio.method,
     path: `${pathname}${search}`,
-    method: 'GET',
     make: () => {
       const start = (n++ % windows) * MEDIA_WINDOW
       return { body: Buffer.alloc(0), headers: { range: `bytes=${start}-${start + MEDIA_WINDOW - 1}` } }

@@ -10,7 +10,7 @@
  * (a 50 ms pause between queries). The same probes run first without the deep-page loop, as the
  * reference. Target: /healthz p99 ≤ 20 ms during the loop. BENCH_BACKENDS as in the other benchmarks.
  */
-import { type EnvelopeKey, type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import { type JsonObject, PartnerOperation } from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
@@ -28,7 +28,8 @@ import {
   yes,
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
-import type { BenchEnterprise, BenchServerReady, BenchServerSpec } from './bench-server.js'
+import { openedData, type Partner, partnersOf, sealedPost } from './bench-partners.js'
+import type { BenchServerReady, BenchServerSpec } from './bench-server.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED } from './seed-data.js'
 
 const TARGET_HEALTHZ_P99_MS = 20
@@ -50,50 +51,20 @@ const deepConnections = integerSetting('BENCH_DEEP_CONNECTIONS', 2)
 const backends = backendsSetting()
 cleanUpOnInterrupt()
 
-interface Partner extends BenchEnterprise {
-  key: EnvelopeKey
-  token: string
-}
+const { queryRecordings } = PartnerOperation
 
-let eventCounter = 0
-const eventId = () => `deep-${process.pid}-${++eventCounter}`
-
-async function postJson(url: string, body: unknown, token?: string) {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
-    body: JSON.stringify(body),
-  })
-  return { status: response.status, body: (await response.json()) as { code: number; data?: unknown } }
-}
-
-async function partnerOf(url: string, enterprise: BenchEnterprise): Promise<Partner> {
-  const key = loadKey(enterprise.secret)
-  const reply = await postJson(`${url}/openapi/v1/token`, {
-    ...seal(key, enterprise.keyVersion, eventId(), {}),
-    enterpriseId: enterprise.enterpriseId,
-  })
-  if (reply.body.code !== 2000) throw new Error(`token refused: ${JSON.stringify(reply.body)}`)
-  return { ...enterprise, key, token: (reply.body.data as { accessToken: string }).accessToken }
-}
-
-/** One sealed query; throws unless it answers 2000 with the expected total and page length. */
+/**
+ * One query sealed and sent as it is (timed in a loop: the partner client's own checks and parsing are
+ * left out); throws unless it answers 2000 with the expected total and page length.
+ */
 async function query(
   url: string,
   partner: Partner,
   filter: JsonObject,
   expect: { total: number; items: number },
 ) {
-  const reply = await postJson(
-    `${url}/openapi/v1/audios`,
-    seal(partner.key, partner.keyVersion, eventId(), filter),
-    partner.token,
-  )
-  if (reply.body.code !== 2000) throw new Error(`query refused: ${JSON.stringify(reply.body)}`)
-  const list = open(reply.body.data as Parameters<typeof open>[0], partner.key).plaintext as {
-    total: number
-    items: unknown[]
-  }
+  const reply = await sealedPost(url, queryRecordings, partner, filter)
+  const list = openedData<{ total: number; items: unknown[] }>(partner, queryRecordings, reply)
   if (list.total !== expect.total || list.items.length !== expect.items) {
     throw new Error(
       `query answered total ${list.total} with ${list.items.length} items, expected ${JSON.stringify(expect)}`,
@@ -232,22 +203,16 @@ async function measurePlatform(
   child: RunningChild<BenchServerReady>,
 ): Promise<BackendReport> {
   const url = child.ready.partnerUrl
-  const [deepEnterprise, otherEnterprise] = child.ready.enterprises as [BenchEnterprise, BenchEnterprise]
-  const deepPartner = await partnerOf(url, deepEnterprise)
-  const otherPartner = await partnerOf(url, otherEnterprise)
+  const [deepPartner, otherPartner] = (await partnersOf(url, child.ready.enterprises.slice(0, 2))) as [
+    Partner,
+    Partner,
+  ]
   const lastPage = Math.floor(deepPartner.recordings / DEEP_SIZE)
   const deepFilter = { page: lastPage, size: DEEP_SIZE }
   const deep = () => query(url, deepPartner, deepFilter, { total: deepPartner.recordings, items: DEEP_SIZE })
   const otherFilter = { deviceUid: otherPartner.quiet[0]?.deviceUid ?? '', page: 1, size: 20 }
   // The device's total over all time (bench-server counts its QUERY_RANGE only): asked once.
-  const first = await postJson(
-    `${url}/openapi/v1/audios`,
-    seal(otherPartner.key, otherPartner.keyVersion, eventId(), otherFilter),
-    otherPartner.token,
-  )
-  const otherTotal = (
-    open(first.body.data as Parameters<typeof open>[0], otherPartner.key).plaintext as { total: number }
-  ).total
+  const otherTotal = (await otherPartner.client.queryAudios(otherFilter)).total
   const other = () =>
     query(url, otherPartner, otherFilter, { total: otherTotal, items: Math.min(20, otherTotal) })
   const phases = [

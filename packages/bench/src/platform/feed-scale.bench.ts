@@ -29,6 +29,7 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { EarshotClient } from '@earshot/partner'
 import { loadConfig, type RunningPlatform, startPlatform } from '@earshot/platform'
+import { AdminClient } from '@earshot/platform/admin-client'
 import { createEnterprise, tendDatabase, type UpkeepStep } from '@earshot/platform/internal'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
@@ -166,7 +167,8 @@ async function grow(label: string, count: number, storage: { databaseUrl?: strin
     label,
     'https://partner.example/push',
   )
-  const importSeconds = await importLines({ url: platform.adminUrl, token: ADMIN_TOKEN }, enterpriseId, count)
+  const admin = new AdminClient(platform.adminUrl, ADMIN_TOKEN)
+  const importSeconds = await importLines(admin, enterpriseId, count)
   log(`    imported in ${format(importSeconds, 1)} s`)
   const client = new EarshotClient({ baseUrl: platform.partnerUrl, enterpriseId, keyVersion: 1, secret })
   const { beforeLast, end } = await readToEnd(client, count)

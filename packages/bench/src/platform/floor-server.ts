@@ -26,6 +26,7 @@ import {
   type JsonObject,
   loadKey,
   open,
+  PartnerOperation,
   parseEnvelope,
   type ResolvedRecordingFilter,
   SPEC_VERSION,
@@ -113,10 +114,11 @@ async function callback(authorization: string | undefined, body: Buffer): Promis
   return answer()
 }
 
+// The partner operations' paths, as the bench sends them (from the contracts).
 const routes: Record<string, (authorization: string | undefined, body: Buffer) => Promise<Buffer>> = {
-  '/openapi/v1/token': (_, body) => issueToken(body),
-  '/openapi/v1/audios': queryPage,
-  '/openapi/v1/callback': callback,
+  [PartnerOperation.issueToken.path]: (_, body) => issueToken(body),
+  [PartnerOperation.queryRecordings.path]: queryPage,
+  [PartnerOperation.confirmReceipt.path]: callback,
 }
 
 const server = createServer((request, response) => {

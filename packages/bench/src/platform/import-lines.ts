@@ -1,4 +1,5 @@
-/** A JSON Lines import through the admin API, its body generated as it is sent (never held whole). */
+/** A JSON Lines import through the admin client, its body generated as it is sent (never held whole). */
+import type { AdminClient, ImportLine } from '@earshot/platform/admin-client'
 
 /** Recordings of 50 devices, one a second from 2025-01-01T00:00:00Z. */
 async function* jsonLines(count: number): AsyncGenerator<Uint8Array> {
@@ -24,19 +25,12 @@ export const IMPORTED_DEVICE = 'feed-device-7'
 export const IMPORTED_YEAR = { startTime: '2025-01-01T00:00:00Z', endTime: '2026-01-01T00:00:00Z' } as const
 
 /** Imports `count` lines in one streamed request; the seconds it took, to its last progress line. */
-export async function importLines(
-  admin: { url: string; token: string },
-  enterpriseId: number,
-  count: number,
-): Promise<number> {
+export async function importLines(admin: AdminClient, enterpriseId: number, count: number): Promise<number> {
   const started = performance.now()
-  const response = await fetch(`${admin.url}/admin/v1/enterprises/${enterpriseId}/recordings/import`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/x-ndjson' },
-    body: ReadableStream.from(jsonLines(count)),
-    duplex: 'half',
-  } as RequestInit)
-  const last = (await response.text()).trimEnd().split('\n').at(-1) ?? ''
-  if (JSON.parse(last).imported !== count) throw new Error(`import failed: ${last.slice(0, 300)}`)
+  let last: ImportLine | undefined
+  for await (const line of admin.importRecordings(enterpriseId, jsonLines(count))) last = line
+  if (last === undefined || !('imported' in last) || last.imported !== count) {
+    throw new Error(`import failed: ${JSON.stringify(last ?? null).slice(0, 300)}`)
+  }
   return (performance.now() - started) / 1000
 }

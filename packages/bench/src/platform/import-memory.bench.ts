@@ -20,6 +20,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { EarshotClient } from '@earshot/partner'
+import { AdminClient } from '@earshot/platform/admin-client'
 import { scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
@@ -106,11 +107,8 @@ async function measureImport(backend: Backend, lines: number): Promise<ImportFig
     async () => {
       const { ready } = child
       const before = await child.ask<MemoryPeak>('reset', 'peak')
-      const seconds = await importLines(
-        { url: ready.adminUrl, token: ADMIN_TOKEN },
-        ready.enterpriseId,
-        lines,
-      )
+      const admin = new AdminClient(ready.adminUrl, ADMIN_TOKEN)
+      const seconds = await importLines(admin, ready.enterpriseId, lines)
       const peak = await child.ask<MemoryPeak>('peak', 'peak')
       const client = new EarshotClient({
         baseUrl: ready.partnerUrl,

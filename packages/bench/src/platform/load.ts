@@ -4,6 +4,7 @@
  * carries a fresh envelope (it refuses a reused nonce with 4090): a pool is used once, and when it runs
  * dry further bodies are sealed on the spot and counted.
  */
+import type { PartnerOperationSpec } from '@earshot/protocol'
 import autocannon from 'autocannon'
 import type { ChildUsage } from '../child.js'
 
@@ -69,6 +70,8 @@ const PARSE_EVERY = 100
 
 export async function runLoad(options: {
   url: string
+  /** The operation's method and path, as its contract gives them. */
+  method: PartnerOperationSpec['method']
   path: string
   connections: number
   seconds: number
@@ -96,7 +99,7 @@ export async function runLoad(options: {
         timeout: 30,
         requests: [
           {
-            method: 'POST',
+            method: options.method,
             path: options.path,
             headers: { 'content-type': 'application/json' },
             setupRequest: (request) => {
@@ -179,6 +182,7 @@ export interface ScenarioResult extends LoadResult {
  */
 export async function runScenario(options: {
   url: string
+  method: PartnerOperationSpec['method']
   path: string
   connections: number
   seconds: number

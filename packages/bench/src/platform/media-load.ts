@@ -13,9 +13,13 @@
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { PartnerOperation } from '@earshot/protocol'
 import { Pool } from 'undici'
 import type { ChildUsage } from '../child.js'
 import type { GcCounts } from './gc-counter.js'
+
+/** A stored file is read as a partner reads it: the media fetch, its method from the contract. */
+const { fetchAudio } = PartnerOperation
 
 export interface MediaLoadSpec {
   /** The file's URL (its path and query are sent as they are). */
@@ -152,7 +156,11 @@ function windowRequester(spec: MediaLoadSpec, pool: Pool, tally: Tally): () => P
       let received = 0
       let problem: string | undefined
       pool.dispatch(
-        { path, method: 'GET', headers: window === undefined ? {} : { range: `bytes=${start}-${end}` } },
+        {
+          path,
+          method: fetchAudio.method,
+          headers: window === undefined ? {} : { range: `bytes=${start}-${end}` },
+        },
         {
           // Its presence marks the handler as undici's current kind (else the deprecated callbacks are used).
           onRequestStart() {},

@@ -21,7 +21,13 @@
  * (autocannon) runs here, fed with request bodies sealed before each measured run.
  */
 import { parseArgs } from 'node:util'
-import { type JsonObject, loadKey, open, seal } from '@earshot/protocol'
+import {
+  type JsonObject,
+  loadKey,
+  PartnerOperation,
+  type PartnerOperationSpec,
+  seal,
+} from '@earshot/protocol'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import {
   type Backend,
@@ -40,7 +46,14 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
-import { eventId, type Partner, partnerRequests, partnersOf, postJson } from './bench-partners.js'
+import {
+  eventId,
+  openedData,
+  type Partner,
+  partnerRequests,
+  partnersOf,
+  sealedPost,
+} from './bench-partners.js'
 import type { BenchServerReady, BenchServerSpec, DeviceMatches } from './bench-server.js'
 import { type PreparedRequest, RequestPool, runScenario, type ScenarioResult } from './load.js'
 import { checkPlan, type DatasetPlan, DEFAULT_SEED, QUERY_RANGE, TOTAL_WINDOW } from './seed-data.js'
@@ -79,18 +92,17 @@ const warmupSeconds = Math.min(3, Math.max(1, Math.round(seconds / 5)))
 const backends: Backend[] = largeScale && !process.env.BENCH_BACKENDS ? ['postgres'] : backendsSetting()
 cleanUpOnInterrupt()
 
-/** One sealed partner request, sent outside the load run; returns the opened response plaintext. */
-async function callOnce(partnerUrl: string, partner: Partner, path: string, plaintext: JsonObject) {
+const { issueToken, queryRecordings, confirmReceipt } = PartnerOperation
+
+/**
+ * One query sealed and sent as it is, timed from sealing to the answer's body read (the partner client
+ * would add its own checks and parsing to the time); returns the opened answer.
+ */
+async function timedQuery(partnerUrl: string, partner: Partner, filter: JsonObject) {
   const started = performance.now()
-  const reply = await postJson(
-    `${partnerUrl}${path}`,
-    seal(partner.key, partner.keyVersion, eventId(), plaintext),
-    partner.token,
-  )
+  const reply = await sealedPost(partnerUrl, queryRecordings, partner, filter)
   const milliseconds = performance.now() - started
-  if (reply.body.code !== 2000) throw new Error(`${path} refused: ${JSON.stringify(reply.body)}`)
-  const opened = open(reply.body.data as Parameters<typeof open>[0], partner.key).plaintext
-  return { milliseconds, plaintext: opened as { total: number; items: unknown[] } }
+  return { milliseconds, plaintext: openedData<{ total: number }>(partner, queryRecordings, reply) }
 }
 
 interface Row {
@@ -143,7 +155,8 @@ async function measureBaseline(): Promise<ScenarioResult> {
     () =>
       runScenario({
         url: child.ready.url,
-        path: '/openapi/v1/token',
+        method: issueToken.method,
+        path: issueToken.path,
         connections,
         seconds,
         warmupSeconds,
@@ -187,31 +200,31 @@ async function measureBackend(backend: Backend, bare: ScenarioResult): Promise<B
 }
 
 /** The query targets, checked once over HTTP against the counts the server took in SQL; the deep page's items. */
-async function checkQueryTargets(url: string, first: Partner, failures: string[]): Promise<number> {
+async function checkQueryTargets(first: Partner, failures: string[]): Promise<number> {
   const [quietDevice, busyDevice] = [first.quiet[0], first.busy[0]] as [DeviceMatches, DeviceMatches]
-  const page1 = await callOnce(url, first, '/openapi/v1/audios', {
+  const page1 = await first.client.queryAudios({
     deviceUid: quietDevice.deviceUid,
     ...QUERY_RANGE,
     page: 1,
     size: PAGE_SIZE,
   })
-  const deep = await callOnce(url, first, '/openapi/v1/audios', {
+  const deep = await first.client.queryAudios({
     deviceUid: busyDevice.deviceUid,
     ...QUERY_RANGE,
     page: DEEP_PAGE,
     size: PAGE_SIZE,
   })
-  if (page1.plaintext.total !== quietDevice.matches || deep.plaintext.total !== busyDevice.matches) {
+  if (page1.total !== quietDevice.matches || deep.total !== busyDevice.matches) {
     failures.push(
-      `query totals over HTTP (${page1.plaintext.total}, ${deep.plaintext.total}) differ from SQL counts (${quietDevice.matches}, ${busyDevice.matches})`,
+      `query totals over HTTP (${page1.total}, ${deep.total}) differ from SQL counts (${quietDevice.matches}, ${busyDevice.matches})`,
     )
   }
-  return deep.plaintext.items.length
+  return deep.items.length
 }
 
 interface Scenario {
   scenario: string
-  path: string
+  operation: PartnerOperationSpec
   make: () => PreparedRequest
 }
 
@@ -240,7 +253,7 @@ function throughputScenarios(partners: Partner[], deepItems: number): Scenario[]
   return [
     {
       scenario: `token (round robin over ${partners.length} enterprises)`,
-      path: '/openapi/v1/token',
+      operation: issueToken,
       make: partnerRequests(partners, (partner) => ({
         plaintext: {},
         beside: { enterpriseId: partner.enterpriseId },
@@ -249,17 +262,17 @@ function throughputScenarios(partners: Partner[], deepItems: number): Scenario[]
     },
     {
       scenario: `query: deviceUid + time range, page 1, size ${PAGE_SIZE} (${first.quiet.length} ordinary devices in turn, ${range(first.quiet)} matches)`,
-      path: '/openapi/v1/audios',
+      operation: queryRecordings,
       make: deviceQuery(first.quiet, 1),
     },
     {
       scenario: `query: deviceUid + time range, page ${DEEP_PAGE}, size ${PAGE_SIZE} (${first.busy.length} busy devices in turn, ${range(first.busy)} matches${deepItems < PAGE_SIZE ? `; ${deepItems} items on the page at this scale` : ''})`,
-      path: '/openapi/v1/audios',
+      operation: queryRecordings,
       make: deviceQuery(first.busy, DEEP_PAGE),
     },
     {
       scenario: `callback (${format(callbackIds)} audioIds in turn: repeats after the first round)`,
-      path: '/openapi/v1/callback',
+      operation: confirmReceipt,
       make: partnerRequests(holders, (partner, n) => ({
         plaintext: { audioId: partner.callbackAudioIds[n % partner.callbackAudioIds.length] as string },
         bearer: true,
@@ -277,10 +290,12 @@ async function runThroughput(
 ): Promise<Row[]> {
   const url = child.ready.partnerUrl
   const rows: Row[] = [{ scenario: 'bare node:http, fixed JSON body (baseline)', connections, result: bare }]
-  for (const { scenario, path, make } of scenarios) {
+  for (const { scenario, operation, make } of scenarios) {
     log(`${backend}: ${scenario}`)
+    const { method, path } = operation
     const result = await runScenario({
       url: `${url}${path}`,
+      method,
       path,
       connections,
       seconds,
@@ -293,7 +308,7 @@ async function runThroughput(
       scenario,
       connections,
       result,
-      ...((path === '/openapi/v1/token' || path === '/openapi/v1/callback') && {
+      ...((operation === issueToken || operation === confirmReceipt) && {
         vsBare: result.requestsPerSecond / bare.requestsPerSecond,
       }),
     })
@@ -331,7 +346,7 @@ async function measureTotals(
     let errors = 0
     for (let i = 0; i < TOTAL_WARMUP + TOTAL_REPEATS; i++) {
       try {
-        const { milliseconds, plaintext } = await callOnce(url, first, '/openapi/v1/audios', filter)
+        const { milliseconds, plaintext } = await timedQuery(url, first, filter)
         if (plaintext.total !== expected) throw new Error(`total ${plaintext.total}, expected ${expected}`)
         if (i >= TOTAL_WARMUP) latencies.push(milliseconds)
       } catch (error) {
@@ -414,7 +429,7 @@ async function measurePlatform(
   const partners = await partnersOf(ready.partnerUrl, ready.enterprises)
   const first = partners[0] as Partner
   const failures: string[] = []
-  const deepItems = await checkQueryTargets(ready.partnerUrl, first, failures)
+  const deepItems = await checkQueryTargets(first, failures)
   const rows = await runThroughput(backend, child, bare, throughputScenarios(partners, deepItems))
   const totals = await measureTotals(backend, ready, first, failures)
   const notes = runProblems(rows, failures)

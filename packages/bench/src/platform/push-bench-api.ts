@@ -1,9 +1,10 @@
 /**
  * What the push benchmarks (push.bench.ts, push-endpoints.bench.ts) do over HTTP: enterprises and their
- * endpoints made through the admin API and registered with the receiver (push-bench-receiver.ts),
+ * endpoints made through the admin client and registered with the receiver (push-bench-receiver.ts),
  * recordings imported as JSON Lines, and the receiver's counts polled until a run's pushes are confirmed.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { AdminClient, type ImportLine, type NewEndpoint } from '@earshot/platform/admin-client'
 import { format, log } from '../bench-support.js'
 import type { ReceiverProgress, ReceiverRegistration } from './push-bench-receiver.js'
 import type { PushPlatformReady } from './push-platform.js'
@@ -19,27 +20,17 @@ export interface Credentials {
 
 export type AdminApi = Pick<PushPlatformReady, 'adminUrl' | 'adminToken'>
 
-export async function adminRequest<T>(
-  platform: AdminApi,
-  method: 'POST' | 'PATCH' | 'DELETE' | 'GET',
-  path: string,
-  body?: unknown,
-): Promise<T> {
-  const response = await fetch(`${platform.adminUrl}/admin/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${platform.adminToken}`,
-      ...(body !== undefined && { 'content-type': 'application/json' }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  })
-  const reply = await response.json()
-  if (!response.ok) throw new Error(`${method} ${path}: HTTP ${response.status} ${JSON.stringify(reply)}`)
-  return reply as T
-}
+const adminClients = new WeakMap<AdminApi, AdminClient>()
 
-export const adminPost = <T>(platform: AdminApi, path: string, body: unknown) =>
-  adminRequest<T>(platform, 'POST', path, body)
+/** The admin client of a platform, one per platform. */
+export function adminOf(platform: AdminApi): AdminClient {
+  let admin = adminClients.get(platform)
+  if (!admin) {
+    admin = new AdminClient(platform.adminUrl, platform.adminToken)
+    adminClients.set(platform, admin)
+  }
+  return admin
+}
 
 /** Pushes to /push/<label> on the receiver are opened with `credentials`, and counted under `label`. */
 export async function registerWithReceiver(
@@ -66,19 +57,13 @@ export async function benchEnterprise(
   label: string,
   pushOrigin: string | null = receiverUrl,
 ): Promise<Credentials> {
-  const created = await adminPost<Credentials>(platform, '/enterprises', {
-    name: `Push bench ${label}`,
-    pushUrl: pushOrigin === null ? null : `${pushOrigin}/push/${label}`,
-  })
+  const pushUrl = pushOrigin === null ? undefined : `${pushOrigin}/push/${label}`
+  const created = await adminOf(platform).createEnterprise(`Push bench ${label}`, pushUrl)
   await registerWithReceiver(receiverUrl, label, created)
   return created
 }
 
-export interface EndpointSettings {
-  url: string
-  eventTypes?: string[]
-  maxPerSecond?: number
-}
+export type EndpointSettings = Pick<NewEndpoint, 'url' | 'eventTypes' | 'maxPerSecond'>
 
 /** Adds an endpoint to the enterprise; its id. */
 export async function addEndpoint(
@@ -86,11 +71,7 @@ export async function addEndpoint(
   enterpriseId: number,
   settings: EndpointSettings,
 ): Promise<number> {
-  const added = await adminPost<{ endpointId: number }>(
-    platform,
-    `/enterprises/${enterpriseId}/endpoints`,
-    settings,
-  )
+  const added = await adminOf(platform).addEndpoint(enterpriseId, settings)
   return added.endpointId
 }
 
@@ -147,23 +128,13 @@ export async function importRecordings(
   body: string,
 ): Promise<ImportTiming> {
   const started = Date.now()
-  const response = await fetch(
-    `${platform.adminUrl}/admin/v1/enterprises/${enterpriseId}/recordings/import`,
-    {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson', authorization: `Bearer ${platform.adminToken}` },
-      body,
-    },
-  )
-  const text = await response.text()
+  let last: ImportLine | undefined
+  for await (const line of adminOf(platform).importRecordings(enterpriseId, body)) last = line
   const acked = Date.now()
-  const last = text.trimEnd().split('\n').at(-1) ?? ''
-  let imported: number | undefined
-  try {
-    imported = (JSON.parse(last) as { imported?: number }).imported
-  } catch {}
-  if (imported === undefined) throw new Error(`import failed: HTTP ${response.status} ${last.slice(0, 300)}`)
-  return { started, acked, count: imported }
+  if (last === undefined || !('imported' in last)) {
+    throw new Error(`import failed: ${JSON.stringify(last ?? null).slice(0, 300)}`)
+  }
+  return { started, acked, count: last.imported }
 }
 
 export async function progressOf(receiverUrl: string, label: string): Promise<ReceiverProgress> {

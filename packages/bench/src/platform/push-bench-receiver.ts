@@ -1,9 +1,11 @@
 /**
  * Child process of `push.bench.ts` and `push-endpoints.bench.ts`: a partner's push endpoint on loopback (node:http). Each push to
  * `/push/<label>` is opened with the enterprise's key and answered `{"code":2000}` at once; as soon as
- * the answer is out, the receipt callback goes to the platform (POST /openapi/v1/callback, sealed with
- * a fresh nonce, with an access token fetched when the enterprise was registered) over keep-alive
- * connections. A callback the platform does not answer with 2000 is retried after 100 ms.
+ * the answer is out, the receipt callback goes to the platform (confirmReceipt, POST /openapi/v1/callback,
+ * sealed with a fresh nonce, with an access token the partner client fetched when the enterprise was
+ * registered) over keep-alive connections. A callback the platform does not answer with 2000 is retried
+ * after 100 ms. The callbacks are sent here rather than by the partner client, whose checks, retries and
+ * fetch would add their cost to the receiver's, which shares the cores with the platform measured.
  *
  * A second server (`slowUrl`, another origin) does the same, but answers each push BENCH_PUSH_SLOW_ANSWER_MS late:
  * a slow partner beside the others. A push to `/gone/<anything>` is answered 410 Gone: a partner gone.
@@ -13,7 +15,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { type EnvelopeKey, loadKey, open, seal } from '@earshot/protocol'
+import { EarshotClient } from '@earshot/partner'
+import { type EnvelopeKey, loadKey, open, PartnerOperation, seal } from '@earshot/protocol'
 import { Agent, request } from 'undici'
 import { serveParent } from '../child.js'
 
@@ -67,6 +70,7 @@ const ackHeaders = { 'content-type': 'application/json', 'content-length': ACK.l
 interface Enterprise {
   enterpriseId: number
   keyVersion: number
+  secret: string
   key: EnvelopeKey
   token: string
   progress: ReceiverProgress
@@ -77,11 +81,13 @@ interface Enterprise {
 const enterprises = new Map<string, Enterprise>()
 let counter = 0
 
-async function post(path: string, body: unknown, token?: string): Promise<{ status: number; reply: Reply }> {
-  const response = await request(`${partnerUrl}${path}`, {
-    method: 'POST',
+const { confirmReceipt } = PartnerOperation
+
+async function postCallback(body: unknown, token: string): Promise<{ status: number; reply: Reply }> {
+  const response = await request(`${partnerUrl}${confirmReceipt.path}`, {
+    method: confirmReceipt.method,
     dispatcher: agent,
-    headers: { 'content-type': 'application/json', ...(token && { authorization: `Bearer ${token}` }) },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify(body),
   })
   const text = await response.body.text()
@@ -97,17 +103,12 @@ async function post(path: string, body: unknown, token?: string): Promise<{ stat
 interface Reply {
   code?: number
   msg?: string
-  data?: { accessToken?: string }
 }
 
-async function fetchToken(registration: { enterpriseId: number; keyVersion: number }, key: EnvelopeKey) {
-  const { status, reply } = await post('/openapi/v1/token', {
-    ...seal(key, registration.keyVersion, `bench-token-${++counter}`, {}),
-    enterpriseId: registration.enterpriseId,
-  })
-  const token = reply.data?.accessToken
-  if (reply.code !== 2000 || !token) throw new Error(`token refused: HTTP ${status} ${JSON.stringify(reply)}`)
-  return token
+/** A new token, from a client of its own: a client's cached token is the one the platform refused. */
+function fetchToken(registration: Pick<ReceiverRegistration, 'enterpriseId' | 'keyVersion' | 'secret'>) {
+  const { enterpriseId, keyVersion, secret } = registration
+  return new EarshotClient({ baseUrl: partnerUrl as string, enterpriseId, keyVersion, secret }).token()
 }
 
 function sample(enterprise: Enterprise, message: string): void {
@@ -118,8 +119,7 @@ async function callBack(enterprise: Enterprise, audioId: string): Promise<void> 
   for (let tries = 1; ; tries++) {
     let problem: string
     try {
-      const { status, reply } = await post(
-        '/openapi/v1/callback',
+      const { status, reply } = await postCallback(
         seal(enterprise.key, enterprise.keyVersion, `bench-cb-${++counter}`, { audioId }),
         enterprise.token,
       )
@@ -131,7 +131,7 @@ async function callBack(enterprise: Enterprise, audioId: string): Promise<void> 
       }
       problem = `callback: HTTP ${status}, code ${reply.code}: ${reply.msg}`
       if (reply.code === 4010 || reply.code === 4011) {
-        enterprise.token = await fetchToken(enterprise, enterprise.key).catch(() => enterprise.token)
+        enterprise.token = await fetchToken(enterprise).catch(() => enterprise.token)
       }
     } catch (error) {
       problem = `callback: ${(error as Error).message}`
@@ -193,13 +193,12 @@ async function handlePush(
 
 async function handleRegister(request: IncomingMessage, response: ServerResponse) {
   const registration = JSON.parse(await readBody(request)) as ReceiverRegistration
-  const key = loadKey(registration.secret)
-  const token = await fetchToken(registration, key)
   enterprises.set(registration.label, {
     enterpriseId: registration.enterpriseId,
     keyVersion: registration.keyVersion,
-    key,
-    token,
+    secret: registration.secret,
+    key: loadKey(registration.secret),
+    token: await fetchToken(registration),
     progress: {
       received: 0,
       pushes: 0,

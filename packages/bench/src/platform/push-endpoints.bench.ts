@@ -23,7 +23,7 @@ import { readdirSync } from 'node:fs'
 import { loadavg } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { PushEventType } from '@earshot/protocol'
+import { PushEventType, type PushEventTypeValue } from '@earshot/protocol'
 import {
   type Backend,
   backendsSetting,
@@ -177,7 +177,7 @@ async function rateRun(bench: Bench, beside: boolean, round: number): Promise<Om
   await settle(bench)
   const { platform, receiver } = bench
   const credentials = await benchEnterprise(platform.ready, receiver.ready.url, label, null)
-  const endpoint = async (name: string, eventType: string, maxPerSecond?: number) => {
+  const endpoint = async (name: string, eventType: PushEventTypeValue, maxPerSecond?: number) => {
     const endpointLabel = `${label}-${name}`
     await registerWithReceiver(receiver.ready.url, endpointLabel, credentials)
     const url = `${receiver.ready.url}/push/${endpointLabel}`

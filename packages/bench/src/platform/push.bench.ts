@@ -43,7 +43,7 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import {
-  adminPost,
+  adminOf,
   awaitConfirmations,
   benchEnterprise,
   type Credentials,
@@ -231,10 +231,7 @@ const SETTLE_MS = 15_000
 /** How long GET /metrics takes to answer, ms. */
 async function scrape(platform: PushPlatformReady): Promise<number> {
   const started = performance.now()
-  const response = await fetch(`${platform.adminUrl}/metrics`, {
-    headers: { authorization: `Bearer ${platform.adminToken}` },
-  })
-  await response.text()
+  await adminOf(platform).call('metrics')
   return performance.now() - started
 }
 
@@ -261,16 +258,11 @@ async function holdBacklog(
   receiver: RunningChild<PushReceiverReady>,
 ): Promise<HeldBacklog> {
   const pushUrl = `${receiver.ready.url}/gone/held`
-  const gone = await adminPost<Credentials>(platform.ready, '/enterprises', {
-    name: 'Push bench gone',
-    pushUrl,
-  })
+  const admin = adminOf(platform.ready)
+  const gone = await admin.createEnterprise('Push bench gone', pushUrl)
   await importRecordings(platform.ready, gone.enterpriseId, jsonLines('gone', 0, 1))
   for (;;) {
-    const response = await fetch(`${platform.ready.adminUrl}/admin/v1/push-urls`, {
-      headers: { authorization: `Bearer ${platform.ready.adminToken}` },
-    })
-    const { pushUrls } = (await response.json()) as { pushUrls: { url: string; state: string }[] }
+    const pushUrls = await admin.listPushUrls()
     if (pushUrls.some((each) => each.url === pushUrl && each.state === 'disabled')) break
     await sleep(50)
   }
