@@ -1,5 +1,7 @@
 import { randomBytes as systemRandomBytes } from '@earshot/protocol'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { firstOwnerSetupUrl } from './access/operator-store.js'
+import { pruneAuditTrail } from './audit/audit-trail.js'
 import { accessTokens } from './auth/access-tokens.js'
 import { credentialCache, listenForCredentialChanges } from './auth/credential-cache.js'
 import { loadEnterpriseKey } from './auth/credentials.js'
@@ -38,9 +40,10 @@ export interface PlatformOptions {
 export interface RunningPlatform {
   partnerUrl: string
   adminUrl: string
-  /** The admin bearer token in force (generated when the configuration has none). */
-  adminToken: string
-  adminTokenGenerated: boolean
+  /** The break-glass owner key (EARSHOT_ADMIN_TOKEN), when set. */
+  adminToken: string | undefined
+  /** While no owner can sign in: the one-time link that sets up the first one. */
+  setupUrl: string | undefined
   context: PlatformContext
   /** The routes each listener serves, for the test that checks they are all documented. */
   routes: { partner: readonly RouteSummary[]; admin: readonly RouteSummary[] }
@@ -92,11 +95,15 @@ export async function startPlatform({
       logDestination,
     }
     const lifecycle: Lifecycle = { shuttingDown: false }
-    const adminToken = config.adminToken ?? randomBytes(24).toString('base64url')
 
     const partner = await buildPartnerApi(context, lifecycle)
     servers.push(partner)
-    const admin = await buildAdminApi(context, lifecycle, adminToken)
+    const admin = await buildAdminApi(context, lifecycle, {
+      db,
+      clock,
+      breakGlassToken: config.adminToken,
+      sessions: { idleSeconds: config.sessionIdleSeconds, maxSeconds: config.sessionMaxSeconds },
+    })
     servers.push(admin)
     const partnerUrl = await partner.listen({ host: config.host, port: config.port })
     const adminUrl = await admin.listen({ host: config.adminHost, port: config.adminPort })
@@ -119,8 +126,8 @@ export async function startPlatform({
     return {
       partnerUrl,
       adminUrl,
-      adminToken,
-      adminTokenGenerated: config.adminToken === undefined,
+      adminToken: config.adminToken,
+      setupUrl: await firstOwnerSetupUrl(db, adminUrl, clock, randomBytes),
       context,
       routes: { partner: registeredRoutes(partner), admin: registeredRoutes(admin) },
       close: () => {
@@ -167,6 +174,9 @@ async function startChores(
     )
     pruneDeliveries(db, config.deliveryRetentionSeconds).catch((error: unknown) =>
       log.warn({ err: error }, 'delivery pruning failed'),
+    )
+    pruneAuditTrail(db, clock, config.auditRetentionDays).catch((error: unknown) =>
+      log.warn({ err: error }, 'audit trail pruning failed'),
     )
   }, JANITOR_INTERVAL_MS)
   janitor.unref()

@@ -10,6 +10,7 @@ export const ResponseCode = {
   TOKEN_EXPIRED: 4011,
   DECRYPTION_FAILED: 4012,
   FORBIDDEN: 4030,
+  FORBIDDEN_BY_ROLE: 4031,
   NOT_FOUND: 4040,
   REQUEST_TIMEOUT: 4080,
   REPLAYED: 4090,
@@ -52,6 +53,7 @@ const defaultMessages: Record<ResponseCodeName, string> = {
   TOKEN_EXPIRED: 'the access token has expired',
   DECRYPTION_FAILED: DECRYPTION_FAILED_MESSAGE,
   FORBIDDEN: 'the enterprise is disabled',
+  FORBIDDEN_BY_ROLE: "the caller's role does not grant this",
   NOT_FOUND: 'no such recording',
   REQUEST_TIMEOUT: "the request did not arrive within the server's time limit; send it again without pausing",
   REPLAYED: 'this envelope nonce was already used',
@@ -74,6 +76,8 @@ const occasions: Record<ResponseCodeName, string> = {
   DECRYPTION_FAILED:
     'the envelope does not open: wrong key, unknown or retired keyVersion, unknown enterprise on the token request, or an enterpriseId not matching the token; one message for all',
   FORBIDDEN: 'the enterprise is disabled',
+  FORBIDDEN_BY_ROLE:
+    "admin API only: the operator's role (or the API key's) does not grant the route's permission; msg names the permission",
   NOT_FOUND: "the audioId (or another resource) is unknown to the caller's enterprise",
   REQUEST_TIMEOUT:
     "the request's headers or body did not arrive within the server's time limit (EARSHOT_REQUEST_TIMEOUT; EARSHOT_ADMIN_REQUEST_TIMEOUT on the admin API); the connection is closed",

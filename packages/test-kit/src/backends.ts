@@ -54,6 +54,9 @@ export async function scratchPostgresDatabase(): Promise<ScratchDatabase> {
   }
 }
 
+/** The break-glass owner key test platforms start with (EARSHOT_ADMIN_TOKEN). */
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789'
+
 /** Configuration for a test platform: loopback, ephemeral ports, quiet, no environment leaking in. */
 export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformConfig {
   return {
@@ -61,7 +64,7 @@ export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformCon
     port: 0,
     adminPort: 0,
     dataDir: 'memory://',
-    adminToken: 'test-admin-token-0123456789',
+    adminToken: TEST_ADMIN_TOKEN,
     logLevel: 'silent',
     shutdownGraceSeconds: 2,
     // Test receivers listen on loopback; tests name the discard port (9) as a URL nothing answers.
@@ -72,6 +75,8 @@ export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformCon
 }
 
 export interface TestPlatform extends RunningPlatform {
+  /** The break-glass owner key every test platform is started with. */
+  adminToken: string
   /** Closes the platform and drops its scratch database. */
   stop(): Promise<void>
 }
@@ -96,6 +101,7 @@ export async function startTestPlatform(
   })
   return {
     ...platform,
+    adminToken: config.adminToken ?? '',
     async stop() {
       await platform.close()
       await scratch?.drop()
@@ -144,4 +150,11 @@ export function durablePlatforms(backend: BackendName): DurablePlatforms {
       return platform
     },
   }
+}
+
+/** A platform started directly (not by startTestPlatform), typed as holding the break-glass key its config set. */
+export function keyed<P extends RunningPlatform>(platform: P): P & { adminToken: string } {
+  if (platform.adminToken === undefined)
+    throw new Error('the platform was started without EARSHOT_ADMIN_TOKEN')
+  return platform as P & { adminToken: string }
 }

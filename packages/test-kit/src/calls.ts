@@ -1,5 +1,9 @@
 import assert from 'node:assert/strict'
 import type { RunningPlatform } from '@earshot/platform'
+
+/** A platform started with the break-glass key, which the tests' admin calls present. */
+type KeyedPlatform = RunningPlatform & { adminToken: string }
+
 import {
   type AdminAnswer,
   AdminApiError,
@@ -18,7 +22,7 @@ export interface Reply {
 
 /** A raw POST to the partner API, with whatever body and headers a test wants. */
 export async function postRaw(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   path: string,
   body: string,
   headers: Record<string, string> = { 'content-type': 'application/json' },
@@ -32,7 +36,7 @@ export async function postRaw(
 }
 
 export function postJson(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   path: string,
   body: unknown,
   token?: string,
@@ -48,7 +52,7 @@ export function postJson(
  * resolves with its answer, rejects with the AdminApiError it was refused with.
  */
 export function adminCall<Id extends AdminOperationId>(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   operationId: Id,
   ...request: AdminRequestArgs<Id>
 ): Promise<AdminAnswer<Id>> {
@@ -57,7 +61,7 @@ export function adminCall<Id extends AdminOperationId>(
 
 /** An admin call's answer with the HTTP status of its success, for a test that holds that status (201). */
 export async function adminReply<Id extends AdminOperationId>(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   operationId: Id,
   ...request: AdminRequestArgs<Id>
 ): Promise<{ status: number; body: AdminAnswer<Id> }> {
@@ -68,7 +72,7 @@ export async function adminReply<Id extends AdminOperationId>(
 
 /** The refusal of an admin call that must be refused: its code, msg and HTTP status. */
 export async function adminRefusal<Id extends AdminOperationId>(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   operationId: Id,
   ...request: AdminRequestArgs<Id>
 ): Promise<AdminApiError> {
@@ -85,7 +89,7 @@ export async function adminRefusal<Id extends AdminOperationId>(
  * itself (a path, method or body no operation's contract allows). Everything else calls adminCall.
  */
 export async function admin<T = JsonObject>(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   method: string,
   path: string,
   body?: unknown,
@@ -114,12 +118,12 @@ export interface TestPartner {
 
 let eventCounter = 0
 
-export async function createPartner(platform: RunningPlatform, name = 'Acme'): Promise<TestPartner> {
+export async function createPartner(platform: KeyedPlatform, name = 'Acme'): Promise<TestPartner> {
   return partnerFor(platform, await adminClientOf(platform).createEnterprise(name))
 }
 
 export function partnerFor(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   credentials: { enterpriseId: number; keyVersion: number; secret: string },
 ): TestPartner {
   const key = loadKey(credentials.secret)
@@ -152,7 +156,7 @@ export function partnerFor(
 
 /** Ingests a recording through the admin API and returns its audioId. */
 export async function ingest(
-  platform: RunningPlatform,
+  platform: KeyedPlatform,
   enterpriseId: number,
   recording: JsonObject,
 ): Promise<string> {

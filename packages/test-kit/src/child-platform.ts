@@ -2,7 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { RunningPlatform } from '@earshot/platform'
 
-export interface ChildPlatform extends Pick<RunningPlatform, 'partnerUrl' | 'adminUrl' | 'adminToken'> {
+export interface ChildPlatform extends Pick<RunningPlatform, 'partnerUrl' | 'adminUrl'> {
+  adminToken: string
   process: ChildProcess
   /** Resolves with the exit code or signal once the process has gone. */
   exited: Promise<number | string | null>

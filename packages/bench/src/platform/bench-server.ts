@@ -8,7 +8,7 @@
 import { startPlatform } from '@earshot/platform'
 import type { EnterpriseCredentials } from '@earshot/platform/internal'
 import { createEnterprise, insertRecordings } from '@earshot/platform/internal'
-import { testConfig } from '@earshot/test-kit/backends'
+import { TEST_ADMIN_TOKEN, testConfig } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
 import {
   type DatasetPlan,
@@ -182,7 +182,7 @@ serveParent(
   {
     partnerUrl: platform.partnerUrl,
     adminUrl: platform.adminUrl,
-    adminToken: platform.adminToken,
+    adminToken: TEST_ADMIN_TOKEN,
     databaseVersion: version?.version ?? 'unknown',
     seedSeconds,
     vacuumSeconds,

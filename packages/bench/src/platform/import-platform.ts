@@ -6,6 +6,7 @@
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
 import { createEnterprise } from '@earshot/platform/internal'
+import { TEST_ADMIN_TOKEN } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
 
 export interface ImportPlatformReady {
@@ -25,7 +26,8 @@ export interface MemoryPeak {
 
 const gc = (globalThis as { gc?: () => void }).gc
 if (!gc) throw new Error('import-platform.js runs with --expose-gc')
-const platform = await startPlatform({ config: loadConfig(process.env) })
+const config = { ...loadConfig(process.env), adminToken: process.env.EARSHOT_ADMIN_TOKEN ?? TEST_ADMIN_TOKEN }
+const platform = await startPlatform({ config })
 const { db } = platform.context
 const { enterpriseId, secret } = await createEnterprise(db, 'Import bench', 'https://partner.example/push')
 
@@ -58,7 +60,7 @@ serveParent(
   {
     adminUrl: platform.adminUrl,
     partnerUrl: platform.partnerUrl,
-    adminToken: platform.adminToken,
+    adminToken: config.adminToken,
     enterpriseId,
     secret,
   } satisfies Omit<ImportPlatformReady, 'type'>,

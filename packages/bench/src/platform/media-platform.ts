@@ -9,6 +9,7 @@
  * than one started afresh); "profile-stop" writes the profile to BENCH_MEDIA_PROFILE_DIR and answers its path.
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
+import { TEST_ADMIN_TOKEN } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
 import { answerProfileRequests } from './child-profiler.js'
 import { answerGcCounts } from './gc-counter.js'
@@ -23,7 +24,8 @@ export interface MediaPlatformReady {
 }
 
 answerGcCounts()
-const platform = await startPlatform({ config: loadConfig(process.env) })
+const config = { ...loadConfig(process.env), adminToken: process.env.EARSHOT_ADMIN_TOKEN ?? TEST_ADMIN_TOKEN }
+const platform = await startPlatform({ config })
 const { db, media } = platform.context
 const [version] = await db.query<{ version: string }>('SELECT version()')
 
@@ -33,7 +35,7 @@ serveParent(
   {
     partnerUrl: platform.partnerUrl,
     adminUrl: platform.adminUrl,
-    adminToken: platform.adminToken,
+    adminToken: config.adminToken,
     databaseVersion: version?.version ?? 'unknown',
     store: media.store.description,
   } satisfies Omit<MediaPlatformReady, 'type'>,

@@ -5,6 +5,7 @@
  * environment, e.g. EARSHOT_PUSH_CONCURRENCY, reaches it too). Reports its URLs and push settings.
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
+import { TEST_ADMIN_TOKEN } from '@earshot/test-kit/backends'
 import { serveParent } from '../child.js'
 
 export interface PushPlatformReady {
@@ -23,7 +24,7 @@ export interface PushPlatformReady {
   }
 }
 
-const config = loadConfig(process.env)
+const config = { ...loadConfig(process.env), adminToken: process.env.EARSHOT_ADMIN_TOKEN ?? TEST_ADMIN_TOKEN }
 const platform = await startPlatform({ config })
 const { db } = platform.context
 const [version] = await db.query<{ version: string }>('SELECT version()')
@@ -43,7 +44,7 @@ serveParent(
   {
     partnerUrl: platform.partnerUrl,
     adminUrl: platform.adminUrl,
-    adminToken: platform.adminToken,
+    adminToken: config.adminToken,
     databaseVersion: version?.version ?? 'unknown',
     serverSettings,
     settings: {

@@ -134,20 +134,23 @@ function printListening(running: RunningPlatform): void {
     'Earshot is running.',
     `  Partner API: ${running.partnerUrl}`,
     `  Admin API:   ${running.adminUrl}`,
-    `  Console:     ${running.adminUrl}/console/ (sign in with the admin token)`,
+    `  Console:     ${running.adminUrl}/console/`,
   ]
-  if (running.adminTokenGenerated) {
+  if (running.setupUrl) {
     lines.push(
       '',
-      'Admin token (generated for this run, shown only once; set EARSHOT_ADMIN_TOKEN to keep one):',
-      `  ${running.adminToken}`,
-      'Use it with the CLI in another shell:',
-      `  export EARSHOT_ADMIN_TOKEN=${running.adminToken}`,
+      'No owner has signed in yet. Open this one-time link to set up the first owner (valid 24 h; a new one',
+      'is printed at every start until an owner exists):',
+      `  ${running.setupUrl}`,
+      'Then create an API key for the CLI (console: Keys, or `earshot keys create`) and export EARSHOT_API_KEY.',
     )
   }
   if (running.adminUrl !== DEFAULT_ADMIN_URL) {
-    if (!running.adminTokenGenerated) lines.push('', 'Point the CLI at the admin API in another shell:')
-    lines.push(`  export EARSHOT_URL=${running.adminUrl}`)
+    lines.push(
+      '',
+      'Point the CLI at the admin API in another shell:',
+      `  export EARSHOT_URL=${running.adminUrl}`,
+    )
   }
   process.stdout.write(`${lines.join('\n')}\n`)
 }

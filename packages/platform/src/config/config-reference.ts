@@ -46,7 +46,7 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_ADMIN_PORT:
     'Port of the admin API, `/metrics`, the console (`/console`) and its `/docs`. `0`: any free port.',
   EARSHOT_ADMIN_TOKEN:
-    'Bearer token of the admin API and the console. Unset, `earshot serve` generates one for this run and prints it once: set it for anything but a trial.',
+    'The break-glass owner key (at least 16 characters): a bearer token that opens every admin route, every use audited as `break-glass`. Off unless set; operators sign in with their accounts, and scripts use API keys (`EARSHOT_API_KEY`).',
   EARSHOT_DATA_DIR:
     'Directory of the embedded database (PGlite), held by one process through the lock `<dir>.lock` beside it; `memory://` keeps everything in memory, gone on exit. Ignored for the database when `DATABASE_URL` is set, but stored audio still defaults to `<dir>/media`.',
   DATABASE_URL: 'PostgreSQL to use instead of the embedded database; any number of instances may share it.',
@@ -75,6 +75,11 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     "Seconds a token request's nonce is remembered, refusing its replay with 4090 (a replay would yield a token); never below `EARSHOT_TOKEN_TTL`. A request made with a bearer token keeps its nonce until the token expires, plus 5 minutes for clocks that differ. A request carrying `issuedAt` keeps it only for `EARSHOT_REQUEST_MAX_AGE` plus 60 s.",
   EARSHOT_REQUEST_MAX_AGE:
     "Seconds after its `issuedAt` a sealed request is still accepted; older, or more than 60 s ahead of the platform's clock, it is refused with 4011. Requests without `issuedAt` are not bound by it unless their enterprise requires it (`earshot enterprise update ID --require-issued-at true`).",
+  EARSHOT_SESSION_IDLE:
+    'Seconds a console session lasts without a request; then its operator signs in again.',
+  EARSHOT_SESSION_MAX: 'Seconds a console session lasts at most, however busy.',
+  EARSHOT_AUDIT_RETENTION:
+    'Days the audit trail keeps its rows. Older rows are pruned; the last pruned hash is kept, so `earshot audit verify` still checks the chain.',
   EARSHOT_KEY_GRACE: 'Seconds a rotated-out keyVersion keeps working after `earshot enterprise rotate-key`.',
   EARSHOT_RATE_LIMIT:
     'Token, query, change feed and callback requests per enterprise per minute, on each instance; above it 4290 with `Retry-After`. `0` turns the limit off.',

@@ -4,7 +4,7 @@ export interface PlatformConfig {
   port: number
   adminHost: string
   adminPort: number
-  /** Bearer token of the admin API; generated (and printed once) by `serve` when unset. */
+  /** The break-glass owner key of the admin API: off unless set; every use audited. */
   adminToken: string | undefined
   dataDir: string
   databaseUrl: string | undefined
@@ -97,4 +97,10 @@ export interface PlatformConfig {
   mediaAudioTypes: string[]
   /** Whether an operator's denoiseUrl may be an `http:` URL (`https:` always may; no other scheme). */
   denoiseUrlAllowHttp: boolean
+  /** Seconds a console session lasts without a request. */
+  sessionIdleSeconds: number
+  /** Seconds a console session lasts at most, however busy. */
+  sessionMaxSeconds: number
+  /** Days the audit trail keeps its rows; older ones are pruned, their last hash kept as the chain's anchor. */
+  auditRetentionDays: number
 }

@@ -352,4 +352,23 @@ export const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     rule: '1 or 0',
     fallback: false,
   },
+  sessionIdleSeconds: {
+    key: 'sessionIdleSeconds',
+    env: 'EARSHOT_SESSION_IDLE',
+    ...seconds(60),
+    fallback: 3600,
+  },
+  sessionMaxSeconds: {
+    key: 'sessionMaxSeconds',
+    env: 'EARSHOT_SESSION_MAX',
+    ...seconds(60),
+    fallback: 12 * 3600,
+  },
+  auditRetentionDays: {
+    key: 'auditRetentionDays',
+    env: 'EARSHOT_AUDIT_RETENTION',
+    parse: integer(1, 100_000),
+    rule: 'a number of days from 1',
+    fallback: 400,
+  },
 }

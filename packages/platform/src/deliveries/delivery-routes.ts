@@ -1,8 +1,7 @@
-import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import { InvalidParameterError } from '@earshot/protocol'
 import type { PlatformContext } from '../context/platform-context.js'
 import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
-import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
 import { cancelDelivery } from './delivery-cancellations.js'
 import {
@@ -13,6 +12,7 @@ import {
   replayUnreceiptedContract,
   showDeliveryContract,
 } from './delivery-contract.js'
+import { noSuchDelivery } from './delivery-owner.js'
 import { deliveryListFilter, replayRange, unreceiptedReplay } from './delivery-queries.js'
 import { replayDeliveries } from './delivery-replays.js'
 import { REPLAYABLE_STATES } from './delivery-store.js'
@@ -127,7 +127,3 @@ export const deliveryRoutes = [
 
 /** "failed, unconfirmed or queued" */
 const REPLAYABLE_LIST = `${REPLAYABLE_STATES.slice(0, -1).join(', ')} or ${REPLAYABLE_STATES.at(-1)}`
-
-function noSuchDelivery(deliveryId: number): ApiError {
-  return new ApiError(ResponseCode.NOT_FOUND, `no delivery ${deliveryId}`)
-}

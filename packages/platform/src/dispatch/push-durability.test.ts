@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import {
+  keyed,
   type ScratchDatabase,
   scratchPostgresDatabase,
   testBackends,
@@ -116,8 +117,12 @@ if (testBackends.includes('postgres')) {
     test('2,000 deliveries drained by two instances: each sent exactly once', async () => {
       const scratch = await scratchPostgresDatabase()
       const instances = [
-        await startPlatform({ config: testConfig({ databaseUrl: scratch.url, rateLimitPerMinute: 0 }) }),
-        await startPlatform({ config: testConfig({ databaseUrl: scratch.url, rateLimitPerMinute: 0 }) }),
+        keyed(
+          await startPlatform({ config: testConfig({ databaseUrl: scratch.url, rateLimitPerMinute: 0 }) }),
+        ),
+        keyed(
+          await startPlatform({ config: testConfig({ databaseUrl: scratch.url, rateLimitPerMinute: 0 }) }),
+        ),
       ]
       const [first] = instances
       assert.ok(first)
@@ -168,14 +173,16 @@ for (const backend of testBackends) {
       const directory = mkdtempSync(join(tmpdir(), 'earshot-push-stop-'))
       const scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
       const storage = scratch ? { databaseUrl: scratch.url } : { dataDir: join(directory, 'data') }
-      const platform = await startPlatform({
-        config: testConfig({
-          ...storage,
-          pushConcurrencyPerUrl: 2,
-          shutdownGraceSeconds: 1,
-          pushTimeoutSeconds: 5,
+      const platform = keyed(
+        await startPlatform({
+          config: testConfig({
+            ...storage,
+            pushConcurrencyPerUrl: 2,
+            shutdownGraceSeconds: 1,
+            pushTimeoutSeconds: 5,
+          }),
         }),
-      })
+      )
       let receiver: TestReceiver | undefined
       /** What happened, in order: the shutdown, the first push's answer going out. */
       const order: string[] = []

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { randomInt } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { setTimeout as delay } from 'node:timers/promises'
-import { type ScratchDatabase, scratchPostgresDatabase, testConfig } from '@earshot/test-kit/backends'
+import { keyed, type ScratchDatabase, scratchPostgresDatabase, testConfig } from '@earshot/test-kit/backends'
 import { LogCapture } from '@earshot/test-kit/log-capture'
 import type { PlatformConfig } from '../config/config.js'
 import { startPlatform } from '../platform.js'
@@ -306,10 +306,10 @@ describe("two platform instances on one PostgreSQL: random interleavings keep th
   before(async () => {
     scratch = await scratchPostgresDatabase()
     const config = testConfig({ databaseUrl: scratch.url, ...settings })
-    const first = await startPlatform({ config, logDestination: logs.destination })
+    const first = keyed(await startPlatform({ config, logDestination: logs.destination }))
     // Migrated by the first instance; logged before the second starts and before any delivery exists.
     for (const statement of TRANSITION_LOG) await first.context.db.query(statement)
-    const second = await startPlatform({ config, logDestination: logs.destination })
+    const second = keyed(await startPlatform({ config, logDestination: logs.destination }))
     instances.push(
       { name: 'A', platform: first, admin: adminOf(first) },
       { name: 'B', platform: second, admin: adminOf(second) },

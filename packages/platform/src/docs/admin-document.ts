@@ -1,5 +1,6 @@
 import type { RouteContract } from '@earshot/protocol'
 import { ResponseCode } from '@earshot/protocol'
+import { roles } from '../access/roles.js'
 import { permissions } from '../http/permissions.js'
 import { Components, declaredComponents, errorBodySchema, type Json, responseCodeSchema } from './openapi.js'
 import { documentPaths } from './route-document.js'
@@ -14,11 +15,12 @@ export function adminApiDocument(routes: readonly RouteContract[]): Json {
   }
   components.name('ResponseCode', responseCodeSchema())
   components.name('ErrorBody', errorBodySchema())
-  const { UNAUTHORIZED, INTERNAL_ERROR, UNAVAILABLE } = ResponseCode
+  const { UNAUTHORIZED, FORBIDDEN_BY_ROLE, INTERNAL_ERROR, UNAVAILABLE } = ResponseCode
   const paths = documentPaths(routes, {
     components,
-    securityScheme: 'adminToken',
-    everyRoute: [UNAUTHORIZED, INTERNAL_ERROR, UNAVAILABLE],
+    securityScheme: 'adminAuth',
+    everyRoute: [UNAUTHORIZED, FORBIDDEN_BY_ROLE, INTERNAL_ERROR, UNAVAILABLE],
+    openPermission: 'public',
   })
   return {
     openapi: '3.1.0',
@@ -26,7 +28,7 @@ export function adminApiDocument(routes: readonly RouteContract[]): Json {
       title: 'Earshot admin API',
       version: '1',
       description:
-        "The operators' API: enterprises and their keys, recordings, push endpoints, deliveries and push URL health. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default; every route but /healthz, /openapi.json, /docs and the console's pages needs the admin token (EARSHOT_ADMIN_TOKEN) as a bearer token. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
+        "The operators' API: enterprises and their keys, recordings, push endpoints, deliveries, push URL health, operators, API keys and the audit trail. It listens on its own port (EARSHOT_ADMIN_PORT, 8081), bound to loopback by default. Every route but the public ones (`x-earshot-permission: public`: health, sign-in, setup, single sign-on) needs an API key (`Authorization: Bearer esk_…`), the break-glass owner key EARSHOT_ADMIN_TOKEN, or a console session (its cookie, and its `x-csrf-token` header on a change). Each operation names the permission it needs in `x-earshot-permission`; the caller's role must grant it, else 4031. An enterprise outside the caller's scope answers 4040, as an unknown one does. Successes answer with the resource itself; refusals with `{code, msg, requestId}`, the codes of the ResponseCode schema.",
     },
     tags: [
       { name: 'enterprises', description: 'Enterprises, their keys and push URLs' },
@@ -35,20 +37,24 @@ export function adminApiDocument(routes: readonly RouteContract[]): Json {
       { name: 'deliveries', description: 'Push deliveries and their replay' },
       { name: 'endpoints', description: "Enterprises' push endpoints, and the health of push URLs" },
       { name: 'operations', description: 'Health and metrics' },
+      { name: 'access', description: 'Signing in, operators and their roles, API keys' },
+      { name: 'audit', description: 'The audit trail: who changed what, and its verification' },
       {
         name: 'console',
         description: "What the operators' console at /console reads beyond the routes above",
       },
     ],
     'x-earshot-permissions': permissions,
+    'x-earshot-roles': roles,
     paths,
     components: {
       schemas: components.schemas(),
       securitySchemes: {
-        adminToken: {
+        adminAuth: {
           type: 'http',
           scheme: 'bearer',
-          description: 'EARSHOT_ADMIN_TOKEN (`earshot serve` prints one it generated)',
+          description:
+            'An API key (esk_…, `earshot keys create`), or the break-glass EARSHOT_ADMIN_TOKEN. The console sends its session cookie instead.',
         },
       },
     },

@@ -11,6 +11,8 @@ export interface DocumentStyle {
   securityScheme: string
   /** Refusals every route (open ones too) may give, beyond its own. */
   everyRoute: readonly ResponseCodeValue[]
+  /** The permission open routes are documented with (the admin API's "public"); none when absent. */
+  openPermission?: string
   /** The envelope component whose ciphertext holds `plaintext`: one sent with a bearer token, or not. */
   sealed?(plaintext: TSchema, bearer: boolean): Json
 }
@@ -57,6 +59,7 @@ function operation(route: RouteContract, style: DocumentStyle): Json {
     ...(route.description && { description: route.description }),
     security: route.open ? [] : [{ [style.securityScheme]: [] }],
     ...(route.permission && { [PERMISSION]: route.permission }),
+    ...(route.open && style.openPermission && { [PERMISSION]: style.openPermission }),
     ...(parameters.length > 0 && { parameters }),
     ...(route.body && { requestBody: { required: true, content: content(route.body, 'request', style) } }),
     responses: {

@@ -1,4 +1,5 @@
 import { generateSecret } from '@earshot/protocol'
+import { noteAudit } from '../audit/audited-changes.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
 
@@ -99,10 +100,12 @@ export async function enterpriseExists(db: Queryable, enterpriseId: number): Pro
  * Disables an enterprise: its tokens stop working (on every instance within the credentials bound,
  * auth/credential-cache.ts). False when there is no such enterprise.
  */
-export async function disableEnterprise(db: Queryable, enterpriseId: number): Promise<boolean> {
-  const rows = await db.query(
-    'UPDATE enterprises SET disabled_at = coalesce(disabled_at, now()) WHERE enterprise_id = $1 RETURNING 1',
-    [enterpriseId],
+export async function disableEnterprise(db: Database, enterpriseId: number): Promise<boolean> {
+  const rows = await db.transaction((tx) =>
+    tx.query(
+      'UPDATE enterprises SET disabled_at = coalesce(disabled_at, now()) WHERE enterprise_id = $1 RETURNING 1',
+      [enterpriseId],
+    ),
   )
   return rows.length === 1
 }
@@ -112,15 +115,22 @@ export async function disableEnterprise(db: Queryable, enterpriseId: number): Pr
  * such enterprise. The trigger on enterprises tells every instance's credentials cache (migration 21).
  */
 export async function updateEnterprise(
-  db: Queryable,
+  db: Database,
   enterpriseId: number,
   changes: EnterpriseChanges,
 ): Promise<EnterpriseSummary | undefined> {
-  const rows = await db.query(
-    `UPDATE enterprises SET require_issued_at = coalesce($2, require_issued_at)
-      WHERE enterprise_id = $1 RETURNING 1`,
-    [enterpriseId, changes.requireIssuedAt ?? null],
-  )
+  const rows = await db.transaction(async (tx) => {
+    const [before] = await tx.query<{ requireIssuedAt: boolean }>(
+      'SELECT require_issued_at AS "requireIssuedAt" FROM enterprises WHERE enterprise_id = $1 FOR UPDATE',
+      [enterpriseId],
+    )
+    noteAudit({ before: before ?? null })
+    return tx.query(
+      `UPDATE enterprises SET require_issued_at = coalesce($2, require_issued_at)
+        WHERE enterprise_id = $1 RETURNING 1`,
+      [enterpriseId, changes.requireIssuedAt ?? null],
+    )
+  })
   if (rows.length === 0) return undefined
   return (await listEnterprises(db, enterpriseId))[0]
 }

@@ -1,7 +1,7 @@
 /**
- * What an operator may be allowed to do on the admin API, each admin route naming the one it needs. Every
- * holder of the admin token holds them all today; operator roles will grant them one by one. The admin
- * document lists them as `x-earshot-permissions`, and each operation's as `x-earshot-permission`.
+ * What an operator may be allowed to do on the admin API, each admin route naming the one it needs; the
+ * roles (access/roles.ts) grant them. The admin document lists them as `x-earshot-permissions`, and each
+ * operation's as `x-earshot-permission`.
  */
 export const permissions = {
   'enterprises.read': 'See enterprises, their settings and their key versions',
@@ -15,6 +15,9 @@ export const permissions = {
   'endpoints.read': 'See push endpoints and the health of push URLs',
   'endpoints.write': 'Add, change and remove push endpoints, enable push URLs, check receivers',
   'operations.read': "See the platform's metrics and overview",
+  'audit.read': 'Read, verify and export the audit trail',
+  'operators.manage': 'Add operators, change their role, scope or name, disable them, end their sessions',
+  'keys.manage': 'Create, list and revoke API keys',
 } as const
 
 export type Permission = keyof typeof permissions

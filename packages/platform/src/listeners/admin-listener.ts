@@ -1,13 +1,12 @@
-import { createHash, timingSafeEqual } from 'node:crypto'
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
 import { adminOperationsModule } from '../admin-client/admin-operations.js'
+import { auditedDatabase } from '../audit/audited-changes.js'
 import { consoleAssets } from '../console/console-assets.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { adminApiDocument } from '../docs/admin-document.js'
 import { apiReference } from '../docs/api-reference.js'
 import { ApiError } from '../http/api-error.js'
-import { bearerCredentials } from '../http/bearer.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { mountRoutes } from '../http/route-spec.js'
 import { JSON_LINES_TYPES } from '../imports/import-contract.js'
@@ -17,19 +16,20 @@ import {
   requireAudioLength,
   requireAudioType,
 } from '../media/audio-upload-route.js'
+import { type AccessContext, auditedHandler, guardAdminRoutes, isPublicPath } from './admin-access.js'
 import { adminRoutes } from './admin-routes.js'
 
 /** Made once per process: the document depends on the routes alone. */
 const adminDocument = adminApiDocument(adminRoutes)
 
 /**
- * The operators' API, on its own listener bound to loopback by default and guarded by
- * the admin bearer token. Successes answer with the resource itself; refusals with {code, msg, requestId}.
+ * The operators' API, on its own listener bound to loopback by default; who may call each route is decided
+ * by admin-access.ts. Successes answer with the resource itself; refusals with {code, msg, requestId}.
  */
 export async function buildAdminApi(
   context: PlatformContext,
   lifecycle: Lifecycle,
-  adminToken: string,
+  access: AccessContext,
 ): Promise<FastifyInstance> {
   // An import may upload EARSHOT_ADMIN_BODY_LIMIT slowly, so requests here get the admin timeout.
   const app = createServer(context, {
@@ -43,21 +43,13 @@ export async function buildAdminApi(
   // Uploaded audio too, streamed to the media store under EARSHOT_MEDIA_MAX_BYTES (audio-upload-route.ts).
   app.addContentTypeParser(AUDIO_TYPES, (_request, payload, done) => done(null, payload))
 
-  const expected = digest(adminToken)
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
-    if (isPublicPath(request.url)) return
-    if (lifecycle.shuttingDown) throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
-    const given = bearerCredentials(request.headers.authorization)
-    if (!given || !timingSafeEqual(digest(given), expected)) {
-      // Closing the connection stops a client without the token from holding it for the admin timeout.
-      throw new ApiError(
-        ResponseCode.UNAUTHORIZED,
-        'the admin API needs "Authorization: Bearer <EARSHOT_ADMIN_TOKEN>"',
-        { connection: 'close' },
-      )
+    if (lifecycle.shuttingDown && !isPublicPath(request.url)) {
+      throw new ApiError(ResponseCode.UNAVAILABLE, 'the platform is shutting down')
     }
   })
+  guardAdminRoutes(app, adminRoutes, access)
   // Before the body is parsed: a type no parser takes would be refused with the JSON routes' rule, and
   // a client waiting for 100 Continue is told a declared length over the limit before it sends a byte.
   app.addHook('onRequest', (request, _reply, done) => {
@@ -71,28 +63,12 @@ export async function buildAdminApi(
     }
   })
 
-  mountRoutes(app, adminRoutes, context)
+  mountRoutes(app, adminRoutes.map(auditedHandler), {
+    ...context,
+    db: auditedDatabase(context.db, context.clock),
+  })
   apiReference(app, adminDocument)
   consoleAssets(app, '/console', { 'admin-operations.js': adminOperationsModule() })
 
   return app
-}
-
-/**
- * What the admin listener serves without the token: the health probe, the API's description and the
- * console's pages and assets (the console signs in with the token, and sends it on every API call).
- */
-const PUBLIC_PATHS = ['/healthz', '/openapi.json']
-const PUBLIC_PREFIXES = ['/docs', '/console']
-
-function isPublicPath(url: string): boolean {
-  const path = url.split('?', 1)[0] ?? ''
-  return (
-    PUBLIC_PATHS.includes(path) ||
-    PUBLIC_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`))
-  )
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value).digest()
 }

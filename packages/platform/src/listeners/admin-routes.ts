@@ -1,3 +1,7 @@
+import { keyRoutes } from '../access/key-routes.js'
+import { operatorRoutes } from '../access/operator-routes.js'
+import { sessionRoutes } from '../access/session-routes.js'
+import { auditRoutes } from '../audit/audit-routes.js'
 import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { deliveryRoutes } from '../deliveries/delivery-routes.js'
@@ -28,4 +32,8 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   receiverCheckRoute,
   ...pushUrlRoutes,
   ...consoleRoutes,
+  ...sessionRoutes,
+  ...operatorRoutes,
+  ...keyRoutes,
+  ...auditRoutes,
 ]

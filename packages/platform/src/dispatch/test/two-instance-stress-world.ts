@@ -31,7 +31,7 @@ export const pick = <T>(random: Random, items: readonly T[]): T | undefined =>
 
 export interface Instance {
   name: 'A' | 'B'
-  platform: RunningPlatform
+  platform: RunningPlatform & { adminToken: string }
   admin: AdminClient
 }
 
@@ -244,6 +244,6 @@ export function transcriptOf(n: number) {
   }
 }
 
-export function adminOf(platform: RunningPlatform): AdminClient {
+export function adminOf(platform: RunningPlatform & { adminToken: string }): AdminClient {
   return new AdminClient(platform.adminUrl, platform.adminToken)
 }

@@ -1,0 +1,34 @@
+import { type Permission, permissions } from '../http/permissions.js'
+
+/**
+ * The one place permissions are decided: what each role grants. An owner holds everything; an admin all
+ * but operators and keys; an operator changes recordings, deliveries and endpoints but never sees a
+ * secret; a viewer reads, never a secret.
+ */
+const every = Object.keys(permissions) as Permission[]
+const reads: Permission[] = [
+  'enterprises.read',
+  'recordings.read',
+  'deliveries.read',
+  'endpoints.read',
+  'operations.read',
+]
+
+export const roles = {
+  owner: every,
+  admin: every.filter((permission) => permission !== 'operators.manage' && permission !== 'keys.manage'),
+  operator: [...reads, 'recordings.write', 'deliveries.replay', 'endpoints.write'],
+  viewer: reads,
+} as const satisfies Record<string, readonly Permission[]>
+
+export type Role = keyof typeof roles
+export const ROLE_NAMES = Object.keys(roles) as Role[]
+
+export function grants(role: Role, permission: Permission): boolean {
+  return (roles[role] as readonly Permission[]).includes(permission)
+}
+
+/** Whether a role holds every permission of another: who may hand out a role (a key, an operator). */
+export function covers(role: Role, other: Role): boolean {
+  return roles[other].every((permission) => grants(role, permission))
+}
