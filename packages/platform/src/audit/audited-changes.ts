@@ -40,29 +40,36 @@ export function noteAudit(note: { target?: AuditTarget; before?: Record<string, 
   if (note.before !== undefined) change.before = note.before
 }
 
-const WRITE = /^\s*(INSERT|UPDATE|DELETE|MERGE|TRUNCATE)\b/i
+const WRITE = /^\s*(INSERT|UPDATE|DELETE|MERGE)\b/i
 
 /**
- * The database as the admin routes see it: a transaction run for a change appends the change's row to the
- * trail before it commits, its target completed with the ids the transaction answered (a created row's).
- * A change writing outside a transaction would escape its row, so that is refused as a programming error.
+ * The database as the admin routes see it: a change's first write appends the change's row to the trail in
+ * its own transaction, its target completed with the ids the transaction answered (a created row's). A
+ * write statement run alone is made a transaction for that. Later writes of the same request (an import's
+ * next batch) add no row: one request, one row.
  */
 export function auditedDatabase(db: Database, clock: () => number): Database {
+  const unrecorded = () => {
+    const change = pending.getStore()
+    return change && !change.closed && change.appended === 0 ? change : undefined
+  }
   return {
     kind: db.kind,
-    query(sql, params) {
-      const change = pending.getStore()
-      if (change && !change.closed && WRITE.test(sql)) {
-        throw new Error(`an audited change must write in a transaction: ${change.operation}`)
-      }
-      return db.query(sql, params)
+    query<Row>(sql: string, params?: readonly unknown[]) {
+      const change = unrecorded()
+      if (!change || !WRITE.test(sql)) return db.query<Row>(sql, params)
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<Row>(sql, params)
+        await appendChange(tx, change, rows.length === 1 ? targetOf(rows[0]) : {}, clock)
+        return rows
+      })
     },
     transaction(fn) {
-      const change = pending.getStore()
-      if (!change || change.closed) return db.transaction(fn)
+      const change = unrecorded()
+      if (!change) return db.transaction(fn)
       return db.transaction(async (tx) => {
         const result = await fn(tx)
-        await appendChange(tx, change, targetOf(result), clock)
+        if (change.appended === 0) await appendChange(tx, change, targetOf(result), clock)
         return result
       })
     },
