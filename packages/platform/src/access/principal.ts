@@ -52,3 +52,11 @@ export function maybePrincipalOf(request: object): Principal | undefined {
 export function scopeOf(request: object): readonly number[] | null {
   return principals.get(request)?.enterprises ?? null
 }
+
+/** The rows of a list a request may see: those of the enterprises in its scope. */
+export function seen<Row extends { enterpriseId: number }>(
+  rows: Row[],
+  scope: readonly number[] | null,
+): Row[] {
+  return scope === null ? rows : rows.filter((row) => scope.includes(row.enterpriseId))
+}

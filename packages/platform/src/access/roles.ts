@@ -28,6 +28,22 @@ export function grants(role: Role, permission: Permission): boolean {
   return (roles[role] as readonly Permission[]).includes(permission)
 }
 
+/**
+ * Permissions over the whole platform rather than an enterprise: a role limited to some enterprises never
+ * holds them (it would see others' figures, or mint itself a wider key).
+ */
+export const PLATFORM_WIDE: readonly Permission[] = [
+  'operations.read',
+  'media.write',
+  'operators.manage',
+  'keys.manage',
+]
+
+/** What a role limited to some enterprises (or not) may do. */
+export function allows(role: Role, limited: boolean, permission: Permission): boolean {
+  return grants(role, permission) && !(limited && PLATFORM_WIDE.includes(permission))
+}
+
 /** Whether a role holds every permission of another: who may hand out a role (a key, an operator). */
 export function covers(role: Role, other: Role): boolean {
   return roles[other].every((permission) => grants(role, permission))

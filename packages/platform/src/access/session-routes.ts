@@ -13,7 +13,7 @@ import { Setup, SignIn } from './access-schemas.js'
 import { completeSetup, type SetupRefusal } from './operator-store.js'
 import { DECOY_HASH, passwordMatches, passwordProblem } from './passwords.js'
 import { maybePrincipalOf, type Principal } from './principal.js'
-import { grants, type Role } from './roles.js'
+import { allows, type Role } from './roles.js'
 import {
   clearedSessionCookie,
   endOperatorSessions,
@@ -186,7 +186,7 @@ export function sessionAnswer(principal: Principal) {
     role: principal.role,
     enterprises: principal.enterprises === null ? null : [...principal.enterprises],
     permissions: Object.keys(permissions).filter((permission) =>
-      grants(principal.role, permission as keyof typeof permissions),
+      allows(principal.role, principal.enterprises !== null, permission as keyof typeof permissions),
     ),
     ...(principal.csrfToken && { csrfToken: principal.csrfToken }),
   }

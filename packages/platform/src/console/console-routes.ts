@@ -1,3 +1,4 @@
+import { scopeOf } from '../access/principal.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { deliveryLogFilter, replayableRange } from '../deliveries/delivery-queries.js'
 import { countReplayable } from '../deliveries/delivery-replays.js'
@@ -21,7 +22,11 @@ const deliveryLogRoute = defineRoute(
     async function deliveryLog(request) {
       const filter = deliveryLogFilter(request.query)
       // One row more than the page tells whether there is a next page.
-      const rows = await listDeliveries(context.db, { ...filter, limit: filter.limit + 1 })
+      const rows = await listDeliveries(context.db, {
+        ...filter,
+        enterprises: scopeOf(request),
+        limit: filter.limit + 1,
+      })
       const deliveries = rows.slice(0, filter.limit)
       const last = deliveries.at(-1)
       return { deliveries, nextBefore: rows.length > filter.limit && last ? last.deliveryId : null }

@@ -1,4 +1,5 @@
 import { InvalidParameterError } from '@earshot/protocol'
+import { scopeOf } from '../access/principal.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { existingEnterpriseId, requireEnterprise } from '../enterprises/enterprise-params.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
@@ -29,7 +30,10 @@ import { countUnreceipted, replayUnreceipted } from './unreceipted-replay.js'
 const listDeliveriesRoute = defineRoute(
   listDeliveriesContract,
   (context: PlatformContext) => async (request) => ({
-    deliveries: await listDeliveries(context.db, deliveryListFilter(request.query)),
+    deliveries: await listDeliveries(context.db, {
+      ...deliveryListFilter(request.query),
+      enterprises: scopeOf(request),
+    }),
   }),
 )
 

@@ -44,6 +44,8 @@ export interface DeliveryFilter {
   /** Only deliveries created at or after `from` and before `to` (ISO instants), as a range replay takes. */
   from?: string | undefined
   to?: string | undefined
+  /** Only these enterprises' (an operator limited to them); absent or null: every one. */
+  enterprises?: readonly number[] | null | undefined
   limit: number
 }
 
@@ -67,7 +69,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       WHERE ($1::int8 IS NULL OR d.enterprise_id = $1) AND ($2::text IS NULL OR d.state = $2)
         AND ($3::text IS NULL OR d.audio_id = $3) AND ($4::int8 IS NULL OR d.delivery_id < $4)
         AND ($6::timestamptz IS NULL OR d.created_at >= $6) AND ($7::timestamptz IS NULL OR d.created_at < $7)
-        AND ($8::int8 IS NULL OR d.endpoint_id = $8)
+        AND ($8::int8 IS NULL OR d.endpoint_id = $8) AND ($9::int8[] IS NULL OR d.enterprise_id = ANY ($9))
       ORDER BY d.delivery_id DESC LIMIT $5`,
     [
       filter.enterpriseId ?? null,
@@ -78,6 +80,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       filter.from ?? null,
       filter.to ?? null,
       filter.endpointId ?? null,
+      filter.enterprises ?? null,
     ],
   )
   return rows.map(withParsedAttempts)

@@ -1,5 +1,6 @@
 import { EVENT_TYPES, InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
+import { scopeOf, seen } from '../access/principal.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { listDeliveries } from '../deliveries/delivery-views.js'
 import { PushUrlChange } from '../enterprises/enterprise-input.js'
@@ -39,9 +40,12 @@ import {
 
 const RECENT_DELIVERIES = 20
 
-const listEndpointsRoute = defineRoute(listEndpointsContract, (context: PlatformContext) => async () => ({
-  endpoints: await listEndpoints(context.db),
-}))
+const listEndpointsRoute = defineRoute(
+  listEndpointsContract,
+  (context: PlatformContext) => async (request) => ({
+    endpoints: seen(await listEndpoints(context.db), scopeOf(request)),
+  }),
+)
 
 const listEnterpriseEndpointsRoute = defineRoute(
   listEnterpriseEndpointsContract,

@@ -30,7 +30,7 @@ export const createEnterpriseContract = routeContract({
     payload: { json: EnterpriseCredentialsSchema },
   },
   refusals: WITH_BODY,
-  permission: 'secrets.read',
+  permission: 'enterprises.create',
 })
 
 export const listEnterprisesContract = routeContract({

@@ -1,3 +1,4 @@
+import { scopeOf, seen } from '../access/principal.js'
 import type { CredentialCache } from '../auth/credential-cache.js'
 import type { PlatformConfig } from '../config/config.js'
 import { checkPushUrl } from '../http/address-policy.js'
@@ -58,8 +59,8 @@ const createEnterpriseRoute = defineRoute(
 
 const listEnterprisesRoute = defineRoute(
   listEnterprisesContract,
-  (context: EnterprisesContext) => async () => ({
-    enterprises: await listEnterprises(context.db),
+  (context: EnterprisesContext) => async (request) => ({
+    enterprises: seen(await listEnterprises(context.db), scopeOf(request)),
   }),
 )
 

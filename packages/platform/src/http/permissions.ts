@@ -6,7 +6,8 @@
 export const permissions = {
   'enterprises.read': 'See enterprises, their settings and their key versions',
   'enterprises.write': "Change an enterprise's settings, or disable it",
-  'secrets.read': "Be shown an enterprise's new secret: create an enterprise, rotate its key",
+  'enterprises.create': 'Create an enterprise, and be shown its first secret',
+  'secrets.read': "Be shown an enterprise's new secret: rotate its key",
   'recordings.read': "Find an enterprise's recordings",
   'recordings.write': 'Ingest, import, update and delete recordings, and upload their audio',
   'media.write': 'Rotate the key that signs media links',

@@ -3,7 +3,7 @@ import { ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { KEY_PREFIX, keyPrincipal } from '../access/api-keys.js'
 import { BREAK_GLASS, type Principal, principalOf, sees, setPrincipal } from '../access/principal.js'
-import { grants } from '../access/roles.js'
+import { allows, grants } from '../access/roles.js'
 import { type SessionLifetimes, sessionPrincipal, sessionToken } from '../access/sessions.js'
 import { auditFields, targetOf } from '../audit/audit-entry.js'
 import { appendAudit } from '../audit/audit-trail.js'
@@ -30,6 +30,7 @@ export interface AccessContext {
 const SETTINGS_TAGS = new Set(['enterprises', 'endpoints', 'access', 'media'])
 
 const changes = new WeakMap<FastifyRequest, PendingAudit>()
+const scopeTargets = new WeakMap<FastifyRequest, { enterpriseId?: number }>()
 
 /**
  * Who may call each admin route, decided before it runs: the caller is authenticated (an API key, the
@@ -62,20 +63,18 @@ export function guardAdminRoutes(
     setPrincipal(request, principal)
     if (route === undefined) return
     const permission = route.permission as Permission
-    if (!grants(principal.role, permission)) {
+    if (!allows(principal.role, principal.enterprises !== null, permission)) {
       await appendAudit(access.db, refusedRow(request, route, principal, access.clock))
-      throw new ApiError(
-        ResponseCode.FORBIDDEN_BY_ROLE,
-        `the ${principal.role} role does not grant ${permission}: ask an owner for a role that does`,
-      )
+      throw new ApiError(ResponseCode.FORBIDDEN_BY_ROLE, refusalMessage(principal, permission))
     }
+    scopeTargets.set(request, await requireScope(request, principal, access.db))
   })
 
   app.addHook('preHandler', async (request) => {
     const route = routeOf(request)
     if (route === undefined || route.open) return
     const principal = principalOf(request)
-    const target = await requireScope(request, principal, access.db)
+    const target = scopeTargets.get(request) ?? {}
     if (route.method === 'GET' && principal.actor.kind !== 'break-glass') return
     changes.set(request, {
       actor: principal.actor,
@@ -183,6 +182,13 @@ function refusedRow(
     userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
     outcome: 'refused' as const,
   }
+}
+
+function refusalMessage(principal: Principal, permission: Permission): string {
+  if (grants(principal.role, permission)) {
+    return `${permission} covers the whole platform, and this ${principal.actor.kind} is limited to enterprises ${principal.enterprises?.join(', ')}: ask an owner`
+  }
+  return `the ${principal.role} role does not grant ${permission}: ask an owner for a role that does`
 }
 
 function unauthorized(message: string): ApiError {
