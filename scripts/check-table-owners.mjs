@@ -7,6 +7,15 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 
 const OWNERS = {
+  access: [
+    'operators',
+    'operator_setup_tokens',
+    'operator_sessions',
+    'api_keys',
+    'sign_in_failures',
+    'sso_sign_ins',
+  ],
+  audit: ['audit_log', 'audit_chain'],
   auth: ['replay_nonces', 'platform_settings'],
   changes: ['recording_changes', 'recording_change_queue', 'change_feed_head', 'change_feed_heads'],
   deliveries: ['deliveries', 'delivery_attempts', 'delivery_rechecks', 'receipts'],
@@ -28,6 +37,10 @@ const OWNERS = {
 }
 
 const SHARED_READS = {
+  'access/key-routes.ts': {
+    tables: ['enterprises'],
+    why: "a key's enterprises must exist when it is created: one statement checks them all",
+  },
   'auth/credentials.ts': {
     tables: ['enterprises', 'enterprise_keys'],
     why: "every partner request's keys and disabled flag in one statement, on the hot path",

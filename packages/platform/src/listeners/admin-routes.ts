@@ -1,7 +1,7 @@
+import { auditRoutes } from '../access/audit-routes.js'
 import { keyRoutes } from '../access/key-routes.js'
 import { operatorRoutes } from '../access/operator-routes.js'
 import { sessionRoutes } from '../access/session-routes.js'
-import { auditRoutes } from '../audit/audit-routes.js'
 import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { deliveryRoutes } from '../deliveries/delivery-routes.js'

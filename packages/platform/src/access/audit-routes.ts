@@ -1,15 +1,15 @@
 import { Readable } from 'node:stream'
 import { messageParser } from '@earshot/protocol'
-import { scopeOf } from '../access/principal.js'
-import { defineRoute } from '../http/route-spec.js'
-import type { Database } from '../storage/database.js'
 import {
   AuditQuerySchema,
   exportAuditContract,
   listAuditContract,
   verifyAuditContract,
-} from './audit-contract.js'
-import { everyAuditRow, listAudit, verifyAudit } from './audit-trail.js'
+} from '../audit/audit-contract.js'
+import { everyAuditRow, listAudit, verifyAudit } from '../audit/audit-trail.js'
+import { defineRoute } from '../http/route-spec.js'
+import type { Database } from '../storage/database.js'
+import { scopeOf } from './principal.js'
 
 /** What the audit routes read of the running platform. */
 interface AuditContext {
