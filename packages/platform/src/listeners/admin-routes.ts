@@ -1,6 +1,7 @@
 import { keyRoutes } from '../access/key-routes.js'
 import { operatorRoutes } from '../access/operator-routes.js'
 import { sessionRoutes } from '../access/session-routes.js'
+import { ssoRoutes } from '../access/sso-routes.js'
 import { auditRoutes } from '../audit/audit-routes.js'
 import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context/platform-context.js'
@@ -33,6 +34,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   ...pushUrlRoutes,
   ...consoleRoutes,
   ...sessionRoutes,
+  ...ssoRoutes,
   ...operatorRoutes,
   ...keyRoutes,
   ...auditRoutes,
