@@ -31,7 +31,8 @@ export type Payload =
   | { result: TSchema | null; sealed: boolean }
 
 export interface Answer {
-  status?: 200 | 201
+  /** 302: a redirect a browser follows (single sign-on), its Location the answer. */
+  status?: 200 | 201 | 302
   description: string
   /** None for an answer whose body nobody reads. */
   payload?: Payload

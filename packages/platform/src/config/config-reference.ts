@@ -133,6 +133,15 @@ export const MEANINGS: Readonly<Record<string, string>> = {
     'The Content-Types an audio upload may have; any other is refused (4150, naming the list), and only these are stored and served. Parameters (`; codecs=…`) are dropped.',
   EARSHOT_DENOISE_URL_ALLOW_HTTP:
     '`1`: an operator may give a recording an `http:` denoiseUrl (partners then fetch its audio unencrypted). `https:` is always allowed, any other scheme (`javascript:`, `data:`, …) never (4001).',
+  EARSHOT_OIDC_ISSUER:
+    "Single sign-on to the console through this OpenID Connect provider (its issuer, as its discovery document names it), read on the first sign-in. Set with `EARSHOT_OIDC_CLIENT_ID` and `EARSHOT_OIDC_CLIENT_SECRET`, or not at all; register `<admin URL>/admin/v1/sso/callback` as the client's redirect URI.",
+  EARSHOT_OIDC_CLIENT_ID: "The platform's client id at the provider.",
+  EARSHOT_OIDC_CLIENT_SECRET:
+    "The client's secret, sent to the provider's token endpoint by HTTP Basic (`client_secret_basic`). Never shown in a refusal or a log line.",
+  EARSHOT_OIDC_ROLE_CLAIM:
+    'A claim whose value is a role name (`owner`, `admin`, `operator`, `viewer`): a person the platform does not know gets an operator with that role on their first sign-in. Unset, only operators an owner added (`earshot operators add EMAIL`) may sign in.',
+  EARSHOT_OIDC_SCOPE_CLAIM:
+    'A claim listing the enterprise ids (or `*` for all) an operator made from `EARSHOT_OIDC_ROLE_CLAIM` is limited to; without it that operator is refused. Unset, such operators see every enterprise.',
 }
 
 /**

@@ -2,9 +2,10 @@
  * The platform's configuration: read from environment variables (EARSHOT_…) and CLI
  * flags, validated once at start. A wrong value stops the process with a message naming it.
  */
+import { oidcProblems } from './oidc-settings.js'
 import type { PlatformConfig } from './platform-config.js'
 import type { Setting } from './setting-parsers.js'
-import { settings } from './settings.js'
+import { HIDDEN_SETTINGS, settings } from './settings.js'
 
 export type { PlatformConfig } from './platform-config.js'
 export { DEFAULT_AUDIO_TYPES, DEFAULT_PUSH_PORTS, DEFAULT_RETRY_SCHEDULE_SECONDS } from './setting-parsers.js'
@@ -44,8 +45,7 @@ export function loadConfig(
     }
     const value = setting.parse(raw)
     if (value === undefined) {
-      const shown =
-        setting.key === 'adminToken' || setting.key === 'databaseUrl' ? '(hidden)' : JSON.stringify(raw)
+      const shown = HIDDEN_SETTINGS.has(setting.key) ? '(hidden)' : JSON.stringify(raw)
       problems.push(
         `${fromFlag === undefined ? setting.env : `--${kebab(setting.key)}`} must be ${setting.rule}; got ${shown}`,
       )
@@ -70,6 +70,7 @@ function crossChecks(config: PlatformConfig): string[] {
       `EARSHOT_REPLAY_WINDOW (${config.replayWindowSeconds} s) must not be below EARSHOT_TOKEN_TTL (${config.tokenTtlSeconds} s), the longest token lifetime`,
     )
   }
+  problems.push(...oidcProblems(config))
   return problems
 }
 

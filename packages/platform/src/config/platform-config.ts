@@ -103,4 +103,14 @@ export interface PlatformConfig {
   sessionMaxSeconds: number
   /** Days the audit trail keeps its rows; older ones are pruned, their last hash kept as the chain's anchor. */
   auditRetentionDays: number
+  /** The OpenID Connect provider of single sign-on, by its issuer URL; unset: no single sign-on. */
+  oidcIssuer: string | undefined
+  /** The client id the platform is registered with at the provider. */
+  oidcClientId: string | undefined
+  /** The client's secret (client_secret_basic): never shown in a refusal or the log. */
+  oidcClientSecret: string | undefined
+  /** A claim naming the role an operator unknown to the platform gets on first sign-in; unset: none. */
+  oidcRoleClaim: string | undefined
+  /** A claim listing the enterprises such an operator is limited to; unset: every enterprise. */
+  oidcScopeClaim: string | undefined
 }

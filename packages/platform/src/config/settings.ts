@@ -1,4 +1,5 @@
 import { PARTNER_BODY_LIMIT } from '@earshot/protocol'
+import { oidcSettings } from './oidc-settings.js'
 import type { PlatformConfig } from './platform-config.js'
 import {
   DEFAULT_AUDIO_TYPES,
@@ -371,4 +372,12 @@ export const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     rule: 'a number of days from 1',
     fallback: 400,
   },
+  ...oidcSettings,
 }
+
+/** Settings whose values never appear in a refusal of the configuration: they hold credentials. */
+export const HIDDEN_SETTINGS: ReadonlySet<keyof PlatformConfig> = new Set([
+  'adminToken',
+  'databaseUrl',
+  'oidcClientSecret',
+])

@@ -2,6 +2,7 @@ import { auditRoutes } from '../access/audit-routes.js'
 import { keyRoutes } from '../access/key-routes.js'
 import { operatorRoutes } from '../access/operator-routes.js'
 import { sessionRoutes } from '../access/session-routes.js'
+import { ssoRoutes } from '../access/sso-routes.js'
 import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { deliveryRoutes } from '../deliveries/delivery-routes.js'
@@ -33,6 +34,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   ...pushUrlRoutes,
   ...consoleRoutes,
   ...sessionRoutes,
+  ...ssoRoutes,
   ...operatorRoutes,
   ...keyRoutes,
   ...auditRoutes,
