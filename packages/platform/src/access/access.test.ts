@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
-import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import {
+  durablePlatforms,
+  startTestPlatform,
+  type TestPlatform,
+  testBackends,
+} from '@earshot/test-kit/backends'
 import { admin } from '@earshot/test-kit/calls'
 import { mintFirstOwnerToken } from './operator-store.js'
 
@@ -188,6 +193,36 @@ for (const backend of testBackends) {
       } finally {
         await bare.stop()
       }
+    })
+  })
+}
+
+for (const backend of testBackends) {
+  describe(`a platform moved from the single admin token (${backend})`, { timeout: 120_000 }, () => {
+    const storage = durablePlatforms(backend)
+
+    test('the token keeps working as the break-glass key, audited; the setup link is printed until an owner exists', async () => {
+      const first = await storage.start()
+      assert.equal((await admin(first, 'GET', '/enterprises')).status, 200)
+      await first.stop()
+      const upgraded = await storage.start()
+      assert.ok(upgraded.setupUrl, 'printed again: no owner yet')
+      await setUp(upgraded, upgraded.setupUrl as string, 'owner@example.com')
+      await upgraded.stop()
+      const later = await storage.start()
+      assert.equal(later.setupUrl, undefined)
+      assert.equal((await admin(later, 'POST', '/enterprises', { name: 'Still works' })).status, 201)
+      const trail = await admin<{ rows: { actor: { kind: string }; operation: string }[] }>(
+        later,
+        'GET',
+        '/audit',
+      )
+      const uses = trail.body.rows.filter((row) => row.actor.kind === 'break-glass')
+      // Newest first; this very read is recorded once it has answered.
+      assert.deepEqual(
+        uses.map((row) => row.operation),
+        ['createEnterprise', 'listEnterprises'],
+      )
     })
   })
 }

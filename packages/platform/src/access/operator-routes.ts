@@ -11,6 +11,7 @@ import {
 } from './access-contract.js'
 import { NewOperator, OperatorChanges } from './access-schemas.js'
 import { addOperator, listOperators, setupUrl, updateOperator } from './operator-store.js'
+import { adminOrigin } from './request-origin.js'
 import { endOperatorSessions } from './sessions.js'
 
 /** What the operator routes read of the running platform. */
@@ -37,8 +38,7 @@ const addOperatorRoute = defineRoute(
       )
       if (!added)
         throw new ApiError(ResponseCode.INVALID_PARAMETER, `email: an operator with ${body.email} exists`)
-      const adminUrl = `${request.protocol}://${request.host}`
-      return { operatorId: added.operatorId, setupUrl: setupUrl(adminUrl, added.setupToken) }
+      return { operatorId: added.operatorId, setupUrl: setupUrl(adminOrigin(request), added.setupToken) }
     },
 )
 

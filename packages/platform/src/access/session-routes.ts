@@ -13,6 +13,7 @@ import { Setup, SignIn } from './access-schemas.js'
 import { completeSetup, type SetupRefusal } from './operator-store.js'
 import { DECOY_HASH, passwordMatches, passwordProblem } from './passwords.js'
 import { maybePrincipalOf, type Principal } from './principal.js'
+import { isSecure } from './request-origin.js'
 import { allows, type Role } from './roles.js'
 import {
   clearedSessionCookie,
@@ -112,7 +113,7 @@ const signOutRoute = defineRoute(
   (context: SignInContext) =>
     async function signOutHandler(request, reply) {
       const principal = maybePrincipalOf(request)
-      reply.header('set-cookie', clearedSessionCookie(request.protocol === 'https'))
+      reply.header('set-cookie', clearedSessionCookie(isSecure(request)))
       if (!principal?.sessionHash || principal.operatorId === undefined) return { ended: 0 }
       const everywhere = (request.query as { everywhere?: string }).everywhere === 'true'
       if (!everywhere) {
@@ -169,7 +170,7 @@ async function beginSessionIn(
   )
   reply.header(
     'set-cookie',
-    sessionCookie(session.token, request.protocol === 'https', context.config.sessionMaxSeconds),
+    sessionCookie(session.token, isSecure(request), context.config.sessionMaxSeconds),
   )
   return sessionAnswer({
     actor,

@@ -7,6 +7,7 @@ import type { PlatformConfig } from '../config/platform-config.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
 import type { Database } from '../storage/database.js'
+import { adminOrigin, isSecure } from './request-origin.js'
 import { newSecret } from './secrets.js'
 import { sessionCookie, startSession } from './sessions.js'
 import { type RelyingParty, refusalOf, relyingPartyOf, type SsoIdentity, SsoRefusal } from './sso-client.js'
@@ -39,7 +40,7 @@ const ssoStartRoute = defineRoute(
       const pending = {
         codeVerifier: newSecret(context.randomBytes),
         nonce: newSecret(context.randomBytes),
-        redirectUri: `${origin(request)}${ssoCallbackContract.path}`,
+        redirectUri: `${adminOrigin(request)}${ssoCallbackContract.path}`,
       }
       let location: URL
       try {
@@ -133,20 +134,6 @@ function requireParty(config: PlatformConfig): RelyingParty {
     )
   }
   return party
-}
-
-/**
- * How the browser reaches the admin listener: the scheme a TLS-terminating proxy says it was reached by
- * (the provider accepts only the redirect URIs registered with it, so a forged one leads nowhere).
- */
-function origin(request: FastifyRequest): string {
-  const forwarded = request.headers['x-forwarded-proto']
-  const scheme = typeof forwarded === 'string' ? forwarded.split(',')[0]?.trim() : undefined
-  return `${scheme === 'https' || scheme === 'http' ? scheme : request.protocol}://${request.host}`
-}
-
-function isSecure(request: FastifyRequest): boolean {
-  return origin(request).startsWith('https:')
 }
 
 function consoleError(message: string): string {
