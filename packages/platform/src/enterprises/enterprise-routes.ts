@@ -1,3 +1,4 @@
+import { scopeOf } from '../access/principal.js'
 import type { CredentialCache } from '../auth/credential-cache.js'
 import type { PlatformConfig } from '../config/config.js'
 import { checkPushUrl } from '../http/address-policy.js'
@@ -58,9 +59,16 @@ const createEnterpriseRoute = defineRoute(
 
 const listEnterprisesRoute = defineRoute(
   listEnterprisesContract,
-  (context: EnterprisesContext) => async () => ({
-    enterprises: await listEnterprises(context.db),
-  }),
+  (context: EnterprisesContext) =>
+    async function listEnterprisesHandler(request) {
+      // A principal limited to some enterprises sees those only: the others are unknown to it.
+      const scope = scopeOf(request)
+      const enterprises = await listEnterprises(context.db)
+      return {
+        enterprises:
+          scope === null ? enterprises : enterprises.filter((e) => scope.includes(Number(e.enterpriseId))),
+      }
+    },
 )
 
 const updateEnterpriseRoute = defineRoute(
