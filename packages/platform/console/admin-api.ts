@@ -1,4 +1,7 @@
-/** The admin API as the console calls it: the session's token, operations by name, refusals in the API's words. */
+/**
+ * The admin API as the console calls it: with the console session's cookie and CSRF token, or with an API
+ * key kept in the tab; operations by name, refusals in the API's words.
+ */
 import {
   type AdminAnswer,
   AdminApiError,
@@ -8,38 +11,87 @@ import {
   type Enterprise,
 } from './admin-client.js'
 
-const TOKEN_KEY = 'earshot.adminToken'
+/** The API key (or the break-glass token) of a tab signed in with one: sessionStorage, gone with the tab. */
+const KEY_ITEM = 'earshot.adminToken'
+/**
+ * Whether this browser has signed in to a console session, for a new tab to ask the API who it is: the
+ * session's cookie is HttpOnly, so the page cannot see it. Holds no secret (localStorage: shared by tabs).
+ */
+const SESSION_HINT = 'earshot.session'
 
 /** A refusal by the admin API: its code, msg and HTTP status. */
 export { AdminApiError as Refusal }
 
+/** The console session's CSRF token, answered by sign-in, setup and the session: kept in memory only. */
+let csrfToken: string | null = null
+
 let onUnauthorized = (_message: string) => {}
-/** What the console does when the API stops accepting the session's token (it signs out). */
+/** What the console does when the API stops accepting its credentials (it signs out). */
 export function whenUnauthorized(handler: (message: string) => void): void {
   onUnauthorized = handler
 }
 export const unauthorized = (message: string) => onUnauthorized(message)
 
+/** Signs the tab in with an API key: sent as a bearer header from now on. */
 export function storeToken(value: string): void {
-  sessionStorage.setItem(TOKEN_KEY, value)
+  forgetCredentials()
+  sessionStorage.setItem(KEY_ITEM, value)
 }
 
-export function forgetToken(): void {
-  sessionStorage.removeItem(TOKEN_KEY)
+/** Signs the tab in to a console session: its cookie is set; its CSRF token goes with every change. */
+export function useSession(csrf: string | undefined): void {
+  sessionStorage.removeItem(KEY_ITEM)
+  localStorage.setItem(SESSION_HINT, '1')
+  csrfToken = csrf ?? null
+}
+
+/** Expects a console session when the page loads next (single sign-on sets its cookie, then comes back). */
+export function expectSession(): void {
+  localStorage.setItem(SESSION_HINT, '1')
+}
+
+export function forgetCredentials(): void {
+  sessionStorage.removeItem(KEY_ITEM)
+  localStorage.removeItem(SESSION_HINT)
+  csrfToken = null
 }
 
 export function token(): string | null {
-  return sessionStorage.getItem(TOKEN_KEY)
+  return sessionStorage.getItem(KEY_ITEM)
 }
 
-/** The admin client of this listener, with the session's token or the one given. */
-export function adminClient(adminToken = token()): AdminClient {
-  return new AdminClient(location.origin, adminToken ?? '')
+/** Whether the console has credentials to try: an API key, or a session it signed in to. */
+export function mayBeSignedIn(): boolean {
+  return token() !== null || localStorage.getItem(SESSION_HINT) !== null
 }
 
 /**
- * Calls an operation of the admin API; resolves with its answer or rejects with a Refusal. A 401 in a
- * session means the token was changed on the platform: the console signs out and says so.
+ * The admin client of this listener: with an API key, its bearer header; in a console session, no header
+ * but the x-csrf-token on every change (fetch sends the same-origin cookie itself: credentials
+ * 'same-origin' is its default).
+ */
+class ConsoleClient extends AdminClient {
+  constructor(private readonly key: string | null) {
+    super(location.origin, key ?? '')
+  }
+
+  override prepare<Id extends AdminOperationId>(operationId: Id, ...args: AdminRequestArgs<Id>) {
+    const prepared = super.prepare(operationId, ...args)
+    if (this.key !== null) return prepared
+    const { authorization: _none, ...headers } = prepared.headers
+    if (prepared.method !== 'GET' && csrfToken !== null) headers['x-csrf-token'] = csrfToken
+    return { ...prepared, headers }
+  }
+}
+
+/** The admin client of this listener, with the tab's API key or the one given; else the console session. */
+export function adminClient(adminToken = token()): AdminClient {
+  return new ConsoleClient(adminToken)
+}
+
+/**
+ * Calls an operation of the admin API; resolves with its answer or rejects with a Refusal. A 401 means the
+ * key was revoked or the session ended (signed out everywhere, expired): the console signs out and says so.
  */
 export function api<Id extends AdminOperationId>(
   operationId: Id,
@@ -54,8 +106,24 @@ export async function withClient<T>(work: (client: AdminClient) => Promise<T>): 
     return await work(adminClient())
   } catch (error) {
     if (error instanceof AdminApiError && error.status === 401) {
-      unauthorized(`The admin API no longer accepts this token: ${error.msg}`)
+      unauthorized(
+        token() === null
+          ? `Your console session has ended: ${error.msg}`
+          : `The admin API no longer accepts this key: ${error.msg}`,
+      )
     }
+    throw error
+  }
+}
+
+/** Who is signed in, or null when the API knows no one by these credentials (nothing is forgotten here). */
+export async function whoIsSignedIn(): Promise<AdminAnswer<'session'> | null> {
+  try {
+    const session = await adminClient().call('session')
+    if (token() === null) csrfToken = session.csrfToken ?? null
+    return session
+  } catch (error) {
+    if (error instanceof AdminApiError && error.status === 401) return null
     throw error
   }
 }

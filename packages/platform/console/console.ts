@@ -1,8 +1,9 @@
 /*
  * Earshot's operator console: one static page, these modules and one stylesheet, served by the platform's
  * admin listener at /console (packages/platform/src/console/console-assets.ts). This module is the shell:
- * sign-in, the navigation bar and the hash routes; each page is a module of its own (overview.ts,
- * enterprises.ts, endpoints.ts, recordings.ts, deliveries.ts, import.ts) built from dom.ts and admin-api.ts.
+ * who is signed in, the navigation bar and the hash routes; signing in is sign-in.ts and setup.ts, and each
+ * page is a module of its own (overview.ts, enterprises.ts, endpoints.ts, recordings.ts, deliveries.ts,
+ * import.ts, operators.ts, keys.ts, audit.ts) built from dom.ts and admin-api.ts.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
@@ -14,19 +15,35 @@
  * audio from its signed link on the partner listener, another origin. Pages are built with DOM calls,
  * never HTML strings, so names and messages from the API are always text.
  *
- * The admin token lives in sessionStorage (gone with the tab) and goes out only as
- * `Authorization: Bearer` on API calls: never in a URL or a cookie. Pages are hash routes
- * (#/overview, #/deliveries?state=failed, …), so a filter can be linked without a server round trip.
+ * Operators sign in with their email and password (or single sign-on): a console session, its cookie
+ * HttpOnly and SameSite=Strict, each change carrying its CSRF token (kept in memory) as x-csrf-token. An API
+ * key or the break-glass token may sign a tab in instead: it lives in sessionStorage (gone with the tab) and
+ * goes out only as `Authorization: Bearer` on API calls, never in a URL or a cookie. The role decides what
+ * the pages show (session.ts); the API decides what it allows. Pages are hash routes (#/overview,
+ * #/deliveries?state=failed, …), so a filter can be linked without a server round trip.
  */
-import { adminClient, forgetToken, Refusal, storeToken, token, whenUnauthorized } from './admin-api.js'
+import {
+  adminClient,
+  forgetCredentials,
+  mayBeSignedIn,
+  token,
+  whenUnauthorized,
+  whoIsSignedIn,
+} from './admin-api.js'
+import { audit } from './audit.js'
 import { deliveries } from './deliveries.js'
-import { alertBox, field, h, heading, showError } from './dom.js'
+import { h, heading } from './dom.js'
 import { endpoints } from './endpoints.js'
 import { enterprises } from './enterprises.js'
 import { importPage } from './import.js'
+import { keys } from './keys.js'
 import { stopRefreshing } from './navigation.js'
+import { operators } from './operators.js'
 import { overview } from './overview.js'
 import { recordings } from './recordings.js'
+import { inConsoleSession, may, type Session, scopeText, session, setSession } from './session.js'
+import { setupPage, setupToken } from './setup.js'
+import { signInPage } from './sign-in.js'
 
 /** An element of index.html. */
 function byId(id: string): HTMLElement {
@@ -37,10 +54,15 @@ function byId(id: string): HTMLElement {
 
 const main = byId('main')
 const nav = byId('nav')
+const account = byId('account')
+const who = byId('who')
 const signOutButton = byId('sign-out')
+const signOutEverywhereButton = byId('sign-out-everywhere')
 
 /** Bumped on every navigation: work started for a page that was left since then renders nothing. */
 let renderId = 0
+/** Whether this tab last signed in with an API key: signed out, it offers the key form again. */
+let signedInWithKey = false
 
 function route() {
   const hash = location.hash.startsWith('#/') ? location.hash.slice(2) : 'overview'
@@ -58,16 +80,27 @@ const pages: Record<string, Page> = {
   recordings,
   deliveries,
   import: importPage,
+  operators,
+  keys,
+  audit,
 }
 
 async function render(): Promise<void> {
   stopRefreshing()
   const id = ++renderId
   const current = () => id === renderId
-  const signedIn = token() !== null
-  nav.hidden = !signedIn
-  signOutButton.hidden = !signedIn
-  if (!signedIn) return signIn()
+  const setup = setupToken()
+  if (setup !== null) {
+    showAccount(null)
+    return setupPage(main, setup, render)
+  }
+  const ssoError = /^#sso-error=(.*)$/.exec(location.hash)?.[1]
+  if (ssoError !== undefined) {
+    history.replaceState(null, '', location.pathname)
+    return signedOut(`Single sign-on did not sign you in: ${decodeURIComponent(ssoError)}`)
+  }
+  if (session() === null && !(await identify(current))) return
+  showAccount(session())
   const { name, params } = route()
   for (const link of nav.querySelectorAll('a')) {
     if (link.getAttribute('href') === `#/${name}`) link.setAttribute('aria-current', 'page')
@@ -81,81 +114,90 @@ async function render(): Promise<void> {
   await done
 }
 
-function signOut(message: string): void {
-  forgetToken()
+/** Asks the API who the tab's credentials are; signs out when no one. Whether the page may be drawn. */
+async function identify(current: () => boolean): Promise<boolean> {
+  if (!mayBeSignedIn()) {
+    signedOut()
+    return false
+  }
+  const withKey = token() !== null
+  try {
+    const answer = await whoIsSignedIn()
+    if (!current()) return false
+    if (answer === null) {
+      signedOut(withKey ? 'The admin API no longer accepts the API key this tab signed in with.' : undefined)
+      return false
+    }
+    setSession(answer)
+    return true
+  } catch (error) {
+    if (current()) {
+      signedOut(`The admin API could not be reached: ${(error as Error | undefined)?.message ?? error}`)
+    }
+    return false
+  }
+}
+
+/** The bar: who is signed in, with its role and scope, and the pages its role may open. */
+function showAccount(signedIn: Session | null): void {
+  nav.hidden = signedIn === null
+  account.hidden = signedIn === null
+  if (signedIn === null) return
+  signedInWithKey = token() !== null
+  const { actor, role, enterprises: scope } = signedIn
+  who.replaceChildren(
+    h('span', { class: 'visually-hidden' }, 'Signed in as '),
+    h('span', { class: 'who-name' }, actor.name),
+    ' ',
+    h('span', { class: `badge role-${role}`, id: 'who-role' }, role),
+    scope === null ? '' : h('small', { class: 'who-scope' }, ` ${scopeText(scope)}`),
+  )
+  who.title = `${actor.kind}: ${actor.id}`
+  signOutEverywhereButton.hidden = !inConsoleSession()
+  for (const link of nav.querySelectorAll<HTMLElement>('[data-permission]')) {
+    const item = link.closest('li') ?? link
+    item.hidden = !may(link.dataset.permission ?? '')
+  }
+}
+
+/** Forgets who was signed in and shows the sign-in page, with the reason given. */
+function signedOut(message?: string): void {
+  forgetCredentials()
+  setSession(null)
   renderId++
   stopRefreshing()
-  nav.hidden = true
-  signOutButton.hidden = true
-  signIn(message)
+  showAccount(null)
+  signInPage(main, { message, withKey: signedInWithKey, signedIn: render })
+}
+
+/** Ends the console session (every one of the operator's, everywhere), or forgets the tab's API key. */
+async function signOut(everywhere: boolean): Promise<void> {
+  renderId++
+  stopRefreshing()
+  let message = 'Signed out.'
+  if (inConsoleSession()) {
+    try {
+      const { ended } = await adminClient(null).call('signOut', { query: everywhere ? { everywhere } : {} })
+      if (everywhere)
+        message = `Signed out everywhere: ${ended} ${ended === 1 ? 'session' : 'sessions'} ended.`
+    } catch (error) {
+      message = `Signed out of this tab, but the admin API could not end the session: ${(error as Error).message}`
+    }
+  }
+  signedOut(message)
 }
 
 function notFound(view: HTMLElement): void {
   view.append(heading('No such page'), h('p', {}, h('a', { href: '#/overview' }, 'Go to the overview')))
 }
 
-function signIn(message?: string): void {
-  document.title = 'Sign in · Earshot console'
-  const alert = alertBox()
-  if (message) alert.textContent = message
-  const input = h('input', {
-    id: 'token',
-    name: 'token',
-    type: 'password',
-    autocomplete: 'off',
-    spellcheck: 'false',
-    required: true,
-    'aria-describedby': 'token-hint',
-  })
-  const submit = h('button', { type: 'submit', class: 'primary' }, 'Sign in')
-  const form = h(
-    'form',
-    {
-      class: 'card narrow',
-      onsubmit: async (event) => {
-        event.preventDefault()
-        submit.disabled = true
-        alert.replaceChildren()
-        try {
-          // Checked with one read before it is kept: a wrong token is never stored.
-          await adminClient(input.value).call('listEnterprises')
-          storeToken(input.value)
-          await render()
-        } catch (error) {
-          if (error instanceof Refusal && error.status === 401) {
-            alert.replaceChildren(
-              'That admin token was refused. ',
-              'Use the EARSHOT_ADMIN_TOKEN the platform runs with (earshot serve prints a generated one once). ',
-              h('span', { class: 'code' }, `The API said: ${error.msg} (${error.code})`),
-            )
-          } else showError(alert, error)
-        } finally {
-          submit.disabled = false
-        }
-      },
-    },
-    h('h1', { tabindex: '-1' }, 'Sign in'),
-    h('p', {}, 'The operator console runs the admin API with its bearer token.'),
-    field(
-      'token',
-      'Admin token',
-      input,
-      'Kept in this tab only (sessionStorage) and sent as a bearer header; never in a URL or a cookie.',
-    ),
-    alert,
-    h('div', { class: 'actions' }, submit),
-  )
-  main.replaceChildren(h('div', { class: 'page sign-in' }, form))
-  input.focus()
-}
-
-signOutButton.addEventListener('click', () => signOut('Signed out.'))
-whenUnauthorized(signOut)
+signOutButton.addEventListener('click', () => signOut(false))
+signOutEverywhereButton.addEventListener('click', () => signOut(true))
+// A refusal answered after signing out (a request of the page left) changes nothing.
+whenUnauthorized((message) => session() !== null && signedOut(message))
 document.querySelector('.skip')?.addEventListener('click', (event) => {
   event.preventDefault()
   main.focus()
 })
-window.addEventListener('hashchange', () => {
-  if (location.hash.startsWith('#/') || location.hash === '') render()
-})
+window.addEventListener('hashchange', render)
 render()

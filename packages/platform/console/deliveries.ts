@@ -23,6 +23,7 @@ import {
   utcInputValue,
 } from './dom.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
+import { may } from './session.js'
 
 const PAGE_SIZE = 25
 /** While a listed delivery may still move on its own, the deliveries page refreshes this often. */
@@ -77,22 +78,26 @@ export async function deliveries(view: HTMLElement, params: URLSearchParams, cur
       h('button', { type: 'button', onclick: () => page.load() }, 'Refresh'),
     ),
     await filterForm(filter, current),
-    h(
-      'div',
-      { class: 'toolbar' },
-      h('button', { type: 'button', onclick: () => replayRange(page) }, 'Replay range…'),
-      h(
-        'small',
-        { class: 'muted' },
-        'Replays the failed and unconfirmed deliveries of the filtered enterprise created in the filtered time range.',
-      ),
-    ),
+    ...(may('deliveries.replay') ? [replayToolbar(page)] : []),
     page.status,
     page.alert,
     page.listing,
     page.pager,
   )
   await page.load()
+}
+
+function replayToolbar(page: DeliveriesPage): HTMLDivElement {
+  return h(
+    'div',
+    { class: 'toolbar' },
+    h('button', { type: 'button', onclick: () => replayRange(page) }, 'Replay range…'),
+    h(
+      'small',
+      { class: 'muted' },
+      'Replays the failed and unconfirmed deliveries of the filtered enterprise created in the filtered time range.',
+    ),
+  )
 }
 
 async function loadDeliveries(page: DeliveriesPage): Promise<void> {
@@ -250,6 +255,7 @@ function deliveryRows(page: DeliveriesPage, d: LoggedDelivery): HTMLTableRowElem
   )
   const replay =
     REPLAYABLE_STATES.includes(d.state) &&
+    may('deliveries.replay') &&
     h(
       'button',
       {

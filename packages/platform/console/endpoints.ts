@@ -27,6 +27,7 @@ import {
 import { closeEditor, type EndpointEditing, endpointForm, openEditor } from './endpoint-form.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 import { checkCard, runCheck } from './receiver-check.js'
+import { may } from './session.js'
 
 /** While a delivery in the open endpoint's detail may still move on its own, the page refreshes this often. */
 const LIVE_REFRESH_MS = 1000
@@ -80,7 +81,7 @@ export async function endpoints(view: HTMLElement, params: URLSearchParams, curr
       { class: 'muted' },
       `Enterprise ${enterpriseId}${enterprise ? ` · ${enterprise.name}` : ''}: each endpoint gets the event types it is subscribed to, in each recording's order.`,
     ),
-    endpointForm(page, null),
+    ...(may('endpoints.write') ? [endpointForm(page, null)] : []),
     page.status,
     page.alert,
     page.listing,
@@ -248,6 +249,22 @@ function endpointActions(page: EndpointsPage, e: Endpoint): HTMLDivElement {
       },
       'Deliveries',
     ),
+    // Changes and receiver checks need endpoints.write; a role without it sees the deliveries only.
+    may('endpoints.write') && changeActions(page, e, button),
+  )
+}
+
+type ActionButton = (
+  suffix: string,
+  text: string,
+  label: string,
+  onclick: () => unknown,
+  className?: string,
+) => HTMLButtonElement
+
+function changeActions(page: EndpointsPage, e: Endpoint, button: ActionButton): HTMLButtonElement[] {
+  const id = e.endpointId
+  return [
     button('edit', 'Edit', `Edit endpoint ${id}`, () => openEditor(page, e)),
     button('check', 'Check', `Check the receiver of endpoint ${id}`, () =>
       runCheck(page.check, page.enterpriseId, e),
@@ -267,7 +284,7 @@ function endpointActions(page: EndpointsPage, e: Endpoint): HTMLDivElement {
           ),
         ]),
     button('remove', 'Remove', `Remove endpoint ${id}`, () => removeEndpoint(page, e), 'danger'),
-  )
+  ]
 }
 
 function setEnabled(page: EndpointsPage, e: Endpoint, enabled: boolean): Promise<void> {

@@ -19,6 +19,8 @@ import {
   statusBox,
   table,
 } from './dom.js'
+import { may } from './session.js'
+import { showOnce } from './shown-once.js'
 
 interface EnterprisesPage {
   alert: HTMLElement
@@ -59,7 +61,8 @@ export async function enterprises(view: HTMLElement, _params: URLSearchParams, c
   }
   view.append(
     heading('Enterprises'),
-    createForm(page),
+    // Creating an enterprise shows its secret: a role without secrets.read never sees the form.
+    ...(may('secrets.read') ? [createForm(page)] : []),
     page.secretPanel,
     page.status,
     page.alert,
@@ -118,62 +121,14 @@ function showSecret(
   title: string,
   credentials: { secret: string; keyVersion: number },
 ): void {
-  const output = h('input', {
+  showOnce(panel, {
     id: 'secret',
-    type: 'text',
-    readonly: true,
+    title,
+    note: `Key version ${credentials.keyVersion}. This secret is shown only this once: copy it now and hand it to the partner.`,
+    label: 'Secret',
     value: credentials.secret,
-    spellcheck: 'false',
-    'aria-describedby': 'secret-note',
+    copyLabel: 'Copy secret',
   })
-  const copied = statusBox()
-  panel.replaceChildren(
-    h('h2', {}, title),
-    h(
-      'p',
-      { id: 'secret-note' },
-      `Key version ${credentials.keyVersion}. This secret is shown only this once: copy it now and hand it to the partner.`,
-    ),
-    field('secret', 'Secret', output),
-    h(
-      'div',
-      { class: 'actions' },
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'primary',
-          onclick: async () => {
-            try {
-              await navigator.clipboard.writeText(credentials.secret)
-              copied.textContent = 'Copied to the clipboard.'
-            } catch {
-              output.select()
-              copied.textContent =
-                'The browser refused the clipboard: the secret is selected, copy it by hand.'
-            }
-          },
-        },
-        'Copy secret',
-      ),
-      h(
-        'button',
-        {
-          type: 'button',
-          class: 'quiet',
-          onclick: () => {
-            panel.hidden = true
-            panel.replaceChildren()
-          },
-        },
-        'Hide it',
-      ),
-    ),
-    copied,
-  )
-  panel.hidden = false
-  output.focus()
-  output.select()
 }
 
 function enterpriseTable(page: EnterprisesPage, list: readonly Enterprise[]): HTMLElement {
@@ -213,9 +168,9 @@ function enterpriseActions(page: EnterprisesPage, e: Enterprise): HTMLDivElement
     'div',
     { class: 'row-actions' },
     endpointsLink(e),
-    pushUrlForm(page, e),
-    rotateButton(page, e),
-    disableButton(page, e),
+    may('endpoints.write') && pushUrlForm(page, e),
+    may('secrets.read') && rotateButton(page, e),
+    may('enterprises.write') && disableButton(page, e),
   )
 }
 
@@ -302,7 +257,7 @@ function issuedAtToggle(page: EnterprisesPage, e: Enterprise): HTMLLabelElement 
     role: 'switch',
     'aria-label': `Require issuedAt of enterprise ${e.enterpriseId}`,
     checked: e.requireIssuedAt,
-    disabled: e.disabled,
+    disabled: e.disabled || !may('enterprises.write'),
     onchange: () =>
       page.act(async () => {
         const body = { requireIssuedAt: toggle.checked }

@@ -2,6 +2,7 @@
 import { adminClient, enterpriseOptions, Refusal, unauthorized } from './admin-api.js'
 import type { Enterprise, ImportLine } from './admin-client.js'
 import { alertBox, count, enterpriseSelect, field, h, heading, showError, statusBox } from './dom.js'
+import { may, notGranted } from './session.js'
 
 /** The controls of the import form, and where its progress and outcome are shown. */
 interface ImportForm {
@@ -27,6 +28,10 @@ export async function importPage(view: HTMLElement, params: URLSearchParams, cur
       'A JSON Lines file: one recording per line. Every line is checked before anything is stored; a refused file imports nothing and lists its bad lines. Importing the same file again completes an interrupted import and skips what is stored already.',
     ),
   )
+  if (!may('recordings.write')) {
+    view.append(notGranted('recordings.write', 'Importing recordings'))
+    return
+  }
   let list: Enterprise[] = []
   try {
     list = await enterpriseOptions()
@@ -110,7 +115,8 @@ async function runImport(ui: ImportForm, event: Event): Promise<void> {
   } catch (error) {
     if (!(error instanceof Refusal)) showError(ui.alert, error)
     else {
-      if (error.status === 401) unauthorized('The admin API no longer accepts this token.')
+      if (error.status === 401)
+        unauthorized(`The admin API no longer accepts this tab's credentials: ${error.msg}`)
       ui.progressBlock.hidden = true
       refuse(ui, error)
     }

@@ -15,6 +15,7 @@ import {
   statusBox,
   table,
 } from './dom.js'
+import { may } from './session.js'
 
 type Overview = AdminAnswer<'overview'>
 
@@ -145,6 +146,7 @@ function endpointTable(endpoints: readonly PushUrl[], reload: () => Promise<void
         cell(
           'Actions',
           endpoint.state === 'disabled' &&
+            may('endpoints.write') &&
             h(
               'button',
               { type: 'button', onclick: enable, 'aria-label': `Enable ${endpoint.url}` },

@@ -1,8 +1,21 @@
 /** The recordings page: an enterprise's recordings by audioId or device, each one's parts, its audio played and uploaded. */
 import { enterpriseOptions, withClient } from './admin-api.js'
 import type { Enterprise, RecordingQuery } from './admin-client.js'
-import { alertBox, cell, count, enterpriseSelect, field, h, heading, showError, stamp, table } from './dom.js'
+import {
+  alertBox,
+  cell,
+  count,
+  enterpriseSelect,
+  field,
+  h,
+  heading,
+  showError,
+  stamp,
+  statusBox,
+  table,
+} from './dom.js'
 import { navigate } from './navigation.js'
+import { deleteSection } from './recording-delete.js'
 import {
   drawRecording,
   duration,
@@ -12,6 +25,7 @@ import {
   type RecordingView,
   uploadForm,
 } from './recording-detail.js'
+import { may } from './session.js'
 
 const PAGE_SIZE = 20
 
@@ -21,6 +35,7 @@ interface RecordingsPage extends RecordingView {
   /** The page of the list shown, from 1. */
   number: number
   alert: HTMLElement
+  status: HTMLElement
   summary: HTMLElement
   listing: HTMLElement
   pager: HTMLElement
@@ -51,6 +66,7 @@ export async function recordings(view: HTMLElement, params: URLSearchParams, cur
     enterpriseId: Number(filter.get('enterpriseId')),
     number: 1,
     alert: alertBox(),
+    status: statusBox(),
     summary,
     listing,
     pager,
@@ -67,7 +83,7 @@ export async function recordings(view: HTMLElement, params: URLSearchParams, cur
   }
   // The heading first: the shell focuses it as soon as the page starts.
   view.append(heading('Recordings'))
-  view.append(await filterForm(filter, current), page.alert, page.layout)
+  view.append(await filterForm(filter, current), page.status, page.alert, page.layout)
   if (!filter.has('enterpriseId')) {
     page.listing.replaceChildren(h('p', {}, 'Choose an enterprise to find its recordings.'))
     return
@@ -247,6 +263,9 @@ async function openRecording(page: RecordingsPage, audioId: string): Promise<voi
     }
     const title = h('h2', { id: 'recording-heading', tabindex: '-1' }, `Recording ${audioId}`)
     page.openId = audioId
+    const changes = may('recordings.write')
+      ? [uploadForm(page, audioId), deleteSection(page, audioId, (message) => deleted(page, message))]
+      : []
     page.detail.replaceChildren(
       h(
         'div',
@@ -255,7 +274,7 @@ async function openRecording(page: RecordingsPage, audioId: string): Promise<voi
         h('button', { type: 'button', class: 'quiet', onclick: () => closeRecording(page) }, 'Close'),
       ),
       page.detailBody,
-      uploadForm(page, audioId),
+      ...changes,
     )
     drawRecording(page, item)
     page.detail.hidden = false
@@ -265,6 +284,14 @@ async function openRecording(page: RecordingsPage, audioId: string): Promise<voi
   } catch (error) {
     if (page.current()) showError(page.alert, error)
   }
+}
+
+async function deleted(page: RecordingsPage, message: string): Promise<void> {
+  closeRecording(page)
+  await page.load()
+  page.status.textContent = message
+  // The recording's row is gone: the focus goes back to the top of the page.
+  document.querySelector<HTMLElement>('main h1')?.focus()
 }
 
 function closeRecording(page: RecordingsPage): void {

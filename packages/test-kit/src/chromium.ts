@@ -50,6 +50,18 @@ export async function openConsolePage(
     executablePath: CHROMIUM,
     args: [...CHROMIUM_ARGS, ...(options.args ?? [])],
   })
+  return { browser, ...(await openBrowserContext(browser, errors, options)) }
+}
+
+/**
+ * Another browser context of the same Chromium (its own cookies and storage: another operator, or the
+ * same one on another device) with one page, its errors pushed to `errors` as openConsolePage's are.
+ */
+export async function openBrowserContext(
+  browser: Browser,
+  errors: string[],
+  options: { timezoneId?: string; locale?: string } = {},
+): Promise<{ context: BrowserContext; page: Page }> {
   const context = await browser.newContext({
     viewport: DESKTOP,
     timezoneId: options.timezoneId ?? 'UTC',
@@ -58,10 +70,31 @@ export async function openConsolePage(
   const page = await context.newPage()
   page.setDefaultTimeout(WAIT_MS)
   page.on('console', (message) => {
-    if (message.type() === 'error') errors.push(`${message.text()} (${message.location().url})`)
+    if (message.type() !== 'error' || isSingleSignOnProbe(message.text(), message.location().url)) return
+    errors.push(`${message.text()} (${message.location().url})`)
   })
   page.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`))
-  return { browser, context, page }
+  return { context, page }
+}
+
+/**
+ * The sign-in page asks GET /admin/v1/sso whether to offer single sign-on, and treats any failure as no:
+ * a platform without that route answers 401 (or 404), which Chromium logs. That refusal is no error of
+ * the pages; any other answer of the route still is.
+ */
+function isSingleSignOnProbe(text: string, url: string): boolean {
+  return /status of 40[14]\b/.test(text) && URL.canParse(url) && new URL(url).pathname === '/admin/v1/sso'
+}
+
+/**
+ * Signs the console in with an API key or the break-glass token (its "Use an API key" form), from the
+ * sign-in page shown; `page` is at the console.
+ */
+export async function signInWithKey(page: Page, key: string): Promise<void> {
+  const form = page.getByRole('form', { name: 'Sign in with an API key' })
+  if (!(await form.isVisible())) await page.getByText('Use an API key', { exact: true }).click()
+  await form.getByLabel('API key').fill(key)
+  await form.getByRole('button', { name: 'Sign in with the key' }).click()
 }
 
 /** Writes a screenshot of the page to `dir` as NAME.png (nothing when dir is undefined). */

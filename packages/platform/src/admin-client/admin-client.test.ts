@@ -34,7 +34,12 @@ test('every admin route is mounted from its contract, and the client addresses e
     assert.deepEqual(adminOperations[operationId], {
       method,
       path,
-      answer: operationId === 'metrics' ? 'text' : operationId === 'importRecordings' ? 'lines' : 'json',
+      answer:
+        operationId === 'metrics'
+          ? 'text'
+          : operationId === 'importRecordings' || operationId === 'exportAudit'
+            ? 'lines'
+            : 'json',
     })
   }
 })

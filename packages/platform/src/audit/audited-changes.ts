@@ -40,6 +40,15 @@ export function noteAudit(note: { target?: AuditTarget; before?: Record<string, 
   if (note.before !== undefined) change.before = note.before
 }
 
+/**
+ * Runs work outside the request's pending change: bookkeeping a change does beside its own transactions
+ * (an upload's claim, a receiver check's record), which commits on its own and is no change of its own.
+ * The change's row is still appended: by its transactions, or once it has answered when it made none.
+ */
+export function outsideAudit<T>(fn: () => T): T {
+  return pending.exit(fn)
+}
+
 const WRITE = /^\s*(INSERT|UPDATE|DELETE|MERGE)\b/i
 
 /**

@@ -1,4 +1,5 @@
 import { ResponseCode } from '@earshot/protocol'
+import { roles } from '../access/roles.js'
 import { deliveryMachine, REPLAYABLE_STATES } from '../deliveries/delivery-states.js'
 import { COUNTED_STATES } from '../deliveries/delivery-store.js'
 
@@ -38,3 +39,7 @@ export { COUNTED_STATES, REPLAYABLE_STATES }
 
 /** The refusal code of an invalid field: its message starts with the field's name. */
 export const INVALID_PARAMETER = ResponseCode.INVALID_PARAMETER
+
+/** The roles an operator or an API key may have, and the permissions each grants. */
+export { ROLE_NAMES } from '../access/roles.js'
+export const ROLES = roles

@@ -11,6 +11,7 @@ import {
   PHONE,
   SCREENSHOT_DIR,
   screenshotTo,
+  signInWithKey,
   takeRefusalLogged,
   WAIT_MS,
 } from '@earshot/test-kit/chromium'
@@ -136,14 +137,12 @@ for (const backend of testBackends) {
       await heading('Sign in').waitFor()
       await screenshot('sign-in')
 
-      await page.getByLabel('Admin token').fill('not-the-token')
-      await page.getByRole('button', { name: 'Sign in' }).click()
-      await page.getByRole('alert').filter({ hasText: 'That admin token was refused.' }).waitFor()
+      await signInWithKey(page, 'not-the-token')
+      await page.getByRole('alert').filter({ hasText: 'That key was refused.' }).waitFor()
       await expectRefusalLogged(401, '/admin/v1/enterprises')
       assert.equal(await storedItems(), 0, 'a wrong token is not kept')
 
-      await page.getByLabel('Admin token').fill(platform.adminToken)
-      await page.getByRole('button', { name: 'Sign in' }).click()
+      await signInWithKey(page, platform.adminToken)
       await heading('Overview').waitFor()
       assert.equal(
         await page.evaluate(() =>
@@ -375,8 +374,8 @@ for (const backend of testBackends) {
       await heading('Enterprises').waitFor() // the page the operator was on
 
       const importLink = page.getByRole('link', { name: 'Import' })
-      // From the page's heading, back through Sign out to the last link of the bar.
-      for (let tab = 0; tab < 5 && !(await isFocused(importLink)); tab++) {
+      // From the page's heading, back through Sign out and the owner's pages to the Import link.
+      for (let tab = 0; tab < 8 && !(await isFocused(importLink)); tab++) {
         await page.keyboard.press('Shift+Tab')
       }
       assert.ok(await isFocused(importLink), 'Shift+Tab reaches the Import link')

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
-import { missingChromium, openConsolePage } from '@earshot/test-kit/chromium'
+import { missingChromium, openConsolePage, signInWithKey } from '@earshot/test-kit/chromium'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import type { Browser, Page } from 'playwright-core'
 
@@ -66,8 +66,7 @@ describe('console dates in Chromium', { skip: missingChromium, timeout: 120_000 
     assert.ok(createdAt)
 
     await page.goto(`${platform.adminUrl}/console`)
-    await page.getByLabel('Admin token').fill(platform.adminToken)
-    await page.getByRole('button', { name: 'Sign in' }).click()
+    await signInWithKey(page, platform.adminToken)
     await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor()
     const asOf = (await page.locator('time').first().textContent()) ?? ''
     assert.match(asOf, UTC_STAMP)

@@ -8,6 +8,7 @@ import {
   PHONE,
   SCREENSHOT_DIR,
   screenshotTo,
+  signInWithKey,
   takeRefusalLogged,
   WAIT_MS,
 } from '@earshot/test-kit/chromium'
@@ -116,8 +117,7 @@ for (const backend of testBackends) {
 
     test("the enterprises screen links to an enterprise's endpoints, none yet", async () => {
       await page.goto(`${platform.adminUrl}/console`)
-      await page.getByLabel('Admin token').fill(platform.adminToken)
-      await page.getByRole('button', { name: 'Sign in' }).click()
+      await signInWithKey(page, platform.adminToken)
       await heading('Overview').waitFor()
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Enterprises' }).click()
       await page.getByRole('link', { name: `Endpoints of enterprise ${enterpriseId}` }).click()

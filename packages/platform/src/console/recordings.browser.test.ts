@@ -9,6 +9,7 @@ import {
   PHONE,
   SCREENSHOT_DIR,
   screenshotTo,
+  signInWithKey,
   takeRefusalLogged,
   WAIT_MS,
 } from '@earshot/test-kit/chromium'
@@ -141,8 +142,7 @@ for (const backend of testBackends) {
 
     test('the demo enterprise lists its 300 recordings newest first, 20 a page, with the total', async () => {
       await page.goto(`${platform.adminUrl}/console`)
-      await page.getByLabel('Admin token').fill(platform.adminToken)
-      await page.getByRole('button', { name: 'Sign in' }).click()
+      await signInWithKey(page, platform.adminToken)
       await heading('Overview').waitFor()
       await page.getByRole('navigation', { name: 'Pages' }).getByRole('link', { name: 'Recordings' }).click()
       await heading('Recordings').waitFor()
