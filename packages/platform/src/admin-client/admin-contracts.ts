@@ -1,3 +1,17 @@
+import {
+  addOperatorContract,
+  completeSetupContract,
+  createKeyContract,
+  endOperatorSessionsContract,
+  listKeysContract,
+  listOperatorsContract,
+  revokeKeyContract,
+  sessionContract,
+  signInContract,
+  signOutContract,
+  updateOperatorContract,
+} from '../access/access-contract.js'
+import { exportAuditContract, listAuditContract, verifyAuditContract } from '../audit/audit-contract.js'
 import { consoleContracts } from '../console/console-contract.js'
 import { deliveryContracts } from '../deliveries/delivery-contract.js'
 import { endpointContracts } from '../endpoints/endpoint-contract.js'
@@ -26,6 +40,20 @@ export const adminContracts = [
   checkReceiverContract,
   ...pushUrlContracts,
   ...consoleContracts,
+  signInContract,
+  completeSetupContract,
+  sessionContract,
+  signOutContract,
+  listOperatorsContract,
+  addOperatorContract,
+  updateOperatorContract,
+  endOperatorSessionsContract,
+  listKeysContract,
+  createKeyContract,
+  revokeKeyContract,
+  listAuditContract,
+  verifyAuditContract,
+  exportAuditContract,
 ] as const satisfies readonly AdminRouteContract[]
 
 type AdminContract = (typeof adminContracts)[number]
