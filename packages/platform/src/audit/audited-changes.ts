@@ -40,6 +40,15 @@ export function noteAudit(note: { target?: AuditTarget; before?: Record<string, 
   if (note.before !== undefined) change.before = note.before
 }
 
+/**
+ * Runs bookkeeping that is no part of the change outside it: its writes commit on their own and append
+ * no row (an upload's claim, committed before the first byte is stored so that the orphan sweep spares
+ * the file, and let go should the change not happen).
+ */
+export function outsideChange<T>(fn: () => T): T {
+  return pending.exit(fn)
+}
+
 const WRITE = /^\s*(INSERT|UPDATE|DELETE|MERGE|TRUNCATE)\b/i
 
 /**

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import { InvalidParameterError, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
+import { outsideChange } from '../audit/audited-changes.js'
 import { existingEnterpriseId } from '../enterprises/enterprise-params.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
@@ -38,10 +39,12 @@ export const audioUploadRoute = defineRoute(
       if (!(await recordingExists(context, enterpriseId, audioId))) throw noRecording(enterpriseId, audioId)
       const key = `${enterpriseId}/${context.randomBytes(16).toString('hex')}`
       const owner = { key, enterpriseId, audioId }
-      const stored = await storeClaimed(context.db, context.media.store, owner, request.body as Readable, {
-        maxBytes: limit,
-        contentType,
-      }).catch((error: unknown) => {
+      // The claim is bookkeeping, not the change: it commits first, on its own, and the trail's row is
+      // appended with the transaction below that names the file.
+      const body = request.body as Readable
+      const stored = await outsideChange(() =>
+        storeClaimed(context.db, context.media.store, owner, body, { maxBytes: limit, contentType }),
+      ).catch((error: unknown) => {
         throw error instanceof MediaTooLargeError ? tooLarge(error) : error
       })
       // Should the transaction fail, the file and its claim stay: had it committed after all (its answer
@@ -51,7 +54,7 @@ export const audioUploadRoute = defineRoute(
       const change = await context.db.transaction((tx) => recordAudio(context, tx, upload))
       if (change === 'missing') {
         await context.media.store.remove(key)
-        await dropUploadClaim(context.db, key)
+        await outsideChange(() => dropUploadClaim(context.db, key))
         throw noRecording(enterpriseId, audioId)
       }
       return { audioId, bytes: stored.bytes, sha256: stored.sha256, contentType }

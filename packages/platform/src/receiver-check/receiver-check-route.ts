@@ -1,4 +1,5 @@
 import { messageParser, ResponseCode } from '@earshot/protocol'
+import { outsideChange } from '../audit/audited-changes.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { endpointUrl } from '../endpoints/endpoint-input.js'
 import { requireEnabledEnterprise } from '../enterprises/enterprise-params.js'
@@ -32,7 +33,8 @@ export const receiverCheckRoute = defineRoute(
       }
       reply.raw.once('close', left)
       try {
-        return await checkReceiver(context, enterpriseId, url, within, caller.signal)
+        // The check's own records are bookkeeping, not a change: the trail's row comes once it answers.
+        return await outsideChange(() => checkReceiver(context, enterpriseId, url, within, caller.signal))
       } catch (error) {
         if (!caller.signal.aborted) throw error
         // Nobody reads this answer; its refusal is the request's log line.
