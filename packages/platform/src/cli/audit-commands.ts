@@ -131,6 +131,11 @@ function exportCommand(): Command {
   return new Command('export')
     .description('print every audit row, oldest first, as JSON Lines (one row per line), as it streams')
     .action(async (_options: unknown, command: Command) => {
+      // A reader that stops early (`| head`) ends the export, quietly.
+      process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+        if (error.code === 'EPIPE') process.exit(0)
+        throw error
+      })
       await runClient(command, { json: false }, async (client) => {
         for await (const row of client.exportAudit()) {
           if (!process.stdout.write(`${JSON.stringify(row)}\n`)) await once(process.stdout, 'drain')

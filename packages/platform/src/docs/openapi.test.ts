@@ -128,7 +128,10 @@ describe('OpenAPI documents and reference pages', { timeout: 60_000 }, () => {
       const entries = codes.oneOf as { const: number; title: string; description: string }[]
       assert.deepEqual(
         entries.map((entry) => entry.const),
-        [2000, 4000, 4001, 4010, 4011, 4012, 4030, 4040, 4080, 4090, 4130, 4140, 4150, 4290, 5000, 5030],
+        [
+          2000, 4000, 4001, 4010, 4011, 4012, 4030, 4031, 4040, 4080, 4090, 4130, 4140, 4150, 4290, 5000,
+          5030,
+        ],
       )
       for (const entry of entries) {
         assert.ok(entry.title.length > 0)
