@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // A newcomer's first hour, on a fresh clone: clones the repository's last commit into a temporary
 // directory and runs, as printed, the shell blocks marked `<!-- newcomer: NAME -->`: README.md's
-// `npm install` and `npm start` and first query, then docs/operator-guide.md's operator commands, then
+// `npm install` and `npm start` and first query; then what the README has a newcomer do in the console:
+// the setup link `npm start` printed creates the first owner, who creates an API key in the Keys screen
+// (the script sends the requests those pages send: POST /admin/v1/setup, then POST /admin/v1/keys with the
+// session's cookie and CSRF token); then docs/operator-guide.md's operator commands with that key, then
 // each partner kit's "try it on one machine" blocks (packages/partner, kits/python, kits/go:
 // `KIT-install`, `KIT-file PATH`, `KIT-quickstart`, `KIT-receiver`, `KIT-push`, `KIT-download`), each kit
 // in a fresh directory of its own.
-// It fills in only the placeholders `<the token npm start printed>`, `<the printed secret>` and
+// It fills in only the placeholders `<the API key you created>`, `<the printed secret>` and
 // `/path/to/earshot` (the clone). For each kit it waits until the receiver stored the pushed recording and
 // the platform shows its deliveries confirmed, checks that the downloaded audio's SHA-256 is the uploaded
 // file's, then sends SIGTERM to the receiver's process alone (`npx` for the Node kit) and checks that no
@@ -53,14 +56,19 @@ try {
   await writeFile(join(clone, 'take.wav'), take)
 
   const platform = await step('npm install, npm start', () =>
-    startInBackground(block('platform'), /Run a first query/, clone),
+    startInBackground(block('platform'), /Press Ctrl\+C to stop/, clone),
+  )
+  const secret = matchOf(platform.output(), /secret: +(\S+)/)
+  await step('the first query', () => shell(fillIn(block('first-query'), { '<the printed secret>': secret })))
+  const apiKey = await step(
+    "the setup link: the first owner, and an API key from the console's Keys screen",
+    () => ownerKey(matchOf(platform.output(), /^ {2}(http:\/\/\S+\/console\/#setup=\S+)$/m)),
   )
   const printed = {
-    '<the token npm start printed>': matchOf(platform.output(), /export EARSHOT_ADMIN_TOKEN=(\S+)/),
-    '<the printed secret>': matchOf(platform.output(), /secret: +(\S+)/),
+    '<the API key you created>': apiKey,
+    '<the printed secret>': secret,
     '/path/to/earshot': clone,
   }
-  await step('the first query', () => shell(fillIn(block('first-query'), printed)))
   await step("the operator's commands", () => shell(fillIn(block('operator', guide), printed)))
   for (const kit of kits) await tryKit(kit, printed)
   await step('SIGTERM: npm start exits 0, nothing listening', async () => {
@@ -99,7 +107,7 @@ async function tryKit(kit, printed) {
   await step(`${kit.name}: a push stored and confirmed`, async () => {
     await shell(push)
     await receiver.waitFor(new RegExp(`stored ${audioId} recording\\.updated`))
-    await confirmed(audioId, printed['<the token npm start printed>'])
+    await confirmed(audioId, printed['<the API key you created>'])
   })
   await step(`${kit.name}: the audio downloaded and verified`, async () => {
     const output = await shell(block('download'), dir)
@@ -121,6 +129,37 @@ function markedFiles(readme, kit) {
     (m) => m[1],
   )
   return names.map((name) => [name.slice(`${kit}-file `.length), markedBlock(readme, 'newcomer', name).text])
+}
+
+/**
+ * What a newcomer does in the console with the setup link: the setup page creates the first owner and signs
+ * them in (a session cookie, and the CSRF token every change carries), then the Keys screen creates an
+ * owner's API key. Answers the key.
+ */
+async function ownerKey(setupUrl) {
+  const { origin, hash } = new URL(setupUrl)
+  const token = hash.replace(/^#setup=/, '')
+  const setup = await fetch(`${origin}/admin/v1/setup`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      token,
+      email: 'owner@example.com',
+      name: 'Newcomer',
+      password: 'a newcomer owner password',
+    }),
+  })
+  if (setup.status !== 200) fail(`the setup link was refused (HTTP ${setup.status}): ${await setup.text()}`)
+  const { csrfToken } = await setup.json()
+  const cookie = (setup.headers.get('set-cookie') ?? '').split(';')[0]
+  const created = await fetch(`${origin}/admin/v1/keys`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie, 'x-csrf-token': csrfToken },
+    body: JSON.stringify({ name: 'newcomer', role: 'owner' }),
+  })
+  if (created.status !== 201)
+    fail(`the key was not created (HTTP ${created.status}): ${await created.text()}`)
+  return (await created.json()).key
 }
 
 /** Waits until the platform shows every delivery of the recording confirmed (the receipt callbacks came). */

@@ -79,7 +79,7 @@ func TestReadmeNewcomerBlocks(t *testing.T) {
 			names = append(names, b.name)
 		}
 		for _, p := range placeholder.FindAllString(b.text, -1) {
-			if p != "<the printed secret>" && p != "<the token npm start printed>" {
+			if p != "<the printed secret>" && p != "<the API key you created>" {
 				t.Errorf("%s: unknown placeholder %s", b.name, p)
 			}
 		}

@@ -2,9 +2,15 @@ import type { AdminOperationId } from './admin-contracts.js'
 import { adminOperations } from './admin-operations.js'
 import { AdminConnectionError, jsonLine, refusal, textLines, unreachable } from './admin-responses.js'
 import type {
+  AddedOperator,
   AdminAnswer,
   AdminRequest,
   AdminRequestArgs,
+  ApiKey,
+  AuditQuery,
+  AuditRow,
+  AuditVerification,
+  CreatedApiKey,
   Delivery,
   DeliveryQuery,
   Endpoint,
@@ -15,13 +21,18 @@ import type {
   EnterpriseCredentials,
   ImportLine,
   LooseRequest,
+  NewApiKey,
   NewEndpoint,
+  NewOperator,
+  Operator,
+  OperatorChanges,
   PushUrl,
   ReceiverCheckReport,
   RecordingChanges,
   RecordingQuery,
   RequestBody,
   RotatedKey,
+  Session,
   UploadedAudio,
 } from './admin-types.js'
 
@@ -29,6 +40,8 @@ import type {
  * The typed client of the admin HTTP API: the `earshot` CLI's, the tests', and the console's (which loads
  * the compiled module as it is: global fetch only, and nothing imported at run time but the operations'
  * table and admin-responses.js). Operations are called by their operationId, typed by their contracts.
+ * Each request carries the credential given as its bearer token: an API key (`esk_…`) or the break-glass
+ * EARSHOT_ADMIN_TOKEN; the console, signed in with a session cookie, gives none.
  */
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:8081'
@@ -40,9 +53,10 @@ export type { AdminOperationId }
 export class AdminClient {
   readonly baseUrl: string
 
+  /** `credential`: an API key or the break-glass key, sent as `Authorization: Bearer`; '' sends none. */
   constructor(
     baseUrl: string,
-    private readonly adminToken: string,
+    private readonly credential: string,
   ) {
     if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
       throw new AdminConnectionError(
@@ -82,7 +96,9 @@ export class AdminClient {
     const given = (request ?? {}) as LooseRequest
     const { method, path } = adminOperations[operationId]
     const url = `${this.baseUrl}${fill(path, given.params)}${search(given.query)}`
-    const headers: Record<string, string> = { authorization: `Bearer ${this.adminToken}` }
+    const headers: Record<string, string> = this.credential
+      ? { authorization: `Bearer ${this.credential}` }
+      : {}
     if (given.body !== undefined) headers['content-type'] = given.contentType ?? 'application/json'
     return { url, method, headers }
   }
@@ -278,15 +294,73 @@ export class AdminClient {
       body: jsonLines,
       contentType: 'application/x-ndjson',
     }
-    const response = await this.send('importRecordings', request)
+    yield* this.lines<ImportLine>(await this.send('importRecordings', request), 'import')
+  }
+
+  /** Who the credential stands for: its actor, role, enterprises and permissions. */
+  session(): Promise<Session> {
+    return this.call('session')
+  }
+
+  async listOperators(): Promise<Operator[]> {
+    return (await this.call('listOperators')).operators
+  }
+
+  /** Adds an operator; the answer holds the one-time link where they set their password. */
+  addOperator(operator: NewOperator): Promise<AddedOperator> {
+    return this.call('addOperator', { body: operator })
+  }
+
+  /** Changes an operator's name, role, enterprises or enabled; disabling ends their sessions. */
+  updateOperator(operatorId: number, changes: OperatorChanges): Promise<Operator> {
+    return this.call('updateOperator', { params: { operatorId }, body: changes })
+  }
+
+  /** Ends every session of an operator's, on every instance. */
+  endOperatorSessions(operatorId: number): Promise<AdminAnswer<'endOperatorSessions'>> {
+    return this.call('endOperatorSessions', { params: { operatorId } })
+  }
+
+  /** API keys with when each was last used (never the keys themselves). */
+  async listKeys(): Promise<ApiKey[]> {
+    return (await this.call('listKeys')).keys
+  }
+
+  /** Creates an API key: the answer is the only time the key is shown. */
+  createKey(key: NewApiKey): Promise<CreatedApiKey> {
+    return this.call('createKey', { body: key })
+  }
+
+  /** Revokes an API key: refused from its next request on. */
+  revokeKey(keyId: number): Promise<ApiKey> {
+    return this.call('revokeKey', { params: { keyId } })
+  }
+
+  /** A page of the audit trail, newest first, filtered. */
+  async listAudit(query: AuditQuery = {}): Promise<AuditRow[]> {
+    return (await this.call('listAudit', { query })).rows
+  }
+
+  /** Checks the audit trail's hash chain: ok, or the seq where it breaks. */
+  verifyAudit(): Promise<AuditVerification> {
+    return this.call('verifyAudit')
+  }
+
+  /** Every row of the audit trail, oldest first, as it streams. */
+  async *exportAudit(): AsyncGenerator<AuditRow> {
+    yield* this.lines<AuditRow>(await this.send('exportAudit'), 'audit export')
+  }
+
+  /** A JSON Lines answer's objects as they arrive; a refusal throws AdminApiError. */
+  private async *lines<T>(response: Response, what: string): AsyncGenerator<T> {
     if (!response.ok) throw await refusal(this.baseUrl, response)
-    if (!response.body) throw new AdminConnectionError(`${this.baseUrl} sent an empty import response`)
+    if (!response.body) throw new AdminConnectionError(`${this.baseUrl} sent an empty ${what} response`)
     try {
-      for await (const line of textLines(response.body)) yield jsonLine<ImportLine>(line)
+      for await (const line of textLines(response.body)) yield jsonLine<T>(line, `the ${what} response`)
     } catch (error) {
       if (error instanceof AdminConnectionError) throw error
       throw new AdminConnectionError(
-        `the connection to ${this.baseUrl} broke during the import: ${(error as Error).message}`,
+        `the connection to ${this.baseUrl} broke during the ${what}: ${(error as Error).message}`,
         { cause: error },
       )
     }

@@ -11,6 +11,7 @@ import {
   signOutContract,
   updateOperatorContract,
 } from '../access/access-contract.js'
+import { ssoContracts } from '../access/sso-contract.js'
 import { exportAuditContract, listAuditContract, verifyAuditContract } from '../audit/audit-contract.js'
 import { consoleContracts } from '../console/console-contract.js'
 import { deliveryContracts } from '../deliveries/delivery-contract.js'
@@ -44,6 +45,7 @@ export const adminContracts = [
   completeSetupContract,
   sessionContract,
   signOutContract,
+  ...ssoContracts,
   listOperatorsContract,
   addOperatorContract,
   updateOperatorContract,

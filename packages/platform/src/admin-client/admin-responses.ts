@@ -73,11 +73,11 @@ export async function* textLines(body: AsyncIterable<Uint8Array>): AsyncGenerato
   if (pending.trim()) yield pending.trim()
 }
 
-/** A line of a JSON Lines answer, as the object it holds. */
-export function jsonLine<T>(line: string): T {
+/** A line of a JSON Lines answer (`what` names the answer), as the object it holds. */
+export function jsonLine<T>(line: string, what = 'the import response'): T {
   try {
     const value = JSON.parse(line) as T
     if (typeof value === 'object' && value !== null) return value
   } catch {}
-  throw new AdminConnectionError(`unexpected line in the import response: ${line.slice(0, 200)}`)
+  throw new AdminConnectionError(`unexpected line in ${what}: ${line.slice(0, 200)}`)
 }

@@ -75,3 +75,23 @@ export type ImportLine = LinesOf<'importRecordings'>
 /** The filter of an enterprise's recordings, as the partner's query takes it. */
 export type RecordingQuery = NonNullable<AdminRequest<'listRecordings'>['query']>
 export type RecordingChanges = AdminBody<'updateRecording'>
+/** Who a credential stands for (a session, an API key, the break-glass key), with its role's permissions. */
+export type Session = AdminAnswer<'session'>
+export type Operator = AdminAnswer<'updateOperator'>
+/** An operator to add: email, role, and optionally a name and the enterprises they are limited to. */
+export type NewOperator = AdminBody<'addOperator'>
+/** An operator added: its id and the one-time link where they set a password. */
+export type AddedOperator = AdminAnswer<'addOperator'>
+/** The fields of an operator to change; enterprises null lifts the limit, enabled false disables. */
+export type OperatorChanges = AdminBody<'updateOperator'>
+/** An API key as listed: never the key itself. */
+export type ApiKey = AdminAnswer<'revokeKey'>
+export type NewApiKey = AdminBody<'createKey'>
+/** A key just created: the only answer that holds the key. */
+export type CreatedApiKey = AdminAnswer<'createKey'>
+/** One row of the audit trail. */
+export type AuditRow = LinesOf<'exportAudit'>
+/** The filter of the audit trail: actor id, enterprise, since a time, before a seq, a page's size. */
+export type AuditQuery = NonNullable<AdminRequest<'listAudit'>['query']>
+/** The hash chain's verification: ok, the rows checked, and where it breaks. */
+export type AuditVerification = AdminAnswer<'verifyAudit'>

@@ -9,7 +9,7 @@ import { createPartner } from '@earshot/test-kit/calls'
 import { type CliRun, closedPort, runCli } from '@earshot/test-kit/run-cli'
 
 /**
- * How the `earshot` client commands fail: a wrong admin token reads differently from a missing one, an
+ * How the `earshot` client commands fail: a wrong credential reads differently from a missing one, an
  * import's bad lines come one per line, and with --json every command prints its error on stdout as
  * {"error": {"code", "msg"}} (a catalogue code from the platform, an ERR_EARSHOT_… string for what
  * failed here) and exits 1.
@@ -17,12 +17,14 @@ import { type CliRun, closedPort, runCli } from '@earshot/test-kit/run-cli'
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 
-const NO_TOKEN =
-  'no admin token: set EARSHOT_ADMIN_TOKEN to the admin token `earshot serve` printed ' +
-  '(export EARSHOT_ADMIN_TOKEN=...), or pass --admin-token'
+const NO_CREDENTIAL =
+  'no credential: set EARSHOT_API_KEY to an API key (export EARSHOT_API_KEY=esk_...; an owner creates one ' +
+  "in the console's Keys screen or with `earshot keys create`), or pass --api-key; on the platform's host, " +
+  'the break-glass EARSHOT_ADMIN_TOKEN (or --admin-token) works too'
 const TOKEN_REFUSED =
-  'the admin token was refused: check EARSHOT_ADMIN_TOKEN (or --admin-token) is the token ' +
-  '`earshot serve` printed or was started with'
+  'the admin token was refused: check EARSHOT_ADMIN_TOKEN (or --admin-token) is the break-glass token ' +
+  '`earshot serve` was started with (it is off unless EARSHOT_ADMIN_TOKEN is set there), or use an API key ' +
+  '(EARSHOT_API_KEY)'
 
 function recording(audioId: string, extra: Record<string, unknown> = {}): string {
   return JSON.stringify({
@@ -66,10 +68,10 @@ describe('earshot client commands: errors', { timeout: 120_000 }, () => {
     if (dir) await rm(dir, { recursive: true, force: true })
   })
 
-  test('a missing admin token and a wrong one read differently', async () => {
+  test('a missing credential and a wrong break-glass token read differently', async () => {
     const missing = await runCli(cli, ['enterprise', 'list'], { EARSHOT_URL: platform.adminUrl })
     assert.equal(missing.code, 1)
-    assert.equal(missing.stderr, `${NO_TOKEN}\n`)
+    assert.equal(missing.stderr, `${NO_CREDENTIAL}\n`)
     assert.equal(missing.stdout, '')
 
     const wrong = await earshot(['enterprise', 'list'], { EARSHOT_ADMIN_TOKEN: 'not-the-admin-token' })
@@ -80,8 +82,8 @@ describe('earshot client commands: errors', { timeout: 120_000 }, () => {
     const missingJson = await runCli(cli, ['enterprise', 'list', '--json'], {
       EARSHOT_URL: platform.adminUrl,
     })
-    assert.deepEqual(jsonError(missingJson), { code: 'ERR_EARSHOT_CONFIG', msg: NO_TOKEN })
-    assert.equal(missingJson.stderr, `${NO_TOKEN}\n`)
+    assert.deepEqual(jsonError(missingJson), { code: 'ERR_EARSHOT_CONFIG', msg: NO_CREDENTIAL })
+    assert.equal(missingJson.stderr, `${NO_CREDENTIAL}\n`)
     const wrongJson = await earshot(['enterprise', 'list', '--json'], { EARSHOT_ADMIN_TOKEN: 'wrong' })
     assert.deepEqual(jsonError(wrongJson), { code: 4010, msg: TOKEN_REFUSED })
   })
@@ -108,6 +110,15 @@ describe('earshot client commands: errors', { timeout: 120_000 }, () => {
       ['endpoints', 'list'],
       ['endpoints', 'enable', 'https://push.example/x'],
       ['media', 'rotate-link-key'],
+      ['keys', 'create', '--name', 'k', '--role', 'viewer'],
+      ['keys', 'list'],
+      ['keys', 'revoke', '1'],
+      ['operators', 'add', 'x@example.com', '--role', 'viewer'],
+      ['operators', 'list'],
+      ['operators', 'update', '1', '--role', 'viewer'],
+      ['operators', 'sign-out', '1'],
+      ['audit', 'list'],
+      ['audit', 'verify'],
     ]
     for (const args of commands) {
       const run = await earshot([...args, '--json'], { EARSHOT_ADMIN_TOKEN: 'wrong' })

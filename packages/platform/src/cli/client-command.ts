@@ -11,6 +11,7 @@ import {
 /** Options every client command accepts (set on the program, usable before or after the command). */
 export interface ClientGlobals {
   url?: string
+  apiKey?: string
   adminToken?: string
 }
 
@@ -19,19 +20,34 @@ export interface RunOptions {
   json: boolean
 }
 
-/** What a missing admin token is told (no request is sent). */
-export const NO_ADMIN_TOKEN =
-  'no admin token: set EARSHOT_ADMIN_TOKEN to the admin token `earshot serve` printed ' +
-  '(export EARSHOT_ADMIN_TOKEN=...), or pass --admin-token'
+/** What a command without a credential is told (no request is sent). */
+export const NO_CREDENTIAL =
+  'no credential: set EARSHOT_API_KEY to an API key (export EARSHOT_API_KEY=esk_...; an owner creates one ' +
+  "in the console's Keys screen or with `earshot keys create`), or pass --api-key; on the platform's host, " +
+  'the break-glass EARSHOT_ADMIN_TOKEN (or --admin-token) works too'
 
-/** What a token the admin API refused (4010) is told instead of the API's message. */
+/** What an API key the admin API refused (4010) is told instead of the API's message. */
+export const API_KEY_REFUSED =
+  'the API key was refused: it is unknown, revoked or expired. Check EARSHOT_API_KEY (or --api-key) is the ' +
+  'whole key (esk_...) as it was shown when created, and that `earshot keys list` shows it neither revoked ' +
+  'nor expired; else ask an owner for a new key'
+
+/** What a break-glass token the admin API refused (4010) is told instead of the API's message. */
 export const ADMIN_TOKEN_REFUSED =
-  'the admin token was refused: check EARSHOT_ADMIN_TOKEN (or --admin-token) is the token ' +
-  '`earshot serve` printed or was started with'
+  'the admin token was refused: check EARSHOT_ADMIN_TOKEN (or --admin-token) is the break-glass token ' +
+  '`earshot serve` was started with (it is off unless EARSHOT_ADMIN_TOKEN is set there), or use an API key ' +
+  '(EARSHOT_API_KEY)'
+
+/** The credential a client command sends: --api-key / EARSHOT_API_KEY, else the break-glass token. */
+export function credentialOf(globals: ClientGlobals): { value: string; refused: string } | undefined {
+  if (globals.apiKey) return { value: globals.apiKey, refused: API_KEY_REFUSED }
+  if (globals.adminToken) return { value: globals.adminToken, refused: ADMIN_TOKEN_REFUSED }
+  return undefined
+}
 
 /**
  * A command's failure as --json prints it: `code` is the platform's catalogue code (a number) when the
- * platform refused the call, else a string saying what failed here: ERR_EARSHOT_CONFIG (no admin token),
+ * platform refused the call, else a string saying what failed here: ERR_EARSHOT_CONFIG (no credential),
  * ERR_EARSHOT_CONNECTION (the admin API could not be reached, or what answered is not it),
  * ERR_EARSHOT_COMMAND (the command itself: a file, an option), ERR_EARSHOT_USAGE (the command line).
  */
@@ -60,9 +76,10 @@ export function report(error: CommandError, { json }: RunOptions): void {
 }
 
 /**
- * Runs a client command: builds the admin client from --url / --admin-token (or EARSHOT_URL /
- * EARSHOT_ADMIN_TOKEN) and reports any failure (report()). A token the platform refuses is told to
- * check EARSHOT_ADMIN_TOKEN, which reads differently from a missing one.
+ * Runs a client command: builds the admin client from --url and the credential (credentialOf) and reports
+ * any failure (report()). A credential the platform refuses is told what to check, which reads
+ * differently from a missing one; a role without the permission is told the platform's 4031, which names
+ * the role and the permission.
  */
 export async function runClient(
   command: Command,
@@ -71,13 +88,13 @@ export async function runClient(
 ): Promise<void> {
   const globals = command.optsWithGlobals<ClientGlobals>()
   const url = globals.url || DEFAULT_ADMIN_URL
-  const token = globals.adminToken
-  if (!token) return report({ code: 'ERR_EARSHOT_CONFIG', msg: NO_ADMIN_TOKEN }, options)
+  const credential = credentialOf(globals)
+  if (!credential) return report({ code: 'ERR_EARSHOT_CONFIG', msg: NO_CREDENTIAL }, options)
   try {
-    await body(new AdminClient(url, token))
+    await body(new AdminClient(url, credential.value))
   } catch (error) {
     if (error instanceof AdminApiError) {
-      const msg = error.code === ResponseCode.UNAUTHORIZED ? ADMIN_TOKEN_REFUSED : error.msg
+      const msg = error.code === ResponseCode.UNAUTHORIZED ? credential.refused : error.msg
       report({ code: error.code, msg }, options)
     } else if (error instanceof AdminConnectionError) {
       report({ code: 'ERR_EARSHOT_CONNECTION', msg: error.message }, options)

@@ -251,12 +251,13 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
       assert.deepEqual(Object.keys(JSON.parse(result.stdout).error), ['code', 'msg'])
     })
 
-    test('no admin token at all tells the user to set EARSHOT_ADMIN_TOKEN', async () => {
+    test('no credential at all tells the user to set EARSHOT_API_KEY (or the break-glass token)', async () => {
       const result = await runCli(cli, ['enterprise', 'list'], { EARSHOT_URL: platform.adminUrl })
       assert.equal(result.code, 1)
       assert.equal(result.stdout, '')
+      assert.match(result.stderr, /set EARSHOT_API_KEY/)
+      assert.match(result.stderr, /earshot keys create/)
       assert.match(result.stderr, /EARSHOT_ADMIN_TOKEN/)
-      assert.match(result.stderr, /earshot serve/)
     })
 
     test('an unreachable admin URL is named, with a hint that earshot serve is not running', async () => {
@@ -271,7 +272,16 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
     test('--help lists the commands; serve --help lists the environment variables', async () => {
       const help = await earshot('--help')
       assert.equal(help.code, 0)
-      for (const command of ['serve', 'enterprise', 'recordings', 'deliveries', 'endpoints'])
+      for (const command of [
+        'serve',
+        'enterprise',
+        'recordings',
+        'deliveries',
+        'endpoints',
+        'keys',
+        'operators',
+        'audit',
+      ])
         assert.match(help.stdout, new RegExp(`^  ${command}`, 'm'))
       const serveHelp = await earshot('serve', '--help')
       assert.equal(serveHelp.code, 0)
@@ -310,18 +320,27 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
         const printed = await new Promise<string>((resolve, reject) => {
           child.stdout.on('data', (chunk) => {
             stdout += chunk
-            if (/node examples\/first-query\.mjs/.test(stdout)) resolve(stdout)
+            if (/Press Ctrl\+C to stop\./.test(stdout)) resolve(stdout)
           })
           exited.then((code) => reject(new Error(`serve exited (${code}) early: ${stderr}`)))
         })
-        assert.match(printed, /export EARSHOT_ADMIN_TOKEN=\S{16,}/)
+        // No break-glass token unless set: the first owner's setup link, then an API key, come last.
+        assert.doesNotMatch(printed, /EARSHOT_ADMIN_TOKEN/)
         const secret = /secret: +(\S+)/.exec(printed)?.[1]
         const enterpriseId = /enterpriseId: +(\d+)/.exec(printed)?.[1]
         const partnerUrl = /Partner API: +(\S+)/.exec(printed)?.[1]
         const adminUrl = /Admin API: +(\S+)/.exec(printed)?.[1]
         assert.match(secret ?? '', /^[A-Za-z0-9+/]{43}=$/)
-        assert.match(printed, new RegExp(`Console: +${adminUrl}/console/ `))
+        assert.match(printed, new RegExp(`Console: +${adminUrl}/console/\n`))
         assert.match(printed, /Pushes may go to loopback and private addresses/)
+        assert.match(
+          printed,
+          new RegExp(
+            `set up the first owner .*\n.*\n {2}${adminUrl}/console/#setup=[\\w-]{20,}\n` +
+              "Then create an API key for the CLI in the console's Keys screen, and in another shell:\n" +
+              ' {2}export EARSHOT_API_KEY=<the key>\n {2}npx earshot enterprise list\n\nPress Ctrl\\+C to stop\\.\n$',
+          ),
+        )
 
         const file = join(dir, 'demo-credentials.json')
         assert.deepEqual(JSON.parse(await readFile(file, 'utf8')), {

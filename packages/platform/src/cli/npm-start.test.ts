@@ -13,7 +13,8 @@ import { cleanEnv, closedPort } from '@earshot/test-kit/run-cli'
 
 /*
  * `npm start` as a developer runs it, in the repository: the root package.json's script itself (its build
- * included), on a scratch data directory and free ports. Stopping npm must stop the server: SIGTERM sent
+ * included), on a scratch data directory and free ports. It prints the first owner's setup link last, at
+ * every start until an owner exists. Stopping npm must stop the server: SIGTERM sent
  * to npm alone (a supervisor, `kill <npm's pid>`), which npm forwards to its script's process, and Ctrl+C
  * in a terminal, which signals npm and the server together (and npm forwards it once more). Afterwards no
  * process of the tree is left, both ports are free and the data directory is unlocked.
@@ -153,6 +154,12 @@ describe('npm start', { skip: process.platform === 'win32' && 'POSIX signals', t
     assert.doesNotMatch(run.output(), /exiting now/)
     await nothingLeft(run)
     assert.ok(existsSync(join(dir, 'demo-credentials.json')), 'the demo was created first')
+    // What to do next comes last: the first owner's setup link, then an API key for the CLI.
+    assert.match(
+      run.output(),
+      /Run a first query[\s\S]*set up the first owner[\s\S]*\n {2}http:\/\/127\.0\.0\.1:\d+\/console\/#setup=\S+\n[\s\S]*export EARSHOT_API_KEY=<the key>\n/,
+    )
+    assert.doesNotMatch(run.output(), /EARSHOT_ADMIN_TOKEN/, 'no break-glass token is made up')
 
     // A second platform takes the same data directory and ports at once.
     const second = startCliProcess(cli, ['serve'], { ...env, EARSHOT_LOG_LEVEL: 'warn' })
@@ -170,6 +177,7 @@ describe('npm start', { skip: process.platform === 'win32' && 'POSIX signals', t
     started.push(run)
     await run.waitFor('Press Ctrl+C to stop.')
     assert.match(run.output(), /The demo enterprise exists already/)
+    assert.match(run.output(), /#setup=\S+\n/, 'the setup link again: no owner exists yet')
 
     process.kill(-(run.npm.pid as number), 'SIGINT')
     assert.deepEqual(await run.exited, { code: 0, signal: null }, run.output())

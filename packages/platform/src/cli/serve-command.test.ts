@@ -180,3 +180,66 @@ describe('earshot serve: signals', { concurrency: true, timeout: 120_000 }, () =
     }
   })
 })
+
+describe('earshot serve: the way in', { timeout: 120_000 }, () => {
+  let dir: string
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'earshot-serve-setup-'))
+  })
+  after(async () => {
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  /** `earshot serve` on the suite's data directory until it is ready; what it printed, then stopped. */
+  async function started(
+    env: Record<string, string> = {},
+  ): Promise<{ stdout: string; stop(): Promise<void> }> {
+    const serve = startCliProcess(cli, ['serve', '--port', '0', '--admin-port', '0'], {
+      EARSHOT_DATA_DIR: join(dir, 'data'),
+      EARSHOT_LOG_LEVEL: 'warn',
+      ...env,
+    })
+    await serve.waitForOutput('Press Ctrl+C', ({ stdout }) => stdout.includes('Press Ctrl+C to stop.'))
+    return {
+      stdout: serve.stdout(),
+      async stop() {
+        serve.child.kill('SIGTERM')
+        assert.equal(await serve.exited, 0, serve.stderr())
+      },
+    }
+  }
+
+  test('the setup link is printed at every start until an owner exists; no token is made up', async () => {
+    const first = await started()
+    await first.stop()
+    const second = await started()
+    const link = /^ {2}(http:\/\/\S+\/console\/#setup=(\S+))$/m.exec(second.stdout)
+    assert.ok(link, second.stdout)
+    assert.notEqual(first.stdout.match(/#setup=(\S+)/)?.[1], link[2], 'a new link at each start')
+    assert.doesNotMatch(second.stdout, /EARSHOT_ADMIN_TOKEN/)
+    assert.match(second.stdout, /Keys screen.*\n {2}export EARSHOT_API_KEY=<the key>\n/)
+
+    const adminUrl = /Admin API: +(\S+)/.exec(second.stdout)?.[1] as string
+    const setup = await fetch(`${adminUrl}/admin/v1/setup`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ token: link[2], email: 'owner@example.com', password: 'a long owner password' }),
+    })
+    assert.equal(setup.status, 200, await setup.clone().text())
+    await second.stop()
+
+    const third = await started()
+    await third.stop()
+    assert.doesNotMatch(third.stdout, /setup|owner/)
+  })
+
+  test('with EARSHOT_ADMIN_TOKEN set, it says the break-glass key is on and every use audited', async () => {
+    const run = await started({ EARSHOT_ADMIN_TOKEN: 'a-break-glass-token-of-some-length' })
+    await run.stop()
+    assert.match(
+      run.stdout,
+      /EARSHOT_ADMIN_TOKEN is set: it opens every admin route as the break-glass owner key/,
+    )
+    assert.doesNotMatch(run.stdout, /a-break-glass-token-of-some-length/, 'never the token itself')
+  })
+})

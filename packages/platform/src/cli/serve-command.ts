@@ -78,6 +78,7 @@ async function serve(flags: ServeFlags, adminToken: string | undefined): Promise
     running = await startOrExit(config)
     printListening(running)
     if (config.demo) await demoOrExit(running, config)
+    printAccess(running)
   })()
   // Registered before the (slow) start: a signal during it stops the platform once it has started.
   const stopping = stopOnSignals(async () => {
@@ -136,15 +137,6 @@ function printListening(running: RunningPlatform): void {
     `  Admin API:   ${running.adminUrl}`,
     `  Console:     ${running.adminUrl}/console/`,
   ]
-  if (running.setupUrl) {
-    lines.push(
-      '',
-      'No owner has signed in yet. Open this one-time link to set up the first owner (valid 24 h; a new one',
-      'is printed at every start until an owner exists):',
-      `  ${running.setupUrl}`,
-      'Then create an API key for the CLI (console: Keys, or `earshot keys create`) and export EARSHOT_API_KEY.',
-    )
-  }
   if (running.adminUrl !== DEFAULT_ADMIN_URL) {
     lines.push(
       '',
@@ -153,6 +145,34 @@ function printListening(running: RunningPlatform): void {
     )
   }
   process.stdout.write(`${lines.join('\n')}\n`)
+}
+
+/**
+ * How to get in, printed last (after the demo's lines) so that it is what a newcomer reads first: the first
+ * owner's setup link while no owner exists, then an API key for the CLI; and whether the break-glass key
+ * is on.
+ */
+function printAccess(running: RunningPlatform): void {
+  const lines: string[] = []
+  if (running.setupUrl) {
+    lines.push(
+      '',
+      'No owner has signed in yet. Open this one-time link to set up the first owner (valid 24 h; a new one',
+      'is printed at every start until an owner exists):',
+      `  ${running.setupUrl}`,
+      "Then create an API key for the CLI in the console's Keys screen, and in another shell:",
+      '  export EARSHOT_API_KEY=<the key>',
+      '  npx earshot enterprise list',
+    )
+  }
+  if (running.adminToken !== undefined) {
+    lines.push(
+      '',
+      'EARSHOT_ADMIN_TOKEN is set: it opens every admin route as the break-glass owner key, each use audited.',
+      'Unset it once operators sign in and scripts use API keys.',
+    )
+  }
+  if (lines.length > 0) process.stdout.write(`${lines.join('\n')}\n`)
 }
 
 async function demoOrExit(running: RunningPlatform, config: PlatformConfig): Promise<void> {

@@ -19,12 +19,15 @@ import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends
 import { createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { runCli } from '@earshot/test-kit/run-cli'
+import { grants, ROLE_NAMES } from '../access/roles.js'
+import { ADMIN_TOKEN_REFUSED, API_KEY_REFUSED, NO_CREDENTIAL } from '../cli/client-command.js'
 import {
   configurationTable,
   MEANINGS,
   settingReferences,
   withCurrentTable,
 } from '../config/config-reference.js'
+import { permissions } from '../http/permissions.js'
 import {
   headingAnchors,
   markedBlock,
@@ -32,10 +35,12 @@ import {
   repositoryRoot,
   tableAfter,
 } from './markdown.test.support.js'
+import { BEGIN_MARKER, withCurrentPermissions } from './permission-table.js'
 
 /**
  * The repository's docs/ say what the code does: the configuration reference is the one config.ts
- * renders, the guide's JSON Lines example imports as the guide says it does, the protocol's examples
+ * renders, the operator guide's table of permissions is the one roles.ts grants, the CLI's refusals are
+ * quoted as it words them, the guide's JSON Lines example imports as the guide says it does, the protocol's examples
  * are messages the protocol accepts, its table of answer codes is the catalogue, and no document points
  * outside the repository or at an anchor it does not have.
  */
@@ -76,6 +81,42 @@ describe('docs/configuration.md', { timeout: 30_000 }, () => {
       const env = variable.replaceAll('`', '')
       assert.doesNotThrow(() => loadConfig({ [env]: raw }), `${env}=${raw}`)
     }
+  })
+})
+
+describe('the operator guide: operators, roles and API keys', { timeout: 30_000 }, () => {
+  const guide = readDocument(GUIDE)
+
+  test('the table of permissions is the one roles.ts renders (npm run docs:permissions rewrites it)', () => {
+    assert.equal(
+      guide,
+      withCurrentPermissions(guide),
+      'docs/operator-guide.md is out of date with roles.ts: run npm run docs:permissions',
+    )
+  })
+
+  test('each permission has its row, and a ✓ exactly where its role grants it', () => {
+    const rows = tableAfter(guide, BEGIN_MARKER)
+    assert.deepEqual(
+      rows.map((row) => row[0]),
+      Object.keys(permissions).map((permission) => `\`${permission}\``),
+    )
+    for (const row of rows) {
+      const permission = (row[0] as string).replaceAll('`', '') as keyof typeof permissions
+      assert.equal(row[1], permissions[permission])
+      ROLE_NAMES.forEach((role, column) => {
+        assert.equal(row[2 + column] === '✓', grants(role, permission), `${role} ${permission}`)
+      })
+    }
+  })
+
+  test("quotes the CLI's refusals as it words them", () => {
+    for (const message of [
+      NO_CREDENTIAL,
+      `error 4010: ${API_KEY_REFUSED}`,
+      `error 4010: ${ADMIN_TOKEN_REFUSED}`,
+    ])
+      assert.ok(guide.includes(`\n${message}\n`), `the guide quotes, on a line of its own: ${message}`)
   })
 })
 
@@ -266,8 +307,10 @@ describe("the README: a first screen, and the newcomer's blocks where scripts/ne
     const platform = markedBlock(readme, 'newcomer', 'platform').text
     assert.match(platform, /^npm install\nnpm start\n$/)
     assert.match(markedBlock(readme, 'newcomer', 'first-query').text, /<the printed secret>/)
+    // The first hour goes through the setup link to an API key, as `npm start` prints it.
+    assert.match(readme, /setup link `npm start` printed[\s\S]*Keys[\s\S]*EARSHOT_API_KEY=<the key>/)
     const operator = markedBlock(readDocument(GUIDE), 'newcomer', 'operator').text
-    assert.match(operator, /^export EARSHOT_ADMIN_TOKEN=<the token npm start printed>\n/)
+    assert.match(operator, /^export EARSHOT_API_KEY=<the API key you created>\n/)
     assert.match(operator, /recordings import recordings\.jsonl /, "imports the guide's example")
     assert.throws(() => markedBlock(readme, 'newcomer', 'operator'), /no <!-- newcomer: operator -->/)
   })
