@@ -9,7 +9,7 @@ export type AdminOperations = Record<AdminOperationId, { method: string; path: s
 /** Where each admin operation is served and how it answers, read from the contracts. */
 export const adminOperations = Object.fromEntries(
   adminContracts.map(({ operationId, method, path, answer }) => {
-    const payload = answer.payload ?? {}
+    const payload = ('payload' in answer ? answer.payload : undefined) ?? {}
     const kind: AnswerKind = 'text' in payload ? 'text' : 'lines' in payload ? 'lines' : 'json'
     return [operationId, { method, path, answer: kind }]
   }),

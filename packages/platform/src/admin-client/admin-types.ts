@@ -43,8 +43,8 @@ export interface LooseRequest {
   contentType?: string | undefined
 }
 
-type LinesOf<Id extends AdminOperationId> = AdminContractOf<Id>['answer']['payload'] extends {
-  lines: infer S
+type LinesOf<Id extends AdminOperationId> = AdminContractOf<Id>['answer'] extends {
+  payload: { lines: infer S }
 }
   ? JsonOf<S>
   : never
