@@ -15,6 +15,7 @@ const (
 	CodeTokenExpired         = 4011
 	CodeDecryptionFailed     = 4012
 	CodeForbidden            = 4030
+	CodeForbiddenByRole      = 4031 // the admin API's; never answered to a partner
 	CodeNotFound             = 4040
 	CodeRequestTimeout       = 4080
 	CodeReplayed             = 4090
@@ -34,6 +35,7 @@ var codeNames = map[int]string{
 	CodeTokenExpired:         "TOKEN_EXPIRED",
 	CodeDecryptionFailed:     "DECRYPTION_FAILED",
 	CodeForbidden:            "FORBIDDEN",
+	CodeForbiddenByRole:      "FORBIDDEN_BY_ROLE",
 	CodeNotFound:             "NOT_FOUND",
 	CodeRequestTimeout:       "REQUEST_TIMEOUT",
 	CodeReplayed:             "REPLAYED",

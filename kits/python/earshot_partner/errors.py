@@ -13,6 +13,7 @@ CATALOGUE: dict[int, tuple[str, str]] = {
     4011: ("TOKEN_EXPIRED", "the access token has expired"),
     4012: ("DECRYPTION_FAILED", "the envelope could not be decrypted"),
     4030: ("FORBIDDEN", "the enterprise is disabled"),
+    4031: ("FORBIDDEN_BY_ROLE", "the caller's role does not grant this"),
     4040: ("NOT_FOUND", "no such recording"),
     4080: ("REQUEST_TIMEOUT", "the request did not arrive within the server's time limit"),
     4090: ("REPLAYED", "this envelope nonce was already used"),
@@ -31,6 +32,7 @@ UNAUTHORIZED = 4010
 TOKEN_EXPIRED = 4011
 DECRYPTION_FAILED = 4012
 FORBIDDEN = 4030
+FORBIDDEN_BY_ROLE = 4031  # the admin API's; never answered to a partner
 NOT_FOUND = 4040
 REQUEST_TIMEOUT = 4080
 REPLAYED = 4090

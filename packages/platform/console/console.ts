@@ -65,7 +65,9 @@ let renderId = 0
 let signedInWithKey = false
 
 function route() {
-  const hash = location.hash.startsWith('#/') ? location.hash.slice(2) : 'overview'
+  // The overview covers every enterprise: one limited to some lands on its enterprises instead.
+  const landing = may('operations.read') ? 'overview' : 'enterprises'
+  const hash = location.hash.startsWith('#/') ? location.hash.slice(2) : landing
   const [name = '', query = ''] = hash.split('?', 2)
   return { name, params: new URLSearchParams(query) }
 }

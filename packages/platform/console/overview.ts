@@ -15,12 +15,16 @@ import {
   statusBox,
   table,
 } from './dom.js'
-import { may } from './session.js'
+import { may, notGranted } from './session.js'
 
 type Overview = AdminAnswer<'overview'>
 
 export async function overview(view: HTMLElement, _params: URLSearchParams, current: () => boolean) {
   document.title = 'Overview · Earshot console'
+  if (!may('operations.read')) {
+    view.append(heading('Overview'), notGranted('operations.read', 'The overview (every enterprise at once)'))
+    return
+  }
   const alert = alertBox()
   const status = statusBox()
   const asOf = h('span', { class: 'muted' })

@@ -25,6 +25,7 @@ test('the catalogue holds every code with status code / 10', { timeout: 10_000 }
     [4011, 'TOKEN_EXPIRED', 401],
     [4012, 'DECRYPTION_FAILED', 401],
     [4030, 'FORBIDDEN', 403],
+    [4031, 'FORBIDDEN_BY_ROLE', 403],
     [4040, 'NOT_FOUND', 404],
     [4080, 'REQUEST_TIMEOUT', 408],
     [4090, 'REPLAYED', 409],

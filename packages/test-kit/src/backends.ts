@@ -11,6 +11,7 @@ import {
   startPlatform,
 } from '@earshot/platform'
 import pg from 'pg'
+import { TEST_ADMIN_TOKEN } from './admin-token.js'
 import { migratedPgliteImage } from './pglite-image.js'
 
 export type BackendName = 'pglite' | 'postgres'
@@ -54,8 +55,7 @@ export async function scratchPostgresDatabase(): Promise<ScratchDatabase> {
   }
 }
 
-/** The break-glass owner key test platforms start with (EARSHOT_ADMIN_TOKEN). */
-export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789'
+export { TEST_ADMIN_TOKEN }
 
 /** Configuration for a test platform: loopback, ephemeral ports, quiet, no environment leaking in. */
 export function testConfig(overrides: Partial<PlatformConfig> = {}): PlatformConfig {

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { RunningPlatform } from '@earshot/platform'
+import { TEST_ADMIN_TOKEN } from './admin-token.js'
 
 export interface ChildPlatform extends Pick<RunningPlatform, 'partnerUrl' | 'adminUrl'> {
   adminToken: string
@@ -19,7 +20,7 @@ export async function startChildPlatform(env: Record<string, string>): Promise<C
       EARSHOT_PORT: '0',
       EARSHOT_ADMIN_PORT: '0',
       EARSHOT_LOG_LEVEL: 'warn',
-      EARSHOT_ADMIN_TOKEN: 'test-admin-token-0123456789',
+      EARSHOT_ADMIN_TOKEN: TEST_ADMIN_TOKEN,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

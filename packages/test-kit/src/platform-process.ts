@@ -1,12 +1,15 @@
 /**
- * A platform in a child process, for tests that kill it: configured from the environment like
- * `earshot serve`, it prints one JSON line {partnerUrl, adminUrl, adminToken, pid} once listening.
+ * A platform in a child process, for tests that kill it and for the other kits' suites: configured from the
+ * environment like `earshot serve`, with the tests' break-glass key unless EARSHOT_ADMIN_TOKEN gives one,
+ * it prints one JSON line {partnerUrl, adminUrl, adminToken, pid} once listening.
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
+import { TEST_ADMIN_TOKEN } from './admin-token.js'
 
-const platform = await startPlatform({ config: loadConfig(process.env) })
+const config = loadConfig({ EARSHOT_ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...process.env })
+const platform = await startPlatform({ config })
 process.stdout.write(
-  `${JSON.stringify({ partnerUrl: platform.partnerUrl, adminUrl: platform.adminUrl, adminToken: platform.adminToken, pid: process.pid })}\n`,
+  `${JSON.stringify({ partnerUrl: platform.partnerUrl, adminUrl: platform.adminUrl, adminToken: config.adminToken, pid: process.pid })}\n`,
 )
 process.on('SIGTERM', () => {
   platform.close().then(() => process.exit(0))
