@@ -1,5 +1,6 @@
 import { randomBytes as systemRandomBytes } from '@earshot/protocol'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
+import { forgetStaleSignIns } from './access/access-upkeep.js'
 import { firstOwnerSetupUrl } from './access/operator-store.js'
 import { pruneAuditTrail } from './audit/audit-trail.js'
 import { accessTokens } from './auth/access-tokens.js'
@@ -177,6 +178,9 @@ async function startChores(
     )
     pruneAuditTrail(db, clock, config.auditRetentionDays).catch((error: unknown) =>
       log.warn({ err: error }, 'audit trail pruning failed'),
+    )
+    forgetStaleSignIns(db, clock(), config.sessionMaxSeconds).catch((error: unknown) =>
+      log.warn({ err: error }, 'sign-in cleanup failed'),
     )
   }, JANITOR_INTERVAL_MS)
   janitor.unref()

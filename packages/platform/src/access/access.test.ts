@@ -8,6 +8,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import { admin } from '@earshot/test-kit/calls'
+import { forgetStaleSignIns } from './access-upkeep.js'
 import { mintFirstOwnerToken } from './operator-store.js'
 
 /*
@@ -179,6 +180,32 @@ for (const backend of testBackends) {
       assert.equal(demoted.status, 400)
       assert.match(JSON.stringify(demoted.body), /no enabled owner/)
       assert.equal((await admin(platform, 'PATCH', `/operators/${me?.id}`, { enabled: false })).status, 400)
+      assert.equal(await session(platform, owner), 200)
+    })
+
+    test('the janitor forgets ended and outlived sessions and spent setup links, and keeps live ones', async () => {
+      const count = async (sql: string) =>
+        ((await platform.context.db.query(sql)) as { n: number }[])[0]?.n ?? 0
+      const out = await post(
+        platform,
+        '/sign-out',
+        {},
+        { cookie: owner.cookie, 'x-csrf-token': owner.csrfToken },
+      )
+      assert.equal(out.status, 200)
+      owner = signedFrom(await post(platform, '/sign-in', { email: 'owner@example.com', password: PASSWORD }))
+      assert.ok(
+        (await count('SELECT count(*)::int AS n FROM operator_sessions WHERE ended_at IS NOT NULL')) > 0,
+      )
+      await forgetStaleSignIns(platform.context.db, now + 2 * 86_400_000, 3 * 86_400_000)
+      assert.equal(
+        await count('SELECT count(*)::int AS n FROM operator_sessions WHERE ended_at IS NOT NULL'),
+        0,
+      )
+      assert.equal(
+        await count('SELECT count(*)::int AS n FROM operator_setup_tokens WHERE used_at IS NOT NULL'),
+        0,
+      )
       assert.equal(await session(platform, owner), 200)
     })
 

@@ -8,7 +8,7 @@ export const linkKeyRoute = defineRoute(
   (context: MediaContext) =>
     async function rotateLinkKey(request) {
       const retireOthers = (request.body as { retireOthers?: unknown } | undefined)?.retireOthers === true
-      const keyId = await context.media.links.rotate(retireOthers)
+      const keyId = await context.media.links.rotate(retireOthers, context.db)
       return { keyId, retiredOthers: retireOthers }
     },
 )

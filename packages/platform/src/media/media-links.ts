@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import type { Queryable } from '../storage/database.js'
+import type { Database, Queryable } from '../storage/database.js'
 
 /** What a media link grants: one file of one recording of one enterprise, until it expires. */
 export interface MediaGrant {
@@ -64,15 +64,22 @@ export class MediaLinks {
     return { ok: true, grant: parsed.grant }
   }
 
-  /** Adds a newer signing key (every instance signs with it within seconds); with `retireOthers`, links signed before stop working. */
-  async rotate(retireOthers: boolean): Promise<number> {
-    const [row] = await this.db.query<{ key_id: number }>(
-      `INSERT INTO media_link_keys (key_id, secret)
-       SELECT coalesce(max(key_id), 0) + 1, $1 FROM media_link_keys RETURNING key_id`,
-      [this.randomBytes(SECRET_BYTES)],
-    )
-    const keyId = (row as { key_id: number }).key_id
-    if (retireOthers) await this.db.query('DELETE FROM media_link_keys WHERE key_id <> $1', [keyId])
+  /**
+   * Adds a newer signing key (every instance signs with it within seconds); with `retireOthers`, links
+   * signed before stop working. One transaction, on the database given (an operator's change: the admin
+   * routes' audited one).
+   */
+  async rotate(retireOthers: boolean, db: Database): Promise<number> {
+    const keyId = await db.transaction(async (tx) => {
+      const [row] = await tx.query<{ key_id: number }>(
+        `INSERT INTO media_link_keys (key_id, secret)
+         SELECT coalesce(max(key_id), 0) + 1, $1 FROM media_link_keys RETURNING key_id`,
+        [this.randomBytes(SECRET_BYTES)],
+      )
+      const added = (row as { key_id: number }).key_id
+      if (retireOthers) await tx.query('DELETE FROM media_link_keys WHERE key_id <> $1', [added])
+      return added
+    })
     await this.#read()
     return keyId
   }
