@@ -71,6 +71,9 @@ CREATE TABLE audit_log (
   hash text NOT NULL
 );
 CREATE INDEX audit_log_at ON audit_log (at);
+-- the trail's filters: an enterprise's rows, an actor's rows, newest first
+CREATE INDEX audit_log_enterprise ON audit_log ((target->>'enterpriseId'), seq);
+CREATE INDEX audit_log_actor ON audit_log ((actor->>'id'), seq);
 
 -- the chain's head (the last row's seq and hash), locked by each append so rows chain in order; and the
 -- anchor the retention job leaves: the hash of the last row it pruned

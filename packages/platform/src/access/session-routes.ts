@@ -72,7 +72,9 @@ const signInRoute = defineRoute(
         throw new ApiError(ResponseCode.UNAUTHORIZED, WRONG_CREDENTIALS)
       }
       await clearFailures(context.db, subjects[0] as string)
-      return beginSession(context, request, reply, operator.operatorId, actor, 'signIn')
+      return context.db.transaction((tx) =>
+        beginSessionIn(tx, context, request, reply, operator.operatorId, actor, 'signIn'),
+      )
     },
 )
 
@@ -138,19 +140,6 @@ const signOutRoute = defineRoute(
 )
 
 export const sessionRoutes = [signInRoute, completeSetupRoute, sessionRoute, signOutRoute]
-
-function beginSession(
-  context: SignInContext,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  operatorId: number,
-  actor: Actor,
-  operation: string,
-) {
-  return context.db.transaction((tx) =>
-    beginSessionIn(tx, context, request, reply, operatorId, actor, operation),
-  )
-}
 
 async function beginSessionIn(
   tx: Queryable,
