@@ -33,6 +33,7 @@ export function grants(role: Role, permission: Permission): boolean {
  * holds them (it would see others' figures, or mint itself a wider key).
  */
 export const PLATFORM_WIDE: readonly Permission[] = [
+  'enterprises.create',
   'operations.read',
   'media.write',
   'operators.manage',

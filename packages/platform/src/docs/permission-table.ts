@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { grants, ROLE_NAMES } from '../access/roles.js'
+import { grants, PLATFORM_WIDE, ROLE_NAMES } from '../access/roles.js'
 import { type Permission, permissions } from '../http/permissions.js'
 
 export const BEGIN_MARKER =
@@ -32,6 +32,8 @@ export function permissionTable(): string {
         `| \`${permission}\` | ${cell(permissions[permission])} | ` +
         `${ROLE_NAMES.map((role) => (grants(role, permission) ? '✓' : ' ')).join(' | ')} |`,
     ),
+    '',
+    `A role limited to some enterprises never holds the permissions over the whole platform, whatever the role: ${PLATFORM_WIDE.map((permission) => `\`${permission}\``).join(', ')} (it would see the other enterprises' figures, or make itself a wider key).`,
   ].join('\n')
 }
 
