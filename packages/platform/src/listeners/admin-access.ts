@@ -36,7 +36,7 @@ const scopeTargets = new WeakMap<FastifyRequest, { enterpriseId?: number }>()
  * Who may call each admin route, decided before it runs: the caller is authenticated (an API key, the
  * break-glass key, or a console session with its CSRF token on a change), its role must grant the route's
  * permission (4031 naming it, a refused row in the trail), and an enterprise outside its scope is unknown
- * (4040). A change then runs with its audit row pending: each transaction it commits appends the row.
+ * (4040). A change then runs with its audit row pending: its first write appends the row, in its transaction.
  */
 export function guardAdminRoutes(
   app: FastifyInstance,
