@@ -1,7 +1,6 @@
 import { component, messageParser, RULE, UNKNOWN_FIELD_RULE } from '@earshot/protocol'
 import Type from 'typebox'
 import { Id, NullableTime, Time } from '../http/answer-fields.js'
-import { permissions } from '../http/permissions.js'
 import { ROLE_NAMES } from './roles.js'
 
 /* What the sign-in, operator and API key routes take and answer. */
@@ -153,5 +152,3 @@ export const CreatedApiKeySchema = Type.Object(
   },
   component({ name: 'CreatedApiKey', description: 'A new API key: the only time it is shown.' }),
 )
-
-export const PERMISSION_NAMES = Object.keys(permissions)

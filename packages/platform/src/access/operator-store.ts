@@ -36,7 +36,7 @@ export async function listOperators(db: Queryable): Promise<OperatorSummary[]> {
   )
 }
 
-export async function getOperator(db: Queryable, operatorId: number): Promise<OperatorSummary | undefined> {
+async function getOperator(db: Queryable, operatorId: number): Promise<OperatorSummary | undefined> {
   const [row] = await db.query<OperatorSummary>(`SELECT ${SUMMARY} FROM operators WHERE operator_id = $1`, [
     operatorId,
   ])

@@ -44,8 +44,3 @@ export const PLATFORM_WIDE: readonly Permission[] = [
 export function allows(role: Role, limited: boolean, permission: Permission): boolean {
   return grants(role, permission) && !(limited && PLATFORM_WIDE.includes(permission))
 }
-
-/** Whether a role holds every permission of another: who may hand out a role (a key, an operator). */
-export function covers(role: Role, other: Role): boolean {
-  return roles[other].every((permission) => grants(role, permission))
-}

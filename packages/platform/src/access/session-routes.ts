@@ -1,7 +1,7 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { appendToChain } from '../audit/audit-chain.js'
-import type { Actor } from '../audit/audit-entry.js'
+import { type Actor, sourceOf } from '../audit/audit-entry.js'
 import { appendAudit } from '../audit/audit-trail.js'
 import { jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
@@ -197,8 +197,7 @@ function signInRow(
     target: operatorId === undefined ? {} : { operatorId },
     before: null,
     after: null,
-    address: request.ip,
-    userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
+    ...sourceOf(request),
     outcome,
   }
 }

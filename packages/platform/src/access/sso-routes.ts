@@ -1,7 +1,7 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import { appendToChain } from '../audit/audit-chain.js'
-import type { Actor } from '../audit/audit-entry.js'
+import { type Actor, sourceOf } from '../audit/audit-entry.js'
 import { appendAudit } from '../audit/audit-trail.js'
 import type { PlatformConfig } from '../config/platform-config.js'
 import { ApiError } from '../http/api-error.js'
@@ -164,7 +164,6 @@ function ssoRow(request: FastifyRequest, now: number, operatorId: number | undef
     operation: ssoCallbackContract.operationId,
     target: operatorId === undefined ? {} : { operatorId },
     before: null,
-    address: request.ip,
-    userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
+    ...sourceOf(request),
   }
 }

@@ -64,3 +64,11 @@ export function targetOf(value: unknown): AuditTarget {
   }
   return target
 }
+
+/** Where a request came from, as a row keeps it: its client address and its user agent (cut at 200). */
+export function sourceOf(request: { ip: string; headers: { 'user-agent'?: string | undefined } }): {
+  address: string
+  userAgent: string | null
+} {
+  return { address: request.ip, userAgent: request.headers['user-agent']?.slice(0, 200) ?? null }
+}

@@ -147,4 +147,4 @@ export async function pruneAuditTrail(
   return pruned
 }
 
-export const PLATFORM_ACTOR = { kind: 'platform', id: 'platform', name: 'Earshot' } as const
+const PLATFORM_ACTOR = { kind: 'platform', id: 'platform', name: 'Earshot' } as const

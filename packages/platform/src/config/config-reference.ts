@@ -10,13 +10,10 @@
  * A test (src/docs/docs-as-written.test.ts) fails when the document is not what this renders, and when a
  * setting has no meaning here or a meaning here names no setting.
  */
-import { readFileSync, writeFileSync } from 'node:fs'
-import { resolve } from 'node:path'
-import { fileURLToPath } from 'node:url'
 import { ConfigError, configEnvironment, loadConfig, type PlatformConfig } from './config.js'
+import { cell, runWhenMain, withSection } from './generated-section.js'
 
 export const BEGIN_MARKER = '<!-- BEGIN GENERATED: the settings of config.ts (npm run docs:config) -->'
-export const END_MARKER = '<!-- END GENERATED -->'
 
 /** The document the table is written into. */
 export const CONFIGURATION_DOCUMENT = new URL('../../../../docs/configuration.md', import.meta.url)
@@ -217,12 +214,7 @@ export function configurationTable(settings: readonly SettingReference[] = setti
 
 /** The document with the table between its markers replaced by the current one. */
 export function withCurrentTable(document: string, table: string = configurationTable()): string {
-  const begin = document.indexOf(BEGIN_MARKER)
-  const end = document.indexOf(END_MARKER)
-  if (begin < 0 || end < begin) {
-    throw new Error(`docs/configuration.md must hold the lines\n${BEGIN_MARKER}\n${END_MARKER}`)
-  }
-  return `${document.slice(0, begin + BEGIN_MARKER.length)}\n${table}\n${document.slice(end)}`
+  return withSection(document, BEGIN_MARKER, table, 'docs/configuration.md')
 }
 
 function shownDefault({ key, fallback }: SettingReference): string {
@@ -255,25 +247,4 @@ function inUnits(key: Key, value: number): string {
   return ` (${count}${name})`
 }
 
-function cell(text: string): string {
-  return text.replaceAll('|', '\\|').replaceAll('\n', ' ')
-}
-
-/** `node config-reference.js [--check]`: rewrites docs/configuration.md, or checks that it is current. */
-function main(args: string[]): void {
-  const path = fileURLToPath(CONFIGURATION_DOCUMENT)
-  const document = readFileSync(path, 'utf8')
-  const current = withCurrentTable(document)
-  if (args.includes('--check')) {
-    if (current !== document) {
-      process.stderr.write(`${path} is out of date with config.ts: run npm run docs:config\n`)
-      process.exitCode = 1
-    }
-    return
-  }
-  if (current !== document) writeFileSync(path, current)
-  process.stdout.write(`${path}: ${current === document ? 'already current' : 'table rewritten'}\n`)
-}
-
-if (process.argv[1] && fileURLToPath(import.meta.url) === resolve(process.argv[1]))
-  main(process.argv.slice(2))
+runWhenMain(import.meta.url, CONFIGURATION_DOCUMENT, withCurrentTable, 'npm run docs:config')

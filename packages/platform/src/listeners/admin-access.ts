@@ -5,7 +5,7 @@ import { KEY_PREFIX, keyPrincipal } from '../access/api-keys.js'
 import { BREAK_GLASS, type Principal, principalOf, sees, setPrincipal } from '../access/principal.js'
 import { allows, grants } from '../access/roles.js'
 import { type SessionLifetimes, sessionPrincipal, sessionToken } from '../access/sessions.js'
-import { auditFields, targetOf } from '../audit/audit-entry.js'
+import { auditFields, sourceOf, targetOf } from '../audit/audit-entry.js'
 import { appendAudit } from '../audit/audit-trail.js'
 import { type PendingAudit, runAudited } from '../audit/audited-changes.js'
 import { deliveryEnterprise, noSuchDelivery } from '../deliveries/delivery-owner.js'
@@ -79,8 +79,7 @@ export function guardAdminRoutes(
     changes.set(request, {
       actor: principal.actor,
       operation: route.operationId,
-      address: request.ip,
-      userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
+      ...sourceOf(request),
       target: { ...targetOf(request.params), ...target },
       before: null,
       after: auditFields(request.body, SETTINGS_TAGS.has(route.tag)),
@@ -178,8 +177,7 @@ function refusedRow(
     target: targetOf(request.params),
     before: null,
     after: null,
-    address: request.ip,
-    userAgent: request.headers['user-agent']?.slice(0, 200) ?? null,
+    ...sourceOf(request),
     outcome: 'refused' as const,
   }
 }
