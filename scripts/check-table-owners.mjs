@@ -66,6 +66,14 @@ const SHARED_READS = {
     tables: ['endpoints'],
     why: 'which enterprises push to a URL, in the statement that lists its health',
   },
+  'portal/portal-links.ts': {
+    tables: ['enterprises'],
+    why: 'a link is spent only while its enterprise is enabled, in the one statement that spends it',
+  },
+  'portal/portal-sessions.ts': {
+    tables: ['enterprises'],
+    why: "every portal request's session with its enterprise's name and disabled flag, in one statement",
+  },
   'media/media-route.ts': {
     tables: ['enterprises'],
     why: "a download's lookup refuses a disabled enterprise's audio in the same statement",
