@@ -2,7 +2,8 @@
  * What a log line must never hold, found wherever it appears in the line as written (a path, a query, a
  * header, an error's message or stack): the signature of a media link (the link is the download's only
  * credential), bearer and access tokens, portal links and session cookies, the values of fields named as
- * secrets, and query strings (an admin token sent in one). Applied by both listeners' loggers to every line (create-server.ts).
+ * secrets, and query strings (an admin token sent in one). Applied by both listeners' loggers to every
+ * line (create-server.ts).
  */
 const REDACTIONS: readonly [RegExp, string][] = [
   // A media link's grant may be read (it names the file); what follows it, the MAC, is the credential. A
