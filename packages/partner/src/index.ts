@@ -30,6 +30,26 @@ export {
   EarshotResponseError,
   EarshotTimeoutError,
 } from './client/errors.js'
+export type {
+  DeliveriesRequest,
+  Delivery,
+  DeliveryAttempt,
+  DeliveryPage,
+  Endpoint,
+  EndpointChanges,
+  EndpointHealth,
+  EndpointList,
+  LevelsWindow,
+  NewEndpoint,
+  PortalAccess,
+  PortalLink,
+  ReceiverCheckReport,
+  RemovedEndpoint,
+  Replayed,
+  ReplaySinceRequest,
+  RotatedKey,
+  ServiceLevels,
+} from './client/integration-types.js'
 export {
   type ChangeMirror,
   type MirroredRecording,
