@@ -129,9 +129,10 @@ describe('earshot-partner check, levels, rotate-key and portal against a platfor
     assert.ok((levels.firstAttemptP95Ms as number) >= (levels.firstAttemptP50Ms as number))
     assert.equal(levels.backlog, 0)
 
-    const human = await runCli(bin, ['levels'], env)
+    // The same window as above: the 24 h one was read empty moments ago, and may be up to 10 s behind.
+    const human = await runCli(bin, ['levels', '--window', '7d'], env)
     assert.equal(human.code, 0, human.stderr)
-    assert.match(human.stdout, /^Service levels over the last 24h:\n/)
+    assert.match(human.stdout, /^Service levels over the last 7d:\n/)
     assert.match(human.stdout, /acknowledged at first attempt: +100\.0 %/)
     assert.match(human.stdout, /backlog now: +0\n/)
   })
@@ -159,6 +160,31 @@ describe('earshot-partner check, levels, rotate-key and portal against a platfor
     assert.equal(human.stdout.split(secret).length, 2, 'the secret printed once')
     assert.match(human.stdout, /^New keyVersion: \d+$/m)
     assert.match(human.stdout, /Store them now as EARSHOT_KEY_VERSION=\d+ and EARSHOT_SECRET/)
+
+    // The kit's client moves to the key it rotated to by itself.
+    const sealedWith: [string, number][] = []
+    const client = new EarshotClient({
+      ...partner,
+      baseUrl: platform.partnerUrl,
+      fetch: (input, init) => {
+        sealedWith.push([new URL(String(input)).pathname, JSON.parse(String(init?.body)).keyVersion])
+        return fetch(input, init)
+      },
+    })
+    await client.queryAudios()
+    const again = await client.rotateKey()
+    assert.equal(client.keyVersion, again.keyVersion)
+    assert.equal((await client.queryAudios()).total, 0)
+    assert.deepEqual(sealedWith.slice(-2), [
+      ['/openapi/v1/token', again.keyVersion],
+      ['/openapi/v1/audios', again.keyVersion],
+    ])
+    const renewedAgain = {
+      ...env,
+      EARSHOT_KEY_VERSION: String(again.keyVersion),
+      EARSHOT_SECRET: again.secret,
+    }
+    assert.equal(answerOf(await runCli(bin, ['levels', '--json'], renewedAgain)).backlog, 0)
   })
 
   test('portal prints a one-time link to the portal: the URL alone, or {url, expiresAt}', async () => {

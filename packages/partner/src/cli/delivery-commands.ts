@@ -1,5 +1,7 @@
+import { DELIVERY_STATES, LEVEL_WINDOWS, REPLAY_STATES } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type {
+  DeliveriesRequest,
   Delivery,
   DeliveryAttempt,
   LevelsWindow,
@@ -16,16 +18,7 @@ import {
 } from './command-support.js'
 import { eventTypeArgument, shortEventType } from './event-types.js'
 
-interface DeliveriesOptions {
-  state?: string
-  eventType?: string
-  audioId?: string
-  since?: string
-  until?: string
-  size?: number
-  cursor?: string
-  json?: boolean
-}
+type DeliveriesOptions = DeliveriesRequest & { json?: boolean }
 
 interface ReplayOptions {
   delivery?: number
@@ -34,15 +27,13 @@ interface ReplayOptions {
   json?: boolean
 }
 
-const REPLAYABLE: readonly ReplayableState[] = ['failed', 'unconfirmed']
-const WINDOWS: readonly LevelsWindow[] = ['24h', '7d']
 const MAX_ANSWER_WIDTH = 40
 
 /** `earshot-partner deliveries [filters] [--size] [--cursor]`: a page of your deliveries. */
 export function deliveriesCommand(): Command {
   return new Command('deliveries')
     .description('list your push deliveries, newest first, with their attempts: one page')
-    .option('--state <state>', 'only deliveries in this state (e.g. failed, unconfirmed, confirmed, pending)')
+    .addOption(new Option('--state <state>', 'only deliveries in this state').choices(DELIVERY_STATES))
     .option('--event-type <type>', 'only this event type (e.g. transcript_ready)', eventTypeArgument)
     .option('--audio-id <audioId>', 'only deliveries of this recording')
     .option('--since <time>', 'created at or after this ISO-8601 instant, e.g. 2026-01-01T00:00:00Z')
@@ -125,7 +116,7 @@ export function replayCommand(): Command {
 
 function statesArgument(raw: string): ReplayableState[] {
   const states = raw.split(',').map((state) => state.trim())
-  const unknown = states.filter((state) => !REPLAYABLE.includes(state as ReplayableState))
+  const unknown = states.filter((state) => !(REPLAY_STATES as readonly string[]).includes(state))
   if (unknown.length > 0 || states.length === 0) {
     throw new InvalidArgumentError(`the states to replay are failed, unconfirmed or both, comma-separated`)
   }
@@ -139,7 +130,9 @@ export function levelsCommand(): Command {
       'your delivery service levels: first-attempt latency, acknowledged at first, ack to receipt, backlog',
     )
     .addOption(
-      new Option('--window <window>', 'over the last 24 hours or 7 days').choices(WINDOWS).default('24h'),
+      new Option('--window <window>', 'over the last 24 hours or 7 days')
+        .choices(LEVEL_WINDOWS)
+        .default('24h'),
     )
     .option(
       '--json',

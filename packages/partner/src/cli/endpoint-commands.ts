@@ -1,3 +1,4 @@
+import { MAX_CALLBACK_SECONDS } from '@earshot/protocol'
 import { Command, Option } from 'commander'
 import type { Endpoint, EndpointChanges, ReceiverCheckReport } from '../client/integration-types.js'
 import {
@@ -20,7 +21,8 @@ interface AddOptions extends JsonFlag {
   maxPerSecond?: number
 }
 
-interface UpdateOptions extends AddOptions {
+interface UpdateOptions extends Omit<AddOptions, 'maxPerSecond'> {
+  maxPerSecond?: number | 'none'
   url?: string
   enable?: boolean
   disable?: boolean
@@ -82,7 +84,11 @@ function updateCommand(): Command {
     .option('--url <url>', 'push to this URL instead (its open deliveries go there)')
     .addOption(eventsOption())
     .option('--description <text>', 'what the endpoint is for')
-    .option('--max-per-second <n>', 'push at most this many deliveries a second', rateArgument)
+    .option(
+      '--max-per-second <n>',
+      'push at most this many deliveries a second; none for no limit',
+      rateOrNone,
+    )
     .addOption(new Option('--enable', 'enable it: the deliveries it held resume').conflicts('disable'))
     .addOption(new Option('--disable', "disable it: its deliveries, and new events' deliveries, wait"))
     .option('--json', 'print the endpoint as it is now as JSON')
@@ -101,7 +107,7 @@ function changesOf(options: UpdateOptions): EndpointChanges {
       url: options.url,
       eventTypes: options.events,
       description: options.description,
-      maxPerSecond: options.maxPerSecond,
+      maxPerSecond: options.maxPerSecond === 'none' ? null : options.maxPerSecond,
       enabled: options.enable || options.disable ? Boolean(options.enable) : undefined,
     }).filter(([, value]) => value !== undefined),
   )
@@ -144,11 +150,17 @@ export function checkCommand(): Command {
         'and reports each item with what came back; exits 1 when it fails',
     )
     .argument('<url>', 'the receiver: an absolute http(s) URL')
+    .option(
+      '--callback-within <seconds>',
+      `how long to wait for each receipt callback after its answer, 1 to ${MAX_CALLBACK_SECONDS} (default ${MAX_CALLBACK_SECONDS})`,
+      positiveInteger('a number of seconds'),
+    )
     .option('--json', 'print the report as JSON: {url, enterpriseId, keyVersion, passed, items}')
-    .action(async (url: string, options: JsonFlag, command: Command) => {
+    .action(async (url: string, options: JsonFlag & { callbackWithin?: number }, command: Command) => {
       await runWithClient(command, { json: Boolean(options.json) }, async (client) => {
-        if (!options.json) process.stderr.write(`Checking ${url} (up to a few minutes)…\n`)
-        const report = await client.checkReceiver(url)
+        const wait = options.callbackWithin ?? MAX_CALLBACK_SECONDS
+        if (!options.json) process.stderr.write(`Checking ${url} (callbacks: up to ${wait} s)…\n`)
+        const report = await client.checkReceiver(url, { callbackWithinSeconds: options.callbackWithin })
         if (options.json) printJson(report)
         else printLines(...describeReport(report))
         if (!report.passed) process.exitCode = 1
@@ -207,6 +219,9 @@ function summary(endpoint: Endpoint): string {
 
 const endpointId = positiveInteger('an endpoint id')
 const rateArgument = positiveInteger('a number of deliveries a second')
+
+/** 'none' stays a word: commander takes an option's null value for ''. */
+const rateOrNone = (raw: string): number | 'none' => (raw === 'none' ? raw : rateArgument(raw))
 
 const eventsOption = () =>
   new Option('--events <types>', `only these event types, comma-separated: ${EVENT_NAMES}`).argParser(

@@ -1,3 +1,4 @@
+import { PORTAL_ACCESS } from '@earshot/protocol'
 import { Command, Option } from 'commander'
 import type { PortalAccess } from '../client/integration-types.js'
 import { printJson, printLines, runWithClient } from './command-support.js'
@@ -5,8 +6,6 @@ import { printJson, printLines, runWithClient } from './command-support.js'
 interface JsonFlag {
   json?: boolean
 }
-
-const ACCESS: readonly PortalAccess[] = ['view', 'manage']
 
 /** `earshot-partner rotate-key`: a new key, its secret printed this once. */
 export function rotateKeyCommand(): Command {
@@ -39,7 +38,11 @@ export function portalCommand(): Command {
       'print a one-time link into the Earshot portal, where you manage your endpoints and deliveries ' +
         'in a browser; it expires after a few minutes, and opens a session once',
     )
-    .addOption(new Option('--access <access>', 'view: look only; manage: change things too').choices(ACCESS))
+    .addOption(
+      new Option('--access <access>', 'view (the default): look only; manage: change things too').choices(
+        PORTAL_ACCESS,
+      ),
+    )
     .option('--json', 'print {"url", "expiresAt"} as JSON')
     .action(async (options: JsonFlag & { access?: PortalAccess }, command: Command) => {
       await runWithClient(command, { json: Boolean(options.json) }, async (client) => {

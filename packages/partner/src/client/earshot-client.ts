@@ -265,12 +265,6 @@ export class EarshotClient extends IntegrationCalls {
     })
   }
 
-  protected async sealedCall(path: string, plaintext: JsonObject, options: RequestOptions): Promise<unknown> {
-    const eventId = randomUUID()
-    const answer = await this.#authorized(path, eventId, plaintext, options)
-    return this.#openData(answer, eventId, path.replace(/^\/openapi\/v1\//, ''))
-  }
-
   protected useKey(keyVersion: number, secret: string): void {
     let key: EnvelopeKey
     try {

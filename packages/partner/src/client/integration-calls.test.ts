@@ -4,6 +4,7 @@ import { after, afterEach, before, describe, test } from 'node:test'
 import type { JsonObject } from '@earshot/protocol'
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { EarshotClient } from './earshot-client.js'
+import { EarshotApiError, EarshotResponseError } from './errors.js'
 import { FAKE_ENTERPRISE, type FakeApi, startFakeApi } from './fake-earshot.test.support.js'
 
 /*
@@ -150,6 +151,24 @@ describe('the integration calls', { timeout: 30_000 }, () => {
       { state: 'failed', size: 20, cursor: '20' },
       { state: 'failed', size: 20, cursor: '40' },
     ])
+  })
+
+  test('a plaintext off its contract is refused before sending; an answer off it is refused too', async () => {
+    client = newClient()
+    await assert.rejects(
+      client.listDeliveries({ size: 101 }),
+      (error: unknown) =>
+        error instanceof EarshotApiError && error.code === 4001 && /size/.test(error.message),
+    )
+    await assert.rejects(client.levels('1y' as never), { code: 4001 })
+    assert.deepEqual(api.calls, [], 'nothing was sent')
+    api.routes.set('/openapi/v1/endpoints/list', () => ({ endpoints: [] }))
+    await assert.rejects(
+      client.listEndpoints(),
+      (error: unknown) =>
+        error instanceof EarshotResponseError &&
+        /listEndpoints response data is not what its contract says/.test(error.message),
+    )
   })
 
   test('rotateKey: the answer opened with the old key; later calls and a new token use the new one', async () => {

@@ -1,159 +1,51 @@
-/** What the calls that manage a partner's own integration take and answer (integration-calls.ts). */
-import type { PushEventTypeValue } from '@earshot/protocol'
+/**
+ * What the calls that manage a partner's own integration take and answer (integration-calls.ts): the
+ * plaintexts and answers of the protocol's self-service operations, named.
+ */
+import type { PartnerDelivery, SealedPlaintextOf, SealedResultOf } from '@earshot/protocol'
 
-/** An event type by its full name (`recording.transcript_ready`); the short one (`transcript_ready`) is taken too. */
-export type EventTypeName = PushEventTypeValue | string
+export type { PortalAccess } from '@earshot/protocol'
 
-/** The health of an endpoint's push URL (shared by every endpoint with that URL). */
-export interface EndpointHealth {
-  state: string
-  /** Why it is disabled, or what is failing; null when healthy. */
-  reason: string | null
-  lastSuccessAt: string | null
-  lastFailureAt: string | null
-}
-
-/** One of your push endpoints: a URL and the event types pushed to it, as the platform keeps it. */
-export interface Endpoint {
-  endpointId: number
-  enterpriseId: number
-  url: string
-  eventTypes: PushEventTypeValue[]
-  description: string
-  /** False: disabled, its deliveries (and those of new events) wait. */
-  enabled: boolean
-  /** Deliveries a second at most; null: no limit. */
-  maxPerSecond: number | null
-  createdAt: string
-  health: EndpointHealth
-  /** Its deliveries pending, held, or queued behind an earlier event of their recording. */
-  waiting: number
-}
-
-export interface EndpointList {
-  items: Endpoint[]
-}
-
+/** One of your push endpoints: a URL and the event types pushed to it, with its URL's health. */
+export type Endpoint = SealedResultOf<'addEndpoint'>
+export type EndpointHealth = Endpoint['health']
+export type EndpointList = SealedResultOf<'listEndpoints'>
 /** A new endpoint: by default every event type, enabled, no rate limit. */
-export interface NewEndpoint {
-  url: string
-  eventTypes?: EventTypeName[] | undefined
-  description?: string | undefined
-  maxPerSecond?: number | undefined
-}
-
+export type NewEndpoint = SealedPlaintextOf<'addEndpoint'>
 /** What to change of an endpoint; what is not given stays as it is. */
-export interface EndpointChanges {
-  url?: string | undefined
-  eventTypes?: EventTypeName[] | undefined
-  description?: string | undefined
-  maxPerSecond?: number | undefined
-  enabled?: boolean | undefined
-}
+export type EndpointChanges = Omit<SealedPlaintextOf<'updateEndpoint'>, 'endpointId'>
+export type RemovedEndpoint = SealedResultOf<'removeEndpoint'>
 
-export interface RemovedEndpoint {
-  endpointId: number
-  /** Its deliveries not yet confirmed, now cancelled. */
-  cancelled: number
-}
-
+/** The receiver check of a URL; `callbackWithinSeconds` bounds the wait for each receipt callback. */
+export type ReceiverCheckOptions = Omit<SealedPlaintextOf<'checkEndpoint'>, 'url'>
 /** The receiver check's verdict on a URL, item by item. */
-export interface ReceiverCheckReport {
-  url: string
-  enterpriseId: number
-  keyVersion: number
-  /** Every failure item passed (warnings aside). */
-  passed: boolean
-  items: {
-    id: string
-    severity: 'failure' | 'warning'
-    passed: boolean
-    expected: string
-    evidence: string
-  }[]
-}
+export type ReceiverCheckReport = SealedResultOf<'checkEndpoint'>
 
-/** One attempt to push a delivery. */
-export interface DeliveryAttempt {
-  startedAt: string
-  durationMs: number | null
-  /** Null when no answer came (no connection, a timeout). */
-  httpStatus: number | null
-  /** The first 4 KiB of the receiver's answer; null when none came. */
-  answer: string | null
-}
-
+/** Which deliveries to list (every filter optional), and from which cursor. */
+export type DeliveriesRequest = SealedPlaintextOf<'listDeliveries'>
+/** A page of deliveries, newest first; nextCursor is null at the end. */
+export type DeliveryPage = SealedResultOf<'listDeliveries'>
 /** A push of one event to one endpoint, with its attempts. */
-export interface Delivery {
-  deliveryId: number
-  endpointId: number
-  eventId: string
-  eventType: PushEventTypeValue
-  audioId: string
-  state: string
-  createdAt: string
-  attempts: DeliveryAttempt[]
-}
+export type Delivery = PartnerDelivery
+/** One attempt: `answer` holds the first 4 KiB of what the receiver answered (null, like httpStatus, when none came). */
+export type DeliveryAttempt = Delivery['attempts'][number]
 
-/** Which deliveries to list: every filter is optional. */
-export interface DeliveriesRequest {
-  state?: string | undefined
-  eventType?: EventTypeName | undefined
-  audioId?: string | undefined
-  /** Created at or after this ISO-8601 instant. */
-  since?: string | undefined
-  /** Created before this ISO-8601 instant. */
-  until?: string | undefined
-  /** A nextCursor as answered. */
-  cursor?: string | undefined
-  /** Deliveries per page, 1 to 100; default 20. */
-  size?: number | undefined
-}
-
-/** A page of deliveries, newest first. */
-export interface DeliveryPage {
-  items: Delivery[]
-  /** Pass it as `cursor` for the next page; null when there is none. */
-  nextCursor: string | null
-  hasMore: boolean
-}
-
-export type ReplayableState = 'failed' | 'unconfirmed'
-
+type ReplayRequest = SealedPlaintextOf<'replayDeliveries'>
+export type ReplayableState = NonNullable<ReplayRequest['states']>[number]
+/** Every delivery created at or after `since` in one of `states` (default failed and unconfirmed). */
 export interface ReplaySinceRequest {
-  /** Created at or after this ISO-8601 instant. */
-  since: string
-  /** Default both: failed and unconfirmed. */
-  states?: ReplayableState[] | undefined
+  since: NonNullable<ReplayRequest['since']>
+  states?: ReplayRequest['states']
 }
+export type Replayed = SealedResultOf<'replayDeliveries'>
 
-export interface Replayed {
-  replayed: number
-}
-
-export type LevelsWindow = '24h' | '7d'
-
+export type LevelsWindow = SealedPlaintextOf<'readLevels'>['window']
 /** Your delivery service levels over a window; a figure is null when the window has no data for it. */
-export interface ServiceLevels {
-  firstAttemptP50Ms: number | null
-  firstAttemptP95Ms: number | null
-  /** The share of deliveries acknowledged at their first attempt, 0 to 1. */
-  firstAttemptAckShare: number | null
-  ackToReceiptP95Ms: number | null
-  /** Deliveries pending, held, queued or in flight now. */
-  backlog: number
-}
+export type ServiceLevels = SealedResultOf<'readLevels'>
 
-/** A new key: the secret is shown this once. */
-export interface RotatedKey {
-  keyVersion: number
-  secret: string
-}
+/** A new key: its secret is answered this once. */
+export type RotatedKey = SealedResultOf<'rotateKey'>
 
-export type PortalAccess = 'view' | 'manage'
-
+export type PortalLinkRequest = SealedPlaintextOf<'mintPortalLink'>
 /** A one-time link into the portal. */
-export interface PortalLink {
-  url: string
-  expiresAt: string
-}
+export type PortalLink = SealedResultOf<'mintPortalLink'>
