@@ -32,7 +32,9 @@ from .self_service_requests import (
     UNSET,
     WINDOWS,
     Instant,
+    MAX_CALLBACK_SECONDS,
     check_id,
+    check_range,
     choice,
     deliveries_filter,
     endpoint_fields,
@@ -94,11 +96,16 @@ class SelfService:
         return self._sealed_call(ENDPOINTS_REMOVE_PATH, plaintext, check_removed_endpoint, "removed endpoint",
                                  at_most_once=True)
 
-    def check_receiver(self, url: str, *, timeout: float = CHECK_TIMEOUT_SECONDS) -> ReceiverCheckReport:
+    def check_receiver(self, url: str, *, callback_within_seconds: Optional[int] = None,
+                       timeout: float = CHECK_TIMEOUT_SECONDS) -> ReceiverCheckReport:
         """The receiver check on ``url``: scripted pushes sealed with the enterprise's current key
         (marked as a check, storing nothing in a receiver that follows the protocol) and a report of
-        each item. Waits for the report up to ``timeout`` seconds."""
+        each item. Each receipt callback is awaited up to ``callback_within_seconds`` (1 to 60, the
+        platform's default 60); the report, up to ``timeout`` seconds."""
         plaintext = endpoint_fields(url)
+        if callback_within_seconds is not None:
+            plaintext["callbackWithinSeconds"] = check_range(callback_within_seconds, "callbackWithinSeconds",
+                                                             1, MAX_CALLBACK_SECONDS)
         return self._sealed_call(ENDPOINTS_CHECK_PATH, plaintext, check_report, "receiver check", timeout=timeout)
 
     # Deliveries
@@ -150,8 +157,8 @@ class SelfService:
         return rotated
 
     def portal_link(self, access: Optional[str] = None) -> PortalLink:
-        """``{url, expiresAt}``: a one-time link into the portal, ``view`` or ``manage`` (the
-        platform's default when None)."""
+        """``{url, expiresAt}``: a one-time link into the portal, for a ``view`` session (the
+        default) or a ``manage`` one."""
         plaintext = {} if access is None else {"access": choice(access, "access", ACCESS)}
         return self._sealed_call(PORTAL_LINK_PATH, plaintext, check_portal_link, "portal link")
 

@@ -13,6 +13,8 @@ from .messages import INSTANT_RULE, MAX_PAGE_SIZE, invalid, is_instant
 MAX_ID = 2**53 - 1
 WINDOWS = ("24h", "7d")
 ACCESS = ("view", "manage")
+#: The receiver check waits this long for each receipt callback, at most.
+MAX_CALLBACK_SECONDS = 60
 #: What ``replay_since`` replays unless told otherwise.
 REPLAY_STATES = ("failed", "unconfirmed")
 
@@ -30,8 +32,12 @@ UNSET: Any = _Unset()
 
 
 def check_id(value: Any, name: str) -> int:
-    if not is_json_integer(value) or not 1 <= value <= MAX_ID:
-        raise invalid(name, f"must be an integer from 1 to {MAX_ID}")
+    return check_range(value, name, 1, MAX_ID)
+
+
+def check_range(value: Any, name: str, low: int, high: int) -> int:
+    if not is_json_integer(value) or not low <= value <= high:
+        raise invalid(name, f"must be an integer from {low} to {high}")
     return int(value)
 
 
@@ -85,9 +91,7 @@ def deliveries_filter(
         if value is not None:
             request[name] = instant(value, name)
     if size is not None:
-        if not is_json_integer(size) or not 1 <= size <= MAX_PAGE_SIZE:
-            raise invalid("size", f"must be an integer from 1 to {MAX_PAGE_SIZE}")
-        request["size"] = size
+        request["size"] = check_range(size, "size", 1, MAX_PAGE_SIZE)
     return request
 
 
