@@ -23,6 +23,7 @@ const OWNERS = {
   enterprises: ['enterprises', 'enterprise_keys'],
   media: ['recording_audio', 'media_garbage', 'media_link_keys', 'media_uploads'],
   'push-urls': ['push_url_health'],
+  portal: ['portal_links', 'portal_sessions'],
   'receiver-check': ['receiver_checks'],
   recordings: [
     'recordings',

@@ -1,4 +1,5 @@
 import type { TSchema } from 'typebox'
+import { componentOf } from './component.js'
 import {
   ALG,
   MAX_EVENT_ID_LENGTH,
@@ -40,6 +41,7 @@ import {
   type PartnerOperationSpec,
   PUSH_EVENT_ID_HEADER,
 } from './partner-api.js'
+import { selfServiceContracts } from './self-service-contracts.js'
 import { MAX_FRACTION_DIGITS } from './time.js'
 import { TranscriptSentenceSchema } from './transcript.js'
 
@@ -67,6 +69,11 @@ export const CONTRACT_MESSAGES: Readonly<Record<string, TSchema>> = {
   ChangePage: ChangePageSchema,
   PushEvent: PushEventSchema,
   ResponseBody: ResponseBodySchema,
+  ...Object.fromEntries(
+    selfServiceContracts
+      .flatMap((contract) => [contract.body.sealed, contract.answer.payload.result])
+      .map((schema) => [componentOf(schema)?.name, schema]),
+  ),
 }
 
 const ABOUT =

@@ -8,6 +8,7 @@ export {
   SEALED_EXTENSION,
 } from './component.js'
 export { CONTRACT_COMMAND, CONTRACT_MESSAGES, contractText, partnerContract } from './contract.js'
+export * from './endpoint-messages.js'
 export {
   ALG,
   type Envelope,
@@ -70,6 +71,8 @@ export {
 export * from './partner-contracts.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
 export * from './route-contract.js'
+export * from './self-service-contracts.js'
+export * from './self-service-messages.js'
 export {
   ISO_INSTANT_PATTERN,
   ISO_INSTANT_RULE,

@@ -223,6 +223,10 @@ export const PushEventType = {
   UPDATED: 'recording.updated',
 } as const
 
+/** Every event type a push may carry, in the order the API lists them: add one here, nowhere else in TypeScript. */
+export const EVENT_TYPES: readonly PushEventTypeValue[] = Object.values(PushEventType)
+export type PushEventTypeValue = (typeof PushEventType)[keyof typeof PushEventType]
+
 const pushEventHead = {
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
   audioId: Type.String({ minLength: 1 }),

@@ -1,5 +1,11 @@
 import type { Static, TSchema } from 'typebox'
-import { ChangeKind, EnvelopeSchema, PushEventType, TokenPlaintextSchema } from './messages.js'
+import {
+  ChangeKind,
+  EnvelopeSchema,
+  EVENT_TYPES,
+  type PushEventTypeValue,
+  TokenPlaintextSchema,
+} from './messages.js'
 import { issueTokenContract, partnerContracts } from './partner-contracts.js'
 import type { Method, RouteContract } from './route-contract.js'
 
@@ -9,9 +15,7 @@ import type { Method, RouteContract } from './route-contract.js'
  * contract.ts writes all of it to test-data/contract.json for the kits in other languages.
  */
 
-/** Every event type a push may carry, in the order the API lists them: add one here, nowhere else in TypeScript. */
-export const EVENT_TYPES: readonly PushEventTypeValue[] = Object.values(PushEventType)
-export type PushEventTypeValue = (typeof PushEventType)[keyof typeof PushEventType]
+export { EVENT_TYPES, type PushEventTypeValue }
 
 /** Every kind of change the change feed reports. */
 export const CHANGE_KINDS: readonly ChangeKind[] = Object.values(ChangeKind)

@@ -1,5 +1,5 @@
 import Type from 'typebox'
-import { ResponseCode, type ResponseCodeValue } from './error-catalogue.js'
+import { ResponseCode } from './error-catalogue.js'
 import {
   AccessTokenSchema,
   CallbackPlaintextSchema,
@@ -9,26 +9,13 @@ import {
   RecordingListSchema,
   TokenRequestSchema,
 } from './messages.js'
+import { BEARER_REFUSALS } from './partner-refusals.js'
 import { routeContract } from './route-contract.js'
+import { selfServiceContracts } from './self-service-contracts.js'
+
+export { BEARER_REFUSALS }
 
 /* The partner API's routes as the platform serves them and partners call them. */
-
-/** What a request with a token may be refused with, whatever its route. */
-export const BEARER_REFUSALS: readonly ResponseCodeValue[] = [
-  ResponseCode.INVALID_REQUEST,
-  ResponseCode.INVALID_PARAMETER,
-  ResponseCode.UNAUTHORIZED,
-  ResponseCode.TOKEN_EXPIRED,
-  ResponseCode.DECRYPTION_FAILED,
-  ResponseCode.FORBIDDEN,
-  ResponseCode.REQUEST_TIMEOUT,
-  ResponseCode.REPLAYED,
-  ResponseCode.PAYLOAD_TOO_LARGE,
-  ResponseCode.UNSUPPORTED_MEDIA_TYPE,
-  ResponseCode.RATE_LIMITED,
-  ResponseCode.INTERNAL_ERROR,
-  ResponseCode.UNAVAILABLE,
-]
 
 /** POST /openapi/v1/token. The answer's data is not encrypted. */
 export const issueTokenContract = routeContract({
@@ -121,4 +108,5 @@ export const partnerContracts = [
   readChangesContract,
   confirmReceiptContract,
   fetchAudioContract,
+  ...selfServiceContracts,
 ] as const

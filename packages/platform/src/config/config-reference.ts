@@ -75,6 +75,9 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_SESSION_IDLE:
     'Seconds a console session lasts without a request; then its operator signs in again.',
   EARSHOT_SESSION_MAX: 'Seconds a console session lasts at most, however busy.',
+  EARSHOT_PORTAL_LINK_TTL:
+    'Seconds a one-time link into the partner portal may wait to be opened (`earshot portal link`, `POST /openapi/v1/portal/link`).',
+  EARSHOT_PORTAL_SESSION_TTL: 'Seconds a partner portal session lasts once its link was opened.',
   EARSHOT_AUDIT_RETENTION:
     'Days the audit trail keeps its rows. Older rows are pruned; the last pruned hash is kept, so `earshot audit verify` still checks the chain.',
   EARSHOT_KEY_GRACE: 'Seconds a rotated-out keyVersion keeps working after `earshot enterprise rotate-key`.',

@@ -101,6 +101,10 @@ export interface PlatformConfig {
   sessionIdleSeconds: number
   /** Seconds a console session lasts at most, however busy. */
   sessionMaxSeconds: number
+  /** How long a portal link may wait to be opened (EARSHOT_PORTAL_LINK_TTL). */
+  portalLinkSeconds: number
+  /** How long a portal session lasts (EARSHOT_PORTAL_SESSION_TTL). */
+  portalSessionSeconds: number
   /** Days the audit trail keeps its rows; older ones are pruned, their last hash kept as the chain's anchor. */
   auditRetentionDays: number
   /** The OpenID Connect provider of single sign-on, by its issuer URL; unset: no single sign-on. */

@@ -365,6 +365,18 @@ export const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     ...seconds(60),
     fallback: 12 * 3600,
   },
+  portalLinkSeconds: {
+    key: 'portalLinkSeconds',
+    env: 'EARSHOT_PORTAL_LINK_TTL',
+    ...seconds(60),
+    fallback: 15 * 60,
+  },
+  portalSessionSeconds: {
+    key: 'portalSessionSeconds',
+    env: 'EARSHOT_PORTAL_SESSION_TTL',
+    ...seconds(60),
+    fallback: 8 * 3600,
+  },
   auditRetentionDays: {
     key: 'auditRetentionDays',
     env: 'EARSHOT_AUDIT_RETENTION',

@@ -1,4 +1,4 @@
-import { component, EVENT_TYPES } from '@earshot/protocol'
+import { component, EVENT_TYPES, KEPT_ANSWER_BYTES } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
 import { DELIVERY_STATES } from './delivery-store.js'
@@ -19,6 +19,9 @@ export const AttemptSchema = Type.Object({
     description: "the `code` of the partner's answer",
   }),
   error: Type.Union([Type.String(), Type.Null()], { description: 'why the attempt failed, when it did' }),
+  answer: Type.Union([Type.String(), Type.Null()], {
+    description: `the first ${KEPT_ANSWER_BYTES} bytes of the receiver's answer; null when none came`,
+  }),
   nextAttemptAt: NullableTime('when the next attempt was scheduled by this one'),
 })
 

@@ -1,23 +1,28 @@
 import { sqlList } from '@earshot/support/queue'
 import type { Queryable } from '../storage/database.js'
-import { RANGE_REPLAYABLE_STATES, REPLAYABLE_STATES } from './delivery-states.js'
+import { type DeliveryState, RANGE_REPLAYABLE_STATES, REPLAYABLE_STATES } from './delivery-states.js'
 import { deliveryQueue, WIRE_WAIT } from './delivery-store.js'
 
 /* Putting deliveries back to pending: operators' replays, an enabled or recovered URL's replay, resuming held ones. */
 
 const RANGE_SELECTION =
-  'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz'
+  'enterprise_id = $1 AND created_at >= $2::timestamptz AND created_at < $3::timestamptz AND state = ANY ($4::text[])'
+
+/** A range replay: an enterprise's deliveries created in [from, to), of the states given (default: every one a range replay takes). */
+export interface ReplayRange {
+  enterpriseId: number
+  from: string
+  to: string
+  states?: readonly DeliveryState[] | undefined
+}
 
 /** The deliveries an enterprise's range replay would put back to pending now (a dry run of it). */
-export async function countReplayable(
-  db: Queryable,
-  selection: { enterpriseId: number; from: string; to: string },
-): Promise<number> {
+export async function countReplayable(db: Queryable, selection: ReplayRange): Promise<number> {
   const [row] = await db.query<{ replayable: number }>(
     `SELECT count(*) AS replayable FROM deliveries
       WHERE state IN (${sqlList(RANGE_REPLAYABLE_STATES)})
         AND ${RANGE_SELECTION}`,
-    [selection.enterpriseId, selection.from, selection.to],
+    rangeParams(selection),
   )
   return row?.replayable ?? 0
 }
@@ -31,7 +36,7 @@ export async function countReplayable(
  */
 export async function replayDeliveries(
   db: Queryable,
-  selection: { deliveryId: number } | { enterpriseId: number; from: string; to: string },
+  selection: { deliveryId: number } | ReplayRange,
 ): Promise<number> {
   const [row] = await db.query<{ replayed: number }>(
     `WITH chosen AS (
@@ -48,13 +53,15 @@ export async function replayDeliveries(
          FROM chosen WHERE d.delivery_id = chosen.delivery_id
        RETURNING 1)
      SELECT count(*) AS replayed FROM replayed`,
-    'deliveryId' in selection
-      ? [selection.deliveryId]
-      : [selection.enterpriseId, selection.from, selection.to],
+    'deliveryId' in selection ? [selection.deliveryId] : rangeParams(selection),
   )
   const replayed = row?.replayed ?? 0
   if (replayed > 0) await deliveryQueue.notify(db)
   return replayed
+}
+
+function rangeParams({ enterpriseId, from, to, states }: ReplayRange) {
+  return [enterpriseId, from, to, states ?? RANGE_REPLAYABLE_STATES]
 }
 
 /** Deliveries put back per statement: on the embedded database each statement holds the one connection. */

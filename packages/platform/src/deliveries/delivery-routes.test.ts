@@ -254,14 +254,15 @@ for (const backend of testBackends) {
       assert.equal((await list(`enterpriseId=${enterpriseId}`)).length, 5)
     })
 
-    test('lists and shows attempts, oldest first, with their outcome, status, code and error', async () => {
+    test('lists and shows attempts, oldest first, with their outcome, status, code, error and answer', async () => {
       const { ids } = await enterpriseWithDeliveries(1)
       const deliveryId = ids[0] as number
       await platform.context.db.query(
         `INSERT INTO delivery_attempts (delivery_id, claim_no, started_at, duration_ms, outcome, http_status,
-                                        response_code, error, next_attempt_at, claimed_by)
-         VALUES ($1, 2, '2026-03-01T02:00:00Z', 40, 'acked', 200, 2000, NULL, NULL, 'test'),
-                ($1, 1, '2026-03-01T01:00:00Z', 1234, 'failed', 503, NULL, 'HTTP 503', '2026-03-01T01:00:15Z', 'test')`,
+                                        response_code, error, next_attempt_at, claimed_by, answer)
+         VALUES ($1, 2, '2026-03-01T02:00:00Z', 40, 'acked', 200, 2000, NULL, NULL, 'test', '{"code":2000}'),
+                ($1, 1, '2026-03-01T01:00:00Z', 1234, 'failed', 503, NULL, 'HTTP 503', '2026-03-01T01:00:15Z', 'test',
+                 'upstream down')`,
         [deliveryId],
       )
       await setState(deliveryId, 'acked')
@@ -274,6 +275,7 @@ for (const backend of testBackends) {
           httpStatus: 503,
           responseCode: null,
           error: 'HTTP 503',
+          answer: 'upstream down',
           nextAttemptAt: '2026-03-01T01:00:15.000Z',
         },
         {
@@ -284,6 +286,7 @@ for (const backend of testBackends) {
           httpStatus: 200,
           responseCode: 2000,
           error: null,
+          answer: '{"code":2000}',
           nextAttemptAt: null,
         },
       ]

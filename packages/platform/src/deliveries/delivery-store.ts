@@ -250,6 +250,7 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
     columns: [
       { name: 'http_status', type: 'int' },
       { name: 'response_code', type: 'int' },
+      { name: 'answer', type: 'text' },
     ],
   },
   machine: deliveryMachine,
@@ -298,6 +299,10 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
     ) => `failures = CASE r.outcome WHEN 'acked' THEN 0 WHEN 'failed' THEN j.failures + 1 ELSE j.failures END,
       acks = j.acks + CASE WHEN r.outcome = 'acked' THEN 1 ELSE 0 END,
       acked_at = CASE WHEN r.outcome = 'acked' THEN now() ELSE j.acked_at END,
+      first_attempt_at = CASE WHEN j.first_attempt_at IS NULL AND r.outcome IN ('acked', 'failed')
+                              THEN to_timestamp(r.started_ms / 1000) ELSE j.first_attempt_at END,
+      first_attempt_acked = CASE WHEN j.first_attempt_at IS NULL AND r.outcome IN ('acked', 'failed')
+                                 THEN r.outcome = 'acked' ELSE j.first_attempt_acked END,
       failed_at = CASE WHEN ${state} = 'failed' THEN now() ELSE j.failed_at END,
       confirmed_at = CASE WHEN ${state} = 'confirmed' THEN now() ELSE j.confirmed_at END`,
   },

@@ -14,6 +14,8 @@ export interface AttemptView {
   httpStatus: number | null
   responseCode: number | null
   error: string | null
+  /** The first 4 KiB of the receiver's answer; null when none came (or before answers were kept). */
+  answer: string | null
   nextAttemptAt: string | null
 }
 
@@ -39,6 +41,7 @@ export interface DeliveryFilter {
   endpointId?: number | undefined
   state?: DeliveryState | undefined
   audioId?: string | undefined
+  eventType?: EventType | undefined
   /** Only deliveries with a smaller id: the cursor for the next page, newest first. */
   before?: number | undefined
   /** Only deliveries created at or after `from` and before `to` (ISO instants), as a range replay takes. */
@@ -54,7 +57,7 @@ const deliveryColumns = `d.delivery_id AS "deliveryId", d.enterprise_id AS "ente
   d.event_id AS "eventId", d.event_type AS "eventType", d.state,
   coalesce((SELECT json_agg(json_build_object(
               'attemptNo', a.n, 'startedAt', ${isoTime('a.started_at')}, 'durationMs', a.duration_ms,
-              'outcome', a.outcome, 'httpStatus', a.http_status, 'responseCode', a.response_code, 'error', a.error,
+              'outcome', a.outcome, 'httpStatus', a.http_status, 'responseCode', a.response_code, 'error', a.error, 'answer', a.answer,
               'nextAttemptAt', ${isoTime('a.next_attempt_at')}) ORDER BY a.n)
               FROM (SELECT *, row_number() OVER (ORDER BY claim_no, attempt_id) AS n FROM delivery_attempts
                      WHERE delivery_id = d.delivery_id) a), '[]') AS attempts,
@@ -69,7 +72,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       WHERE ($1::int8 IS NULL OR d.enterprise_id = $1) AND ($2::text IS NULL OR d.state = $2)
         AND ($3::text IS NULL OR d.audio_id = $3) AND ($4::int8 IS NULL OR d.delivery_id < $4)
         AND ($6::timestamptz IS NULL OR d.created_at >= $6) AND ($7::timestamptz IS NULL OR d.created_at < $7)
-        AND ($8::int8 IS NULL OR d.endpoint_id = $8) AND ($9::int8[] IS NULL OR d.enterprise_id = ANY ($9))
+        AND ($8::int8 IS NULL OR d.endpoint_id = $8) AND ($9::int8[] IS NULL OR d.enterprise_id = ANY ($9)) AND ($10::text IS NULL OR d.event_type = $10)
       ORDER BY d.delivery_id DESC LIMIT $5`,
     [
       filter.enterpriseId ?? null,
@@ -81,6 +84,7 @@ export async function listDeliveries(db: Queryable, filter: DeliveryFilter): Pro
       filter.to ?? null,
       filter.endpointId ?? null,
       filter.enterprises ?? null,
+      filter.eventType ?? null,
     ],
   )
   return rows.map(withParsedAttempts)

@@ -177,7 +177,11 @@ class PushStep {
       result: sent.result,
       durationMs: sent.durationMs,
       error: sent.error,
-      columns: { http_status: sent.httpStatus ?? null, response_code: sent.responseCode ?? null },
+      columns: {
+        http_status: sent.httpStatus ?? null,
+        response_code: sent.responseCode ?? null,
+        answer: sent.answer ?? null,
+      },
     }
     // An attempt cut off by a shutdown says nothing about the push URL.
     if (sent.result === 'aborted') return attempted

@@ -1,6 +1,7 @@
+import { PUSH_URL_STATES } from '@earshot/protocol'
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client'
 import { COUNTED_STATES, countDueDeliveries, countOpenDeliveries } from '../deliveries/delivery-store.js'
-import { listPushUrls, PUSH_URL_STATES, type PushUrlView, urlLabel } from '../push-urls/push-url-health.js'
+import { listPushUrls, type PushUrlView, urlLabel } from '../push-urls/push-url-health.js'
 import type { Queryable } from '../storage/database.js'
 import type { AttemptResult } from './push-sender.js'
 

@@ -11,6 +11,8 @@ export interface SendOutcome {
   httpStatus?: number | undefined
   responseCode?: number | undefined
   error?: string | undefined
+  /** The first MAX_RESPONSE_BYTES of the answer's body, as the partner reads it back. */
+  answer?: string | undefined
 }
 
 export interface PushSenderOptions {
@@ -78,7 +80,7 @@ export function createPushSender({
         body,
         signal: signal ? AbortSignal.any([deadline, signal]) : deadline,
       })
-      const text = await readAtMost(response.body, MAX_RESPONSE_BYTES)
+      const { text, head } = await readAtMost(response.body, MAX_RESPONSE_BYTES)
       const httpStatus = response.statusCode
       const responseCode = text === undefined ? undefined : codeOf(text)
       const acked = httpStatus >= 200 && httpStatus < 300 && responseCode === 2000
@@ -88,6 +90,7 @@ export function createPushSender({
         durationMs: elapsed(),
         httpStatus,
         responseCode,
+        answer: head,
         ...(!acked && { error: rejection(httpStatus, text, responseCode) }),
       }
     } catch (error) {
@@ -98,18 +101,22 @@ export function createPushSender({
   return { send, close: () => agent.close() }
 }
 
+/** The whole body as text when it is within the limit; its first `limit` bytes (as text, NUL-free) either way. */
 async function readAtMost(body: AsyncIterable<Buffer> & { destroy(): void }, limit: number) {
   const chunks: Buffer[] = []
   let size = 0
   for await (const chunk of body) {
+    chunks.push(chunk)
     size += chunk.length
     if (size > limit) {
       body.destroy()
-      return undefined
+      break
     }
-    chunks.push(chunk)
   }
-  return Buffer.concat(chunks).toString('utf8')
+  const bytes = Buffer.concat(chunks)
+  // PostgreSQL text holds no U+0000.
+  const head = bytes.subarray(0, limit).toString('utf8').replaceAll('\u0000', '\uFFFD')
+  return { text: size > limit ? undefined : bytes.toString('utf8'), head }
 }
 
 function codeOf(text: string): number | undefined {

@@ -1,47 +1,12 @@
-import { component, EVENT_TYPES } from '@earshot/protocol'
+import { EndpointSchema } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { DeliverySchema } from '../deliveries/delivery-answers.js'
-import { type Holds, Id, NullableTime, type Same, Time } from '../http/answer-fields.js'
-import { PUSH_URL_STATES } from '../push-urls/push-url-health.js'
+import { type Holds, Id, type Same } from '../http/answer-fields.js'
 import type { EndpointView } from './endpoint-store.js'
 
-/* What the endpoint routes answer; the schema is checked against its view's type when this compiles. */
+/* What the endpoint routes answer; the endpoint's schema is checked against its view's type when this compiles. */
 
-export const EndpointSchema = Type.Object(
-  {
-    endpointId: Id('the endpoint'),
-    enterpriseId: Id('the enterprise it belongs to'),
-    url: Type.String({ description: 'as stored (normalized)' }),
-    eventTypes: Type.Array(Type.Enum(EVENT_TYPES), { description: 'the event types pushed to it' }),
-    description: Type.String(),
-    enabled: Type.Boolean({
-      description: 'false: held by an operator (its deliveries, and those of new events, wait)',
-    }),
-    maxPerSecond: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
-      description: 'deliveries a second at most; null: no limit',
-    }),
-    createdAt: Time('when it was added'),
-    health: Type.Object(
-      {
-        state: Type.Enum(PUSH_URL_STATES),
-        reason: Type.Union([Type.String(), Type.Null()], {
-          description: 'why it is disabled, or what is failing; null when healthy',
-        }),
-        lastSuccessAt: NullableTime('the last acknowledged push to its URL'),
-        lastFailureAt: NullableTime('the last failed attempt to its URL'),
-      },
-      { description: "its push URL's health, shared by every endpoint with that URL" },
-    ),
-    waiting: Type.Integer({
-      minimum: 0,
-      description: 'its deliveries pending, held, or queued behind an earlier event of their recording',
-    }),
-  },
-  component({
-    name: 'Endpoint',
-    description: "A push endpoint of an enterprise: its URL, event types, rate and its URL's health.",
-  }),
-)
+export { EndpointSchema }
 
 export const UpdatedEndpointSchema = Type.Object({
   ...EndpointSchema.properties,

@@ -1,4 +1,4 @@
-import { ResponseCode, routeContract } from '@earshot/protocol'
+import { MAX_ENDPOINTS, ResponseCode, routeContract } from '@earshot/protocol'
 import { EnterpriseParams } from '../enterprises/enterprise-contract.js'
 import { PushUrlChangeSchema } from '../enterprises/enterprise-input.js'
 import { WITH_BODY, WITH_ID } from '../http/admin-refusals.js'
@@ -10,7 +10,7 @@ import {
   RemovedEndpointSchema,
   UpdatedEndpointSchema,
 } from './endpoint-answers.js'
-import { EndpointChangesSchema, EndpointParams, MAX_ENDPOINTS, NewEndpointSchema } from './endpoint-input.js'
+import { EndpointChangesSchema, EndpointParams, NewEndpointSchema } from './endpoint-input.js'
 
 /* The operators' push endpoints: up to MAX_ENDPOINTS per enterprise, each a URL subscribed to event types. */
 

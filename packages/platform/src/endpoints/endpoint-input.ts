@@ -1,5 +1,9 @@
 import {
-  EVENT_TYPES,
+  EndpointDescription,
+  EndpointEnabled,
+  EndpointEventTypes,
+  EndpointMaxPerSecond,
+  EndpointUrl,
   InvalidParameterError,
   messageParser,
   RULE,
@@ -8,53 +12,11 @@ import {
 import Type from 'typebox'
 import { checkPushUrl } from '../http/address-policy.js'
 
-/** Endpoints an enterprise may have at once. */
-export const MAX_ENDPOINTS = 10
-const MAX_URL_LENGTH = 2048
-const MAX_DESCRIPTION_LENGTH = 500
-/** An endpoint's rate at most, deliveries a second. */
-const MAX_PER_SECOND = 10_000
-
-/** The bounds of an endpoint's fields, as its schemas check them (the console's form shows them too). */
-export const ENDPOINT_LIMITS = {
-  urlLength: MAX_URL_LENGTH,
-  descriptionLength: MAX_DESCRIPTION_LENGTH,
-  perSecond: MAX_PER_SECOND,
-} as const
-
-export const Url = Type.String({
-  maxLength: MAX_URL_LENGTH,
-  description:
-    'where the platform pushes: an absolute http(s) URL without credentials that resolves to public addresses (loopback and private ones too with EARSHOT_PUSH_ALLOW_PRIVATE=1)',
-  [RULE]: `must be an absolute http:// or https:// URL of at most ${MAX_URL_LENGTH} characters`,
-})
-const EventTypes = Type.Array(Type.Enum(EVENT_TYPES), {
-  minItems: 1,
-  uniqueItems: true,
-  description: 'the event types pushed to it (default: every event type)',
-  [RULE]: `must be a non-empty list of distinct event types among ${EVENT_TYPES.join(', ')}`,
-})
-const Description = Type.String({
-  maxLength: MAX_DESCRIPTION_LENGTH,
-  pattern: '^[^\\u0000]*$',
-  description: "for operators: what the endpoint is for (default '')",
-  [RULE]: `must be a string of at most ${MAX_DESCRIPTION_LENGTH} characters, without U+0000`,
-})
-const Enabled = Type.Boolean({
-  description:
-    'false holds its open deliveries, and those of new events, until it is true again (default true)',
-  [RULE]: 'must be true or false',
-})
-const MaxPerSecond = Type.Union([Type.Integer({ minimum: 1, maximum: MAX_PER_SECOND }), Type.Null()], {
-  description: 'deliveries a second at most to it, across every instance; null for no limit (the default)',
-  [RULE]: `must be an integer from 1 to ${MAX_PER_SECOND}, or null for no limit`,
-})
-
 const settings = {
-  eventTypes: Type.Optional(EventTypes),
-  description: Type.Optional(Description),
-  enabled: Type.Optional(Enabled),
-  maxPerSecond: Type.Optional(MaxPerSecond),
+  eventTypes: Type.Optional(EndpointEventTypes),
+  description: Type.Optional(EndpointDescription),
+  enabled: Type.Optional(EndpointEnabled),
+  maxPerSecond: Type.Optional(EndpointMaxPerSecond),
 }
 const onlyTheseFields = {
   additionalProperties: false,
@@ -63,7 +25,7 @@ const onlyTheseFields = {
 }
 
 /** A new endpoint. */
-export const NewEndpointSchema = Type.Object({ url: Url, ...settings }, onlyTheseFields)
+export const NewEndpointSchema = Type.Object({ url: EndpointUrl, ...settings }, onlyTheseFields)
 export const NewEndpoint = messageParser(NewEndpointSchema)
 
 const DiscardHeld = Type.Boolean({
@@ -74,7 +36,7 @@ const DiscardHeld = Type.Boolean({
 
 /** The fields of an endpoint to change; those absent stay as they are. */
 export const EndpointChangesSchema = Type.Object(
-  { url: Type.Optional(Url), ...settings, discardHeld: Type.Optional(DiscardHeld) },
+  { url: Type.Optional(EndpointUrl), ...settings, discardHeld: Type.Optional(DiscardHeld) },
   {
     ...onlyTheseFields,
     [UNKNOWN_FIELD_RULE]:

@@ -1,4 +1,4 @@
-import { EVENT_TYPES, InvalidParameterError, ResponseCode } from '@earshot/protocol'
+import { EVENT_TYPES, InvalidParameterError, MAX_ENDPOINTS, ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import { scopeOf, seen } from '../access/principal.js'
 import type { PlatformContext } from '../context/platform-context.js'
@@ -13,6 +13,7 @@ import { checkPushUrl } from '../http/address-policy.js'
 import { idParam, jsonObject } from '../http/admin-params.js'
 import { ApiError } from '../http/api-error.js'
 import { defineRoute } from '../http/route-spec.js'
+import type { EventType } from '../recordings/recording-events.js'
 import {
   addEndpointContract,
   listEndpointsContract,
@@ -22,13 +23,16 @@ import {
   showEndpointContract,
   updateEndpointContract,
 } from './endpoint-contract.js'
-import { EndpointChanges, endpointUrl, MAX_ENDPOINTS, NewEndpoint } from './endpoint-input.js'
+import { EndpointChanges, endpointUrl, NewEndpoint } from './endpoint-input.js'
 import {
   addEndpoint,
+  type EndpointSettings,
+  type EndpointView,
   getEndpoint,
   listEndpoints,
   removeEndpoint,
   replaceWithPushUrl,
+  type UpdatedEndpoint,
   updateEndpoint,
 } from './endpoint-store.js'
 
@@ -62,25 +66,39 @@ const addEndpointRoute = defineRoute(
     async function add(request) {
       const enterpriseId = idParam(request, 'enterpriseId')
       const body = NewEndpoint.parse(jsonObject(request.body))
-      await requireEnabledEnterprise(context.db, enterpriseId)
-      const added = await addEndpoint(context.db, enterpriseId, {
-        url: await endpointUrl(body.url, context.config),
-        eventTypes: body.eventTypes ?? [...EVENT_TYPES],
-        description: body.description ?? '',
-        enabled: body.enabled ?? true,
-        maxPerSecond: body.maxPerSecond ?? null,
-      })
-      if (added === 'no-enterprise')
-        throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
-      if (added === 'too-many') {
-        throw new InvalidParameterError(
-          'url',
-          `enterprise ${enterpriseId} has ${MAX_ENDPOINTS} endpoints, the most it may have: remove one, or change one's URL`,
-        )
-      }
-      return added
+      return addEndpointOf(context, enterpriseId, body)
     },
 )
+
+/** Adds an endpoint to an enabled enterprise once its URL passes the address policy; refuses past MAX_ENDPOINTS. */
+export async function addEndpointOf(
+  context: PlatformContext,
+  enterpriseId: number,
+  body: {
+    url: string
+    eventTypes?: EventType[]
+    description?: string
+    enabled?: boolean
+    maxPerSecond?: number | null
+  },
+): Promise<EndpointView> {
+  await requireEnabledEnterprise(context.db, enterpriseId)
+  const added = await addEndpoint(context.db, enterpriseId, {
+    url: await endpointUrl(body.url, context.config),
+    eventTypes: body.eventTypes ?? [...EVENT_TYPES],
+    description: body.description ?? '',
+    enabled: body.enabled ?? true,
+    maxPerSecond: body.maxPerSecond ?? null,
+  })
+  if (added === 'no-enterprise') throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
+  if (added === 'too-many') {
+    throw new InvalidParameterError(
+      'url',
+      `enterprise ${enterpriseId} has ${MAX_ENDPOINTS} endpoints, the most it may have: remove one, or change one's URL`,
+    )
+  }
+  return added
+}
 
 const showEndpointRoute = defineRoute(
   showEndpointContract,
@@ -102,20 +120,35 @@ const updateEndpointRoute = defineRoute(
       const { url, discardHeld, ...changes } = EndpointChanges.parse(jsonObject(request.body))
       if (discardHeld && changes.enabled !== true)
         throw new InvalidParameterError('discardHeld', 'may be given only with "enabled": true')
-      const updated = await updateEndpoint(
-        context.db,
+      const updated = await updateEndpointOf(
+        context,
         enterpriseId,
         endpointId,
-        {
-          ...changes,
-          ...(url !== undefined && { url: await endpointUrl(url, context.config) }),
-        },
-        { discardHeld: discardHeld ?? false },
+        { url, ...changes },
+        discardHeld,
       )
-      if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
       return { ...updated.endpoint, discarded: updated.discarded }
     },
 )
+
+/** Changes an endpoint of the enterprise (its new URL once the address policy allows it); 4040 when it has none such. */
+export async function updateEndpointOf(
+  context: PlatformContext,
+  enterpriseId: number,
+  endpointId: number,
+  { url, ...changes }: Partial<EndpointSettings> & { url?: string | undefined },
+  discardHeld = false,
+): Promise<UpdatedEndpoint> {
+  const updated = await updateEndpoint(
+    context.db,
+    enterpriseId,
+    endpointId,
+    { ...changes, ...(url !== undefined && { url: await endpointUrl(url, context.config) }) },
+    { discardHeld },
+  )
+  if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
+  return updated
+}
 
 const removeEndpointRoute = defineRoute(
   removeEndpointContract,
@@ -161,7 +194,7 @@ function endpointParams(request: FastifyRequest): { enterpriseId: number; endpoi
   return { enterpriseId: idParam(request, 'enterpriseId'), endpointId: idParam(request, 'endpointId') }
 }
 
-function noSuchEndpoint(enterpriseId: number, endpointId: number): ApiError {
+export function noSuchEndpoint(enterpriseId: number, endpointId: number): ApiError {
   return new ApiError(
     ResponseCode.NOT_FOUND,
     `enterprise ${enterpriseId} has no endpoint ${endpointId}: \`earshot endpoints list --enterprise ${enterpriseId}\` shows its endpoints`,

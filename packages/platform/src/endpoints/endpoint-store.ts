@@ -1,12 +1,11 @@
-import { EVENT_TYPES } from '@earshot/protocol'
+import { EVENT_TYPES, MAX_ENDPOINTS, type PushUrlState } from '@earshot/protocol'
 import { cancelEndpointDeliveries, discardHeldDeliveries } from '../deliveries/delivery-cancellations.js'
 import { resumeHeld } from '../deliveries/delivery-replays.js'
 import type { FirstEndpoint } from '../enterprises/enterprise-store.js'
-import { type PushUrlState, pushUrlStateOf } from '../push-urls/push-url-health.js'
+import { pushUrlStateOf } from '../push-urls/push-url-health.js'
 import type { EventType } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
 import { isoTime } from '../storage/iso-time.js'
-import { MAX_ENDPOINTS } from './endpoint-input.js'
 
 /*
  * An enterprise's push endpoints: each a URL, the event types it is subscribed to, and whether and how

@@ -4,8 +4,10 @@ import { tokenRoute } from '../auth/token-route.js'
 import { changeRoute } from '../changes/change-route.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { mediaRoute } from '../media/media-route.js'
+import { portalLinkRoute } from '../portal/portal-link-route.js'
 import { callbackRoute } from '../receipts/callback-route.js'
 import { queryRoute } from '../recordings/query-route.js'
+import { selfServiceRoutes } from '../self-service/self-service-routes.js'
 import { healthRoute, readinessRoute } from './health-routes.js'
 
 /** Every route of the partner listener: the API under /openapi/v1 and the health probes. */
@@ -15,6 +17,8 @@ export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
   changeRoute,
   callbackRoute,
   mediaRoute,
+  ...selfServiceRoutes,
+  portalLinkRoute,
   healthRoute('health', [ResponseCode.UNAVAILABLE]),
   readinessRoute,
 ]

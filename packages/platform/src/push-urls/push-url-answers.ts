@@ -1,7 +1,7 @@
-import { component } from '@earshot/protocol'
+import { component, PUSH_URL_STATES } from '@earshot/protocol'
 import Type, { type Static } from 'typebox'
 import { type Holds, NullableTime, type Same } from '../http/answer-fields.js'
-import { PUSH_URL_STATES, type PushUrlView } from './push-url-health.js'
+import type { PushUrlView } from './push-url-health.js'
 
 /* What the push URL routes answer; the schema is checked against its view's type when this compiles. */
 

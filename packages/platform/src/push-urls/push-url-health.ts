@@ -1,3 +1,4 @@
+import type { PushUrlState } from '@earshot/protocol'
 import {
   countHeld,
   replayFailedSince,
@@ -15,9 +16,6 @@ import { isoTime } from '../storage/iso-time.js'
  * enterprises may share a push URL: health is the URL's, and disabling it holds the deliveries of every
  * enterprise pushing to it — kept pending, in due order, never dropped.
  */
-
-export const PUSH_URL_STATES = ['healthy', 'failing', 'disabled'] as const
-export type PushUrlState = (typeof PUSH_URL_STATES)[number]
 
 /** How one attempt went for its push URL. */
 export interface PushUrlOutcome {

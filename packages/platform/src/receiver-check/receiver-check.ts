@@ -3,6 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises'
 import {
   CHECK_AUDIO_ID_PREFIX,
   CHECK_HEADER,
+  type CheckItemId,
   type EnvelopeKey,
   generateSecret,
   type JsonObject,
@@ -23,16 +24,7 @@ import { type CheckCallback, checkCallbacks, markAnswered, registerCheck } from 
  * `check_`; their receipt callbacks are recorded by receiver-check-store.ts, never as receipts.
  */
 
-export type CheckItemId =
-  | 'valid-push'
-  | 'same-event-again'
-  | 'tampered-tag'
-  | 'other-key'
-  | 'not-an-envelope'
-  | 'replayed-envelope'
-  | 'unknown-fields'
-  | 'deletion'
-  | 'callbacks'
+export type { CheckItemId }
 
 export interface CheckItem {
   id: CheckItemId
