@@ -12,6 +12,9 @@ UPDATE deliveries d SET first_attempt_at = a.started_at, first_attempt_acked = a
          WHERE outcome IN ('acked', 'failed') ORDER BY delivery_id, claim_no, attempt_id) a
  WHERE a.delivery_id = d.delivery_id AND d.created_at > now() - interval '8 days';
 
+-- An enterprise's backlog (waiting to be pushed, or being pushed), counted without reading anyone else's.
+CREATE INDEX deliveries_backlog ON deliveries (enterprise_id) WHERE state IN ('pending', 'held', 'queued', 'in_flight');
+
 -- A one-time link into the portal, keyed by the SHA-256 of its secret part: spent by the first GET.
 CREATE TABLE portal_links (
   link_hash bytea PRIMARY KEY,

@@ -41,8 +41,7 @@ export async function computeLevels(
             (count(*) FILTER (WHERE first_attempt_acked)::float8 / nullif(count(first_ms), 0)) AS share,
             percentile_disc(0.95) WITHIN GROUP (ORDER BY receipt_ms)::float8 AS receipt,
             (SELECT count(*) FROM deliveries
-              WHERE due_at IS NOT NULL AND enterprise_id = $1
-                AND state IN (${BACKLOG_STATES.map((s) => `'${s}'`).join(', ')}))::int AS backlog
+              WHERE enterprise_id = $1 AND state IN (${BACKLOG_STATES.map((s) => `'${s}'`).join(', ')}))::int AS backlog
        FROM w`,
     [enterpriseId, WINDOW_SECONDS[window], nowMs],
   )
