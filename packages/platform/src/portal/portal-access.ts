@@ -17,7 +17,7 @@ import { type PortalSession, portalSessionOf } from './portal-sessions.js'
  */
 
 /** How to get into the portal again, for every refusal that ends a visit. */
-export const HOW_TO_ENTER =
+const HOW_TO_ENTER =
   'open a new portal link: ask your operator for one, run `earshot-partner portal`, or POST /openapi/v1/portal/link'
 
 /** The session cookie: HttpOnly, SameSite=Lax (partners arrive from their own dashboards), the portal's paths only. */

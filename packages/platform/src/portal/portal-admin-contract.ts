@@ -21,7 +21,7 @@ const EnterpriseParams = Type.Object({
   enterpriseId: Type.Integer({ minimum: 1, description: 'the enterprise' }),
 })
 
-export const NewPortalLinkSchema = Type.Object(
+const NewPortalLinkSchema = Type.Object(
   {
     access: Type.Optional(
       Type.Enum(PORTAL_ACCESS, {
@@ -71,7 +71,7 @@ export const createOperatorViewContract = routeContract({
   permission: 'portal.view',
 })
 
-export const PortalSessionRowSchema = Type.Object(
+const PortalSessionRowSchema = Type.Object(
   {
     sessionId: Id('the session'),
     enterpriseId: Id('its enterprise'),

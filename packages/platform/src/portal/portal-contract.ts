@@ -65,7 +65,7 @@ export const enterPortalContract = routeContract({
   refusals: [],
 })
 
-export const PortalSessionSchema = Type.Object({
+const PortalSessionSchema = Type.Object({
   sessionId: Type.Integer({ minimum: 1 }),
   enterpriseId: Type.Integer({ minimum: 1 }),
   enterpriseName: Type.String(),

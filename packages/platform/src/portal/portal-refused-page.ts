@@ -16,7 +16,7 @@ export const PORTAL_PAGE_POLICY = [
 ].join('; ')
 
 /** The page a link that cannot be spent answers with (403): why, and how to get a new one. */
-export function refusedLinkPage(linkMinutes: number): string {
+function refusedLinkPage(linkMinutes: number): string {
   return `<!doctype html>
 <html lang="en">
   <head>

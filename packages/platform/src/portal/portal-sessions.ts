@@ -10,7 +10,7 @@ import { type PortalLinkGrant, prunePortalLinks } from './portal-links.js'
  */
 
 /** Session cookies begin with this, so a leaked one is recognisable for what it is. */
-export const PORTAL_SESSION_PREFIX = 'pts_'
+const PORTAL_SESSION_PREFIX = 'pts_'
 
 /** A session's last use is written at most this often: a request reads its session, it rarely writes it. */
 const TOUCH_EVERY_MS = 60_000
@@ -42,7 +42,7 @@ export interface PortalSessionRow {
 }
 
 /** What a session looks up to: the session, or why there is none. */
-export type SessionLookup = PortalSession | 'unknown' | 'ended' | 'expired' | 'disabled'
+type SessionLookup = PortalSession | 'unknown' | 'ended' | 'expired' | 'disabled'
 
 const at = (ms: number) => new Date(ms).toISOString()
 
@@ -146,19 +146,6 @@ export async function endPortalSession(
   return row
 }
 
-/** Ends every open session of an enterprise; how many. */
-export async function endEnterprisePortalSessions(
-  db: Queryable,
-  enterpriseId: number,
-  nowMs: number,
-): Promise<number> {
-  const ended = await db.query(
-    'UPDATE portal_sessions SET ended_at = $2 WHERE enterprise_id = $1 AND ended_at IS NULL RETURNING 1',
-    [enterpriseId, at(nowMs)],
-  )
-  return ended.length
-}
-
 /** The newest sessions first (at most 500), of one enterprise or all, within a scope (null: every enterprise). */
 export async function listPortalSessions(
   db: Queryable,
@@ -174,7 +161,7 @@ export async function listPortalSessions(
 }
 
 /** Deletes sessions ended or expired more than a day ago (kept that long for operators to see); how many. */
-export async function prunePortalSessions(db: Queryable, nowMs: number): Promise<number> {
+async function prunePortalSessions(db: Queryable, nowMs: number): Promise<number> {
   const rows = await db.query(
     `DELETE FROM portal_sessions WHERE expires_at < $1 OR ended_at < $1 RETURNING 1`,
     [at(nowMs - 86_400_000)],
