@@ -77,7 +77,7 @@ const occasions: Record<ResponseCodeName, string> = {
     'the envelope does not open: wrong key, unknown or retired keyVersion, unknown enterprise on the token request, or an enterpriseId not matching the token; one message for all',
   FORBIDDEN: 'the enterprise is disabled',
   FORBIDDEN_BY_ROLE:
-    "admin API only: the operator's role (or the API key's) does not grant the route's permission; msg names the permission",
+    "never on the partner API's sealed routes: the admin API's refusal when the operator's role (or the API key's) does not grant the route's permission (msg names it), and the portal's when a view session asks for a change",
   NOT_FOUND: "the audioId (or another resource) is unknown to the caller's enterprise",
   REQUEST_TIMEOUT:
     "the request's headers or body did not arrive within the server's time limit (EARSHOT_REQUEST_TIMEOUT; EARSHOT_ADMIN_REQUEST_TIMEOUT on the admin API); the connection is closed",

@@ -30,21 +30,30 @@ const COUNT_SQL = `WITH d AS (
      UNION ALL
      SELECT 'receipt', ${latencyBucketSql('receipt_ms')}, count(*)::int, 0 FROM d WHERE receipt_ms IS NOT NULL GROUP BY 2`
 
-/** Counts the enterprise's deliveries created in [fromMs, toMs) as they are now. */
+/**
+ * A statement counts at most this long a span of deliveries: on the embedded database each statement holds
+ * the one connection, and a partner's request waits behind at most one of them.
+ */
+const CHUNK_MS = 10 * 60_000
+
+/** Counts the enterprise's deliveries created in [fromMs, toMs) as they are now, CHUNK_MS at a time. */
 export async function countSpan(
   db: Queryable,
   enterpriseId: number,
   fromMs: number,
   toMs: number,
 ): Promise<LevelCounts> {
-  const rows = await db.query<{ metric: 'first' | 'receipt'; ms: number; n: number; acked: number }>(
-    COUNT_SQL,
-    [enterpriseId, fromMs, toMs],
-  )
   const counts = emptyCounts()
-  for (const { metric, ms, n, acked } of rows) {
-    ;(metric === 'first' ? counts.firstMs : counts.receiptMs)[String(ms)] = n
-    counts.firstAcked += acked
+  for (let from = fromMs; from < toMs; from += CHUNK_MS) {
+    const rows = await db.query<{ metric: 'first' | 'receipt'; ms: number; n: number; acked: number }>(
+      COUNT_SQL,
+      [enterpriseId, from, Math.min(from + CHUNK_MS, toMs)],
+    )
+    for (const { metric, ms, n, acked } of rows) {
+      const byMs = metric === 'first' ? counts.firstMs : counts.receiptMs
+      byMs[String(ms)] = (byMs[String(ms)] ?? 0) + n
+      counts.firstAcked += acked
+    }
   }
   return counts
 }
