@@ -1,24 +1,22 @@
 import type { Levels } from '@earshot/protocol'
 
 /*
- * Latencies counted by value, and the figures read from such counts. Values are whole milliseconds under a
- * second and rounded to three significant digits above (latencyBucketSql), so that an hour's counts stay
- * small whatever its number of deliveries; percentiles are nearest-rank over them.
+ * Latencies counted by value, and the figures read from such counts. A latency is counted as the nearest
+ * power of 1.02 (rounded to whole milliseconds; 0 under a millisecond), so that an hour's counts stay a few
+ * hundred values whatever its number of deliveries, and a percentile is within 1% of the one the values
+ * would give. Percentiles are nearest-rank over the counted values.
  */
 
-/** A latency in milliseconds (a float8 column) as it is counted: plain float arithmetic, a decade at a time. */
+const STEP = Math.log(1.02)
+
+/** A latency in milliseconds (a float8 SQL column) as it is counted. */
 export function latencyBucketSql(v: string): string {
-  const decades = [4, 5, 6, 7, 8, 9, 10]
-    .map((digits) => `WHEN ${v} < 1e${digits} THEN floor(${v} / 1e${digits - 3} + 0.5) * 1e${digits - 3}`)
-    .join(' ')
-  return `CASE WHEN ${v} < 1000 THEN floor(${v} + 0.5) ${decades} ELSE floor(${v} / 1e8 + 0.5) * 1e8 END`
+  return `CASE WHEN ${v} < 1 THEN 0 ELSE floor(exp(floor(ln(${v}) / ${STEP}::float8 + 0.5) * ${STEP}::float8) + 0.5) END`
 }
 
 /** The same rounding, for who checks the figures against the rows. */
 export function latencyBucket(ms: number): number {
-  if (ms < 1000) return Math.floor(ms + 0.5)
-  const unit = 10 ** (Math.min(String(Math.floor(ms)).length, 11) - 3)
-  return Math.floor(ms / unit + 0.5) * unit
+  return ms < 1 ? 0 : Math.floor(Math.exp(Math.floor(Math.log(ms) / STEP + 0.5) * STEP) + 0.5)
 }
 
 /** The counts of a span of deliveries: first attempts and receipts by latency, and first attempts acknowledged. */

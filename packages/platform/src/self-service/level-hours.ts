@@ -58,23 +58,38 @@ export async function countSpan(
   return counts
 }
 
+/** An enterprise's counted hours as an instance holds them, and up to when it looked for changes. */
+export interface Rollup {
+  checkedAt: number
+  hours: Map<number, LevelCounts>
+}
+
 /**
- * The counts of the enterprise's complete hours starting in [fromMs, toMs) (hour-aligned), each brought up to
- * date first: hours counted before something of theirs changed, or never counted, are counted again.
+ * The enterprise's complete hours starting in [fromMs, toMs) (hour-aligned), each brought up to date:
+ * hours counted before something of theirs changed, or never counted, are counted again (and stored for the
+ * other instances). `held` is what this instance counted at its last look; without it, the hours stored are
+ * read, as of the last look any instance took.
  */
 export async function completeHours(
   db: Queryable,
   enterpriseId: number,
   span: { fromMs: number; toMs: number; nowMs: number; marginMs: number },
-): Promise<Map<number, LevelCounts>> {
+  held?: Rollup,
+): Promise<Rollup> {
   const { fromMs, toMs, nowMs, marginMs } = span
-  const stored = await storedHours(db, enterpriseId, fromMs)
-  const changed = await changedHours(db, enterpriseId, fromMs, nowMs, marginMs)
+  const fresh = held && nowMs - held.checkedAt <= REBUILD_AFTER_MS ? held : undefined
+  const hours = fresh?.hours ?? (await storedHours(db, enterpriseId, fromMs))
+  const checkedAt = fresh?.checkedAt ?? (await sharedCheck(db, enterpriseId))
+  const changed =
+    checkedAt !== undefined && nowMs - checkedAt <= REBUILD_AFTER_MS
+      ? await changedHours(db, enterpriseId, checkedAt - marginMs, fromMs)
+      : undefined
+  for (const hour of hours.keys()) if (hour < fromMs) hours.delete(hour)
   for (let hour = fromMs; hour < toMs; hour += HOUR_MS) {
-    if (stored.has(hour) && !changed?.has(hour) && changed !== undefined) continue
+    if (changed && hours.has(hour) && !changed.has(hour)) continue
     const counts = await countSpan(db, enterpriseId, hour, hour + HOUR_MS)
     await saveHour(db, enterpriseId, hour, counts, nowMs)
-    stored.set(hour, counts)
+    hours.set(hour, counts)
   }
   await db.query(
     `INSERT INTO delivery_level_checks (enterprise_id, checked_at) VALUES ($1, to_timestamp($2::float8 / 1000))
@@ -85,7 +100,7 @@ export async function completeHours(
     'DELETE FROM delivery_level_hours WHERE enterprise_id = $1 AND hour_start < to_timestamp($2::float8 / 1000)',
     [enterpriseId, fromMs],
   )
-  return stored
+  return { checkedAt: nowMs, hours }
 }
 
 async function storedHours(db: Queryable, enterpriseId: number, fromMs: number) {
@@ -105,23 +120,22 @@ async function storedHours(db: Queryable, enterpriseId: number, fromMs: number) 
   )
 }
 
-/**
- * The hours (by creation) of the enterprise's deliveries attempted or confirmed since it was last looked at,
- * less the margin; undefined when it was never looked at, or too long ago: every hour is to be counted.
- */
-async function changedHours(
-  db: Queryable,
-  enterpriseId: number,
-  fromMs: number,
-  nowMs: number,
-  marginMs: number,
-): Promise<Set<number> | undefined> {
+async function sharedCheck(db: Queryable, enterpriseId: number): Promise<number | undefined> {
   const [check] = await db.query<{ checkedAt: number }>(
     `SELECT (extract(epoch FROM checked_at) * 1000)::float8 AS "checkedAt" FROM delivery_level_checks
       WHERE enterprise_id = $1`,
     [enterpriseId],
   )
-  if (!check || nowMs - check.checkedAt > REBUILD_AFTER_MS) return undefined
+  return check?.checkedAt
+}
+
+/** The hours (by creation, from fromMs) of the enterprise's deliveries attempted or confirmed since sinceMs. */
+async function changedHours(
+  db: Queryable,
+  enterpriseId: number,
+  sinceMs: number,
+  fromMs: number,
+): Promise<Set<number>> {
   // Two index-led halves: the attempts by their start, the confirmations by their time.
   const rows = await db.query<{ hour: number }>(
     `SELECT ${HOUR_OF('d.created_at')} AS hour
@@ -133,7 +147,7 @@ async function changedHours(
      SELECT ${HOUR_OF('d.created_at')} FROM deliveries d
       WHERE d.state = 'confirmed' AND d.confirmed_at >= to_timestamp($2::float8 / 1000)
         AND d.enterprise_id = $1 AND d.created_at >= to_timestamp($3::float8 / 1000)`,
-    [enterpriseId, check.checkedAt - marginMs, fromMs],
+    [enterpriseId, sinceMs, fromMs],
   )
   return new Set(rows.map((row) => Number(row.hour)))
 }

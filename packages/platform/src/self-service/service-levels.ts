@@ -1,7 +1,7 @@
 import type { Levels } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
 import { addCounts, emptyCounts, levelsOf } from './level-counts.js'
-import { completeHours, countSpan, HOUR_MS } from './level-hours.js'
+import { completeHours, countSpan, HOUR_MS, type Rollup } from './level-hours.js'
 
 /*
  * An enterprise's delivery service levels over the last 24 hours and 7 days, of the deliveries created in
@@ -26,16 +26,17 @@ export async function computeLevels(
   enterpriseId: number,
   nowMs: number,
   marginMs = 60_000,
-): Promise<Record<LevelWindow, Levels>> {
+  held?: Rollup,
+): Promise<{ levels: Record<LevelWindow, Levels>; rollup: Rollup }> {
   const currentHour = Math.floor(nowMs / HOUR_MS) * HOUR_MS
   const windowStart = (window: LevelWindow) => nowMs - WINDOW_MS[window]
   const firstWholeHour = (window: LevelWindow) => Math.ceil(windowStart(window) / HOUR_MS) * HOUR_MS
-  const hours = await completeHours(db, enterpriseId, {
-    fromMs: firstWholeHour('7d'),
-    toMs: currentHour,
-    nowMs,
-    marginMs,
-  })
+  const rollup = await completeHours(
+    db,
+    enterpriseId,
+    { fromMs: firstWholeHour('7d'), toMs: currentHour, nowMs, marginMs },
+    held,
+  )
   const current = await countSpan(db, enterpriseId, currentHour, nowMs)
   const [row] = await db.query<{ backlog: number }>(
     `SELECT count(*)::int AS backlog FROM deliveries
@@ -46,10 +47,10 @@ export async function computeLevels(
     const from = firstWholeHour(window)
     const counts = addCounts(emptyCounts(), current)
     addCounts(counts, await countSpan(db, enterpriseId, windowStart(window), from))
-    for (const [hour, each] of hours) if (hour >= from && hour < currentHour) addCounts(counts, each)
+    for (const [hour, each] of rollup.hours) if (hour >= from && hour < currentHour) addCounts(counts, each)
     return levelsOf(counts, row?.backlog ?? 0)
   }
-  return { '24h': await levels('24h'), '7d': await levels('7d') }
+  return { levels: { '24h': await levels('24h'), '7d': await levels('7d') }, rollup }
 }
 
 /** How old figures may be when read. */
@@ -61,6 +62,7 @@ const MAX_HELD = 1000
 
 interface Held {
   levels: Record<LevelWindow, Levels>
+  rollup: Rollup
   computedAt: number
 }
 
@@ -93,10 +95,11 @@ export class LevelsCache {
     const running = this.#reading.get(enterpriseId)
     if (running) return running
     const computedAt = this.clock()
-    const reading = computeLevels(this.db, enterpriseId, computedAt, this.marginMs)
-      .then((levels) => {
+    const before = this.#held.get(enterpriseId)?.rollup
+    const reading = computeLevels(this.db, enterpriseId, computedAt, this.marginMs, before)
+      .then(({ levels, rollup }) => {
         if (this.#held.size >= MAX_HELD) this.#forgetStale()
-        const held = { levels, computedAt }
+        const held = { levels, rollup, computedAt }
         this.#held.set(enterpriseId, held)
         return held
       })
