@@ -10,7 +10,8 @@
  *    minutes of nobody reading its levels);
  * 2. READS reads, 24 hours and 7 days in turn, one every PACE_MS: a portal's charts refreshing. Reads are
  *    answered from figures at most 10 s old; past 5 s a read starts the next count behind it (the part-hours
- *    at each end of the window, the current hour, and the hours something happened in since the last look).
+ *    at each end of the window, the current hour, and the hours something happened in since the last look;
+ *    the instance holds the other hours' counts).
  *
  * The target: the reads' p99 under 50 ms. The counts behind them are timed too (computeLevels, as the reads
  * start them).
@@ -141,7 +142,7 @@ const section = sectionText(
     `Measured ${machine}. ${format(deliveries)} deliveries of one enterprise in the 7-day window (written in one statement, spread over 6.9 days); ${READS} reads through EarshotClient.levels(), 24 hours and 7 days in turn, one every ${PACE_MS} ms. Target: the reads' p99 under ${TARGET_MS} ms.`,
     '| backend | read p50 ms | p95 | p99 | max | p99 < 50 ms | a count behind the reads (median of 5) ms | the whole window counted (first read, or after 10 min unread) |\n|---|---:|---:|---:|---:|---|---:|---:|\n' +
       rows.join('\n'),
-    'A read answers figures at most 10 s old, and starts the next count once they are 5 s old: the part-hours at each end of each window and the current hour, counted from the deliveries, and the complete hours something happened in since the last count, from the attempts and confirmations since then; every other hour is read from the rollup. Each statement counts at most an hour of deliveries, so on PGlite, whose one connection each statement holds, nothing waits long behind a count.',
+    "A read answers figures at most 10 s old, and starts the next count once they are 5 s old: the part-hours at each end of each window and the current hour, counted from the deliveries, and the complete hours something happened in since the instance's last count, found from the attempts and confirmations since then; every other hour is the one the instance counted before (an instance that holds none reads them as stored by any instance). No statement counts more than 10 minutes of deliveries, so on PGlite, whose one connection each statement holds, a read waits behind one such statement at most.",
   ],
   skipped,
 )
