@@ -13,6 +13,7 @@ const INK = '#1c2330'
 const GRID = '#d5dae3'
 /** How many backlog readings the chart keeps: ten minutes of them, read every 10 s. */
 const BACKLOG_SAMPLES = 60
+const BACKLOG_WINDOW_SECONDS = 300
 
 interface BarSeries {
   label: string
@@ -25,16 +26,20 @@ interface BarSeries {
 /** A chart of the two windows' figures, as bars. */
 interface BarChart {
   id: string
+  /** The caption, naming the series in the order they stand in each window. */
   title: string
   unit: string
+  /** The top of the scale at least (a share's is 100 %). */
+  top: number
   series: BarSeries[]
 }
 
 const BAR_CHARTS: BarChart[] = [
   {
     id: 'chart-first-attempt',
-    title: 'First-attempt latency',
+    title: 'First-attempt latency (ms): p50 left, p95 right',
     unit: 'ms',
+    top: 1,
     series: [
       { label: 'p50', color: '#1f5fbf', align: -1, value: (l) => l.firstAttemptP50Ms },
       { label: 'p95', color: '#8a5a00', align: 1, value: (l) => l.firstAttemptP95Ms },
@@ -42,8 +47,9 @@ const BAR_CHARTS: BarChart[] = [
   },
   {
     id: 'chart-ack-share',
-    title: 'Acknowledged at the first attempt',
+    title: 'Acknowledged at the first attempt (%)',
     unit: '%',
+    top: 100,
     series: [
       {
         label: 'share',
@@ -56,8 +62,9 @@ const BAR_CHARTS: BarChart[] = [
   },
   {
     id: 'chart-ack-to-receipt',
-    title: 'Ack to receipt, p95',
+    title: 'Ack to receipt, p95 (ms)',
     unit: 'ms',
+    top: 1,
     series: [{ label: 'p95', color: '#5a2f99', align: 0, value: (l) => l.ackToReceiptP95Ms }],
   },
 ]
@@ -74,7 +81,7 @@ export function levelCharts(into: HTMLElement): LevelCharts {
   const plots: { chart: BarChart | null; plot: uPlot }[] = []
   const backlog: [number[], number[]] = [[], []]
   for (const chart of BAR_CHARTS) {
-    const { figure, area } = chartFigure(chart.id, `${chart.title} (${chart.unit})`)
+    const { figure, area } = chartFigure(chart.id, chart.title)
     into.append(figure)
     plots.push({
       chart,
@@ -85,10 +92,7 @@ export function levelCharts(into: HTMLElement): LevelCharts {
       ),
     })
   }
-  const { figure, area } = chartFigure(
-    'chart-backlog',
-    'Backlog now (deliveries waiting), as read while this page is open',
-  )
+  const { figure, area } = chartFigure('chart-backlog', 'Backlog (deliveries waiting) every 10 s, in UTC')
   into.append(figure)
   plots.push({ chart: null, plot: new uPlot(backlogOptions(widthOf(area)), backlog, area) })
   const dispose = () => {
@@ -110,7 +114,11 @@ export function levelCharts(into: HTMLElement): LevelCharts {
       backlog[0].push(atMs / 1000)
       backlog[1].push(windows[0].backlog)
       if (backlog[0].length > BACKLOG_SAMPLES) for (const column of backlog) column.shift()
-      plots.at(-1)?.plot.setData(backlog)
+      const plot = plots.at(-1)?.plot
+      plot?.setData(backlog, false)
+      // At least the last five minutes, so that the first readings do not stretch over years.
+      const [first = 0, last = 0] = [backlog[0][0], backlog[0].at(-1)]
+      plot?.setScale('x', { min: Math.min(first, last - BACKLOG_WINDOW_SECONDS), max: last + 10 })
     },
   }
 }
@@ -147,11 +155,11 @@ function barOptions(chart: BarChart, width: number): uPlot.Options {
   return {
     width,
     height: HEIGHT,
-    legend: { live: false },
+    legend: { show: false },
     cursor: { show: false },
     scales: {
       x: { time: false, range: [-0.5, 1.5] },
-      y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
+      y: { range: (_u, _min, max) => [0, Math.max(chart.top, max * 1.1)] },
     },
     axes: axes({ values: (_u, splits) => splits.map((v) => WINDOW_NAMES[v] ?? ''), splits: () => [0, 1] }),
     series: [
@@ -172,8 +180,14 @@ function backlogOptions(width: number): uPlot.Options {
   return {
     width,
     height: HEIGHT,
-    legend: { live: false },
-    scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
+    legend: { show: false },
+    cursor: { show: false },
+    // Times in UTC, as every time the portal shows.
+    tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), 'Etc/UTC'),
+    scales: {
+      x: { time: true },
+      y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] },
+    },
     axes: axes(),
     series: [{}, { label: 'backlog', stroke: '#b3261e', width: 2, points: { show: true, size: 6 } }],
   }
