@@ -34,7 +34,7 @@ export const SESSION_ENDED = ResponseCode.UNAUTHORIZED
 
 /** The portal session, as GET /portal/api/session answers it. */
 export interface PortalSession {
-  sessionId: string
+  sessionId: number
   enterpriseId: number
   enterpriseName: string
   access: PortalAccess

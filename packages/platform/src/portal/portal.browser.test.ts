@@ -165,6 +165,46 @@ for (const backend of testBackends) {
       )
     })
 
+    test('edit its rate, disable and enable it; another one removed after a confirmation', async () => {
+      const row = page.locator('tr[data-endpoint-id]').first()
+      const endpointId = Number(await row.getAttribute('data-endpoint-id'))
+      await page.getByRole('button', { name: `Edit endpoint ${endpointId}` }).click()
+      const form = page.getByRole('form', { name: `Edit endpoint ${endpointId}` })
+      await form.getByLabel('Max per second (optional)').fill('5')
+      await form.getByRole('button', { name: 'Save' }).click()
+      await status()
+        .filter({ hasText: `Endpoint ${endpointId} saved.` })
+        .waitFor()
+      await row.locator('td[data-label="Rate"]').getByText('5 a second', { exact: true }).waitFor()
+      await page.getByRole('button', { name: `Disable endpoint ${endpointId}` }).click()
+      await row.locator('td[data-label="Enabled"]').getByText('disabled', { exact: true }).waitFor()
+      await page.getByRole('button', { name: `Enable endpoint ${endpointId}` }).click()
+      await row.locator('td[data-label="Enabled"]').getByText('active', { exact: true }).waitFor()
+
+      const add = page.getByRole('form', { name: 'Add an endpoint' })
+      await add.getByLabel('URL', { exact: true }).fill(`${receiver.url}/spare`)
+      await add.getByRole('button', { name: 'Add' }).click()
+      const spare = page.locator('tr[data-endpoint-id]').nth(1)
+      await spare.waitFor()
+      const spareId = Number(await spare.getAttribute('data-endpoint-id'))
+      await page.getByRole('button', { name: `Remove endpoint ${spareId}` }).click()
+      const dialog = page.getByRole('dialog', { name: `Remove endpoint ${spareId}?` })
+      await dialog.getByRole('button', { name: 'Remove' }).click()
+      await status()
+        .filter({ hasText: `Endpoint ${spareId} removed: 0 deliveries cancelled.` })
+        .waitFor()
+      await spare.waitFor({ state: 'detached' })
+      const listed = await sealedData(platform, partner, '/openapi/v1/endpoints/list', {})
+      assert.deepEqual(
+        (listed.items as { endpointId: number; maxPerSecond: number; enabled: boolean }[]).map((e) => [
+          e.endpointId,
+          e.maxPerSecond,
+          e.enabled,
+        ]),
+        [[endpointId, 5, true]],
+      )
+    })
+
     test("a failed delivery shows its attempts with the receiver's answer, as text", async () => {
       await ingest(platform, partner.enterpriseId, transcriptRecording('portal-call-1'))
       await eventually(
@@ -274,6 +314,31 @@ for (const backend of testBackends) {
       assert.equal(await page.locator('.chart-area').first().getAttribute('aria-hidden'), 'true')
     })
 
+    test('the deliveries a page at a time, by their cursor', async () => {
+      for (let n = 2; n <= 21; n++)
+        await ingest(platform, partner.enterpriseId, transcriptRecording(`portal-call-${n}`))
+      await eventually(
+        async () => {
+          const listed = await sealedData(platform, partner, '/openapi/v1/deliveries/list', { size: 100 })
+          return (listed.items as unknown[]).length === 21
+        },
+        WAIT_MS,
+        'the 21 deliveries',
+      )
+      await section('Deliveries').click()
+      await heading('Deliveries').waitFor()
+      const rows = page.locator('tr[data-delivery-id]')
+      await rows.first().waitFor()
+      assert.equal(await rows.count(), 20)
+      await page.getByRole('button', { name: 'Next page' }).click()
+      await page.waitForURL((url) => url.hash.startsWith('#/deliveries?cursor='))
+      await rows.filter({ hasText: 'portal-call-1' }).waitFor()
+      assert.equal(await rows.count(), 1, 'the oldest, alone on the second page')
+      assert.equal(await page.getByRole('button', { name: 'Next page' }).count(), 0)
+      await page.getByRole('button', { name: 'First page' }).click()
+      await rows.filter({ hasText: 'portal-call-21' }).waitFor()
+    })
+
     test('rotate the key: the new secret, shown once, seals a query', async () => {
       await section('Key').click()
       await heading('Key').waitFor()
@@ -364,6 +429,35 @@ for (const backend of testBackends) {
         assert.equal(refused.body.code, 4031, JSON.stringify(refused.body))
         assert.match(refused.body.msg ?? '', /view only/)
         await expectRefusalLogged(403, '/portal/api/key/rotate')
+      } finally {
+        await context.close()
+      }
+    })
+
+    test("an operator's view: the banner, read-only; ended through the admin API, the page stops", async () => {
+      const { page: operator, context } = await openBrowserContext(browser, consoleErrors)
+      try {
+        const minted = await admin.call('createOperatorViewLink', {
+          params: { enterpriseId: partner.enterpriseId },
+        })
+        await operator.goto(minted.url)
+        await operator.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor()
+        const banner = operator.getByRole('note').filter({ hasText: 'Operator view: read-only' })
+        assert.ok(await banner.isVisible(), 'the banner says so')
+        assert.equal(await operator.locator('#session-access').textContent(), 'operator view')
+        assert.equal(await operator.getByRole('form', { name: 'Add an endpoint' }).count(), 0)
+        const { sessionId } = await operator.evaluate(async () => {
+          return (await (await fetch('/portal/api/session')).json()) as { sessionId: number }
+        })
+        await admin.call('endPortalSession', { params: { sessionId } })
+        await operator
+          .getByRole('navigation', { name: 'Sections' })
+          .getByRole('link', { name: 'Deliveries' })
+          .click()
+        await operator
+          .getByRole('heading', { level: 1, name: 'Your portal session has ended — open a new link' })
+          .waitFor()
+        await expectRefusalLogged(401, '/portal/api/deliveries/list')
       } finally {
         await context.close()
       }
