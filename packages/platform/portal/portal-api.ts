@@ -57,7 +57,7 @@ function refusalOf(status: number, parsed: unknown): Refusal {
   const { code, msg, requestId } = (parsed ?? {}) as { code?: unknown; msg?: unknown; requestId?: unknown }
   const refusal = new Refusal(
     typeof code === 'number' ? code : null,
-    typeof msg === 'string' ? msg : `the portal answered HTTP ${status} without a refusal's code`,
+    typeof msg === 'string' ? msg : `the portal answered HTTP ${status} with no refusal in JSON`,
     typeof requestId === 'string' ? requestId : undefined,
     status,
   )

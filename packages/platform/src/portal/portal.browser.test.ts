@@ -415,7 +415,7 @@ for (const backend of testBackends) {
       }
     })
 
-    test('a view session reads only: its change controls hidden, and the portal refuses them (4031)', async () => {
+    test('a view session reads only: its change controls hidden, the portal refuses them (4031); signed out', async () => {
       const { page: viewer, context } = await openBrowserContext(browser, consoleErrors)
       try {
         await viewer.goto((await linkFromApi(platform, partner, 'view')).url)
@@ -429,6 +429,11 @@ for (const backend of testBackends) {
         assert.equal(refused.body.code, 4031, JSON.stringify(refused.body))
         assert.match(refused.body.msg ?? '', /view only/)
         await expectRefusalLogged(403, '/portal/api/key/rotate')
+        await viewer.getByRole('button', { name: 'Sign out' }).click()
+        await viewer.getByRole('heading', { level: 1, name: 'Signed out of the portal' }).waitFor()
+        const after = await viewer.evaluate(async () => (await fetch('/portal/api/session')).status)
+        assert.equal(after, 401, 'the signed-out session opens nothing')
+        await expectRefusalLogged(401, '/portal/api/session')
       } finally {
         await context.close()
       }
