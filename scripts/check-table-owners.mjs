@@ -25,6 +25,7 @@ const OWNERS = {
   'push-urls': ['push_url_health'],
   portal: ['portal_links', 'portal_sessions'],
   'receiver-check': ['receiver_checks'],
+  'self-service': ['delivery_level_hours', 'delivery_level_checks'],
   recordings: [
     'recordings',
     'recording_tombstones',
@@ -65,6 +66,18 @@ const SHARED_READS = {
   'push-urls/push-url-health.ts': {
     tables: ['endpoints'],
     why: 'which enterprises push to a URL, in the statement that lists its health',
+  },
+  'self-service/level-hours.ts': {
+    tables: ['deliveries', 'delivery_attempts'],
+    why: "the service levels' rollup counts an hour of an enterprise's deliveries, and finds those attempted or confirmed since it last looked",
+  },
+  'self-service/service-levels.ts': {
+    tables: ['deliveries'],
+    why: "the levels' newest and oldest part-hours are counted from the deliveries as they are, and the backlog now",
+  },
+  'portal/portal-links.ts': {
+    tables: ['enterprises'],
+    why: "a link is spent only while its enterprise is enabled, in the statement that spends it",
   },
   'media/media-route.ts': {
     tables: ['enterprises'],

@@ -16,6 +16,18 @@ const (
 	changesPath  = "/openapi/v1/audios/changes"
 	callbackPath = "/openapi/v1/callback"
 
+	// The partner's self-service: its endpoints, deliveries, service levels, key and portal.
+	endpointsListPath    = "/openapi/v1/endpoints/list"
+	endpointsAddPath     = "/openapi/v1/endpoints/add"
+	endpointsUpdatePath  = "/openapi/v1/endpoints/update"
+	endpointsRemovePath  = "/openapi/v1/endpoints/remove"
+	endpointsCheckPath   = "/openapi/v1/endpoints/check"
+	deliveriesListPath   = "/openapi/v1/deliveries/list"
+	deliveriesReplayPath = "/openapi/v1/deliveries/replay"
+	levelsPath           = "/openapi/v1/levels"
+	keyRotatePath        = "/openapi/v1/key/rotate"
+	portalLinkPath       = "/openapi/v1/portal/link"
+
 	defaultTimeout     = 10 * time.Second
 	defaultMaxAttempts = 4
 	// A cached token is renewed this long before it expires (or at half its life when shorter).
@@ -44,23 +56,27 @@ type Config struct {
 	MaxAttempts int
 }
 
-// Client calls the partner API: tokens, the query, the change feed and the receipt callback. Every
-// request is sealed afresh (retries included), transient failures are retried with backoff, and the
-// token is reused until 5 minutes before it expires. Safe for concurrent use.
+// Client calls the partner API: tokens, the query, the change feed, the receipt callback and the
+// partner's self-service (endpoints, deliveries, levels, key rotation, portal links). Every request
+// is sealed afresh (retries included), transient failures are retried with backoff, and the token is
+// reused until 5 minutes before it expires. Safe for concurrent use.
 type Client struct {
 	baseURL      string
 	enterpriseID int64
-	keyVersion   int
-	key          *Key
 	http         *http.Client
 	timeout      time.Duration
 	maxAttempts  int
 	now          func() time.Time
 
-	mu       sync.Mutex
-	token    string
-	renewAt  time.Time
-	fetching *tokenFetch
+	mu sync.Mutex
+	// keyVersion and key seal requests; RotateKey replaces them. keys holds every key the client
+	// sealed with, by version, to open answers to requests sealed before a rotation.
+	keyVersion int
+	key        *Key
+	keys       map[int]*Key
+	token      string
+	renewAt    time.Time
+	fetching   *tokenFetch
 }
 
 // NewClient checks the configuration and returns a client; nothing is sent until a call needs it.
@@ -87,6 +103,7 @@ func NewClient(cfg Config) (*Client, error) {
 		enterpriseID: cfg.EnterpriseID,
 		keyVersion:   cfg.KeyVersion,
 		key:          key,
+		keys:         map[int]*Key{cfg.KeyVersion: key},
 		http:         cfg.HTTPClient,
 		timeout:      cfg.Timeout,
 		maxAttempts:  cfg.MaxAttempts,
@@ -102,4 +119,35 @@ func NewClient(cfg Config) (*Client, error) {
 		c.maxAttempts = defaultMaxAttempts
 	}
 	return c, nil
+}
+
+// KeyVersion is the keyVersion the client seals with: Config.KeyVersion, or the one RotateKey
+// switched to.
+func (c *Client) KeyVersion() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keyVersion
+}
+
+// currentKey is the keyVersion and key to seal with now.
+func (c *Client) currentKey() (int, *Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keyVersion, c.key
+}
+
+// knownKey is the key of a keyVersion the client sealed with, or nil.
+func (c *Client) knownKey(keyVersion int) *Key {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.keys[keyVersion]
+}
+
+// useKey makes a new key the one to seal with, and drops the token issued for the old one so that
+// the next token is the new key's.
+func (c *Client) useKey(keyVersion int, key *Key) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keyVersion, c.key, c.keys[keyVersion] = keyVersion, key, key
+	c.token = ""
 }

@@ -16,25 +16,40 @@ import (
 
 const testSecret = "wv+7DCv0af3nC9Fme+s3OZBWDJc16kPLzKja6ht0Vq0="
 
-// fakePlatform answers the token and the callback as a script says, and checks that no nonce is
-// ever sent twice.
+// fakePlatform answers the token, the callback and the sealed routes as a script says, and checks
+// that no nonce is ever sent twice.
 type fakePlatform struct {
-	t         *testing.T
-	key       *Key
-	mu        sync.Mutex
-	nonces    map[string]bool
-	tokens    int
-	expiresIn int
+	t *testing.T
+	// keys open requests by keyVersion; a sealed answer is sealed with its request's.
+	keys   map[int]*Key
+	mu     sync.Mutex
+	nonces map[string]bool
+	tokens int
+	// tokenKeyVersions is the keyVersion of each token request.
+	tokenKeyVersions []int
+	expiresIn        int
 	// callback answers the n-th callback (from 1) sent with token: a code, or 0 to hang.
 	callback  func(n int, token string) int
 	callbacks int
 	// issuedAt is each request's plaintext issuedAt, in the order they arrived (nil when it had none).
 	issuedAt []interface{}
+	// sealed answers any other path: a code, and the data to seal when it is 2000 (0 to hang).
+	sealed func(path string, plaintext map[string]interface{}) (int, interface{})
+	// requests are the other paths' requests, in the order they arrived.
+	requests []fakeRequest
+}
+
+// fakeRequest is one request to a sealed route: its path, keyVersion, token and plaintext.
+type fakeRequest struct {
+	path       string
+	keyVersion int
+	token      string
+	plaintext  map[string]interface{}
 }
 
 func newFakePlatform(t *testing.T) (*fakePlatform, *Client) {
 	key, _ := LoadKey(testSecret)
-	fake := &fakePlatform{t: t, key: key, nonces: map[string]bool{}, expiresIn: 7200}
+	fake := &fakePlatform{t: t, keys: map[int]*Key{1: key}, nonces: map[string]bool{}, expiresIn: 7200}
 	server := httptest.NewServer(fake)
 	t.Cleanup(server.Close)
 	client, err := NewClient(Config{BaseURL: server.URL, EnterpriseID: 42, KeyVersion: 1, Secret: testSecret})
@@ -46,7 +61,9 @@ func newFakePlatform(t *testing.T) (*fakePlatform, *Client) {
 
 func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	env, plaintext, err := f.key.Open(body)
+	f.mu.Lock()
+	env, plaintext, err := OpenEnvelope(body, func(version int) *Key { return f.keys[version] })
+	f.mu.Unlock()
 	if err != nil {
 		f.answer(w, CodeDecryptionFailed, nil)
 		return
@@ -66,6 +83,7 @@ func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case tokenPath:
 		f.mu.Lock()
+		f.tokenKeyVersions = append(f.tokenKeyVersions, env.KeyVersion)
 		f.tokens++
 		token := fmt.Sprintf("token-%d", f.tokens)
 		f.mu.Unlock()
@@ -81,7 +99,32 @@ func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		f.answer(w, code, nil)
+	default:
+		f.answerSealed(w, r, env, fields)
 	}
+}
+
+func (f *fakePlatform) answerSealed(w http.ResponseWriter, r *http.Request, env *Envelope, fields map[string]interface{}) {
+	f.mu.Lock()
+	f.requests = append(f.requests, fakeRequest{r.URL.Path, env.KeyVersion, r.Header.Get("Authorization"), fields})
+	key := f.keys[env.KeyVersion]
+	f.mu.Unlock()
+	code, data := f.sealed(r.URL.Path, fields)
+	if code == 0 {
+		<-r.Context().Done()
+		return
+	}
+	if code != CodeOK {
+		f.answer(w, code, nil)
+		return
+	}
+	sealed, err := key.Seal(env.KeyVersion, env.EventID, data)
+	if err != nil {
+		f.t.Errorf("sealing the answer to %s: %v", r.URL.Path, err)
+		f.answer(w, CodeInternalError, nil)
+		return
+	}
+	f.answer(w, CodeOK, sealed)
 }
 
 func (f *fakePlatform) answer(w http.ResponseWriter, code int, data interface{}) {

@@ -36,15 +36,17 @@ func (c *Client) Token(ctx context.Context) (string, error) {
 	}
 }
 
-// fetchToken runs the shared token request, bounded by the attempts' own timeouts only.
+// fetchToken runs the shared token request, bounded by the attempts' own timeouts only. A token
+// asked for with a key that RotateKey replaced meanwhile is handed out but not kept.
 func (c *Client) fetchToken(fetch *tokenFetch) {
 	requestedAt := c.now()
+	keyVersion := c.KeyVersion()
 	token, expiresIn, err := c.requestToken(context.Background())
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.fetching = nil
 	fetch.token, fetch.err = token, err
-	if err == nil {
+	if err == nil && c.keyVersion == keyVersion {
 		life := time.Duration(expiresIn) * time.Second
 		early := renewBefore
 		if life/2 < early {
@@ -57,7 +59,7 @@ func (c *Client) fetchToken(fetch *tokenFetch) {
 
 func (c *Client) requestToken(ctx context.Context) (string, int64, error) {
 	eventID := newEventID()
-	data, err := c.withRetries(ctx, func(ctx context.Context) (json.RawMessage, error) {
+	data, err := c.withRetries(ctx, callOptions{}, func(ctx context.Context) (json.RawMessage, error) {
 		env, err := c.seal(eventID, struct{}{})
 		if err != nil {
 			return nil, err

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	mathrand "math/rand"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -17,10 +18,14 @@ import (
 )
 
 // withRetries runs attempt until it succeeds, fails for good, or MaxAttempts ran out.
-func (c *Client) withRetries(ctx context.Context, attempt func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+func (c *Client) withRetries(ctx context.Context, opts callOptions, attempt func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	timeout := opts.timeout
+	if timeout == 0 {
+		timeout = c.timeout
+	}
 	for n := 1; ; n++ {
-		data, err := c.attempt(ctx, attempt)
-		if err == nil || ctx.Err() != nil || n >= c.maxAttempts || !retryable(err) {
+		data, err := c.attempt(ctx, timeout, attempt)
+		if err == nil || ctx.Err() != nil || n >= c.maxAttempts || !retryable(err, opts.changes) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -32,23 +37,30 @@ func (c *Client) withRetries(ctx context.Context, attempt func(context.Context) 
 	}
 }
 
-func (c *Client) attempt(ctx context.Context, attempt func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+func (c *Client) attempt(ctx context.Context, timeout time.Duration, attempt func(context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	return attempt(ctx)
 }
 
-// retryable: a failure a later attempt may not meet.
-func retryable(err error) bool {
+// retryable: a failure a later attempt may not meet. For a call that changes something when
+// repeated, only a failure that surely changed nothing: a refusal before the work, no connection.
+func retryable(err error, changes bool) bool {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
 		case CodeRateLimited:
 			return apiErr.RetryAfter <= maxRetryAfter
-		case CodeInternalError, CodeUnavailable:
+		case CodeUnavailable:
 			return true
+		case CodeInternalError:
+			return !changes
 		}
 		return false
+	}
+	if changes {
+		var opErr *net.OpError
+		return errors.As(err, &opErr) && opErr.Op == "dial"
 	}
 	var respErr *ResponseError
 	if errors.As(err, &respErr) {

@@ -153,5 +153,5 @@ func (c *Client) transferWithRetries(ctx context.Context, t *transfer) error {
 // other than Earshot's answers them.
 func transientDownload(err error) bool {
 	var respErr *ResponseError
-	return retryable(err) || (errors.As(err, &respErr) && respErr.HTTPStatus >= 500)
+	return retryable(err, false) || (errors.As(err, &respErr) && respErr.HTTPStatus >= 500)
 }

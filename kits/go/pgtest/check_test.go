@@ -46,3 +46,38 @@ func TestReceiverPassesThePlatformsCheck(t *testing.T) {
 		t.Fatalf("the check's pushes were handed to Store: %v", stored)
 	}
 }
+
+// The partner runs the same check itself, through the partner API (the kit's CheckReceiver), against
+// the kit's receiver: it passes, sealed with the enterprise's current key.
+func TestReceiverPassesTheCheckThePartnerRuns(t *testing.T) {
+	ctx := testContext(t, 120*time.Second)
+	p := testPlatform(t)
+	db, _ := testDB(t)
+	creds, client := newEnterprise(ctx, t, p)
+	var mu sync.Mutex
+	stored := 0
+	pushURL := serveReceiver(t, db, creds, client, func(context.Context, *earshot.PushEvent) error {
+		mu.Lock()
+		defer mu.Unlock()
+		stored++
+		return nil
+	})
+
+	report, err := client.CheckReceiver(ctx, pushURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, item := range report.Items {
+		if !item.Passed {
+			t.Errorf("%s (%s): %s; came back: %s", item.ID, item.Severity, item.Expected, item.Evidence)
+		}
+	}
+	if !report.Passed || len(report.Items) != 9 || report.EnterpriseID != creds.EnterpriseID || report.KeyVersion != creds.KeyVersion {
+		t.Fatalf("the check: %+v", report)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if stored != 0 {
+		t.Fatalf("%d of the check's pushes were handed to Store", stored)
+	}
+}

@@ -1,4 +1,5 @@
-"""A client of the partner API: tokens, the query, the change feed and the receipt callback."""
+"""A client of the partner API: tokens, the query, the change feed, the receipt callback, and (from
+SelfService) the partner's own endpoints, deliveries, levels, key and portal links."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from .errors import (
 )
 from .messages import check_changes_request, check_filter
 from .partial_file import DownloadedAudio
-from .replies import backoff_seconds, is_retryable, read_reply
+from .replies import backoff_seconds, is_retryable, is_unacted, read_reply
+from .self_service import SelfService
 
 TOKEN_PATH = "/openapi/v1/token"
 AUDIOS_PATH = "/openapi/v1/audios"
@@ -38,12 +40,22 @@ MAX_ENTERPRISE_ID = 2**53 - 1
 #: A token is renewed this long before it expires (or at half its life, when that is shorter).
 RENEW_BEFORE_SECONDS = 300.0
 
+Retryable = Callable[[EarshotError], bool]
+
 
 @dataclass(frozen=True)
 class _Token:
     value: str
     expires_in: int
     renew_at: float
+    #: The keyVersion that sealed its request: after a key rotation, a token of the old one is renewed.
+    key_version: int
+
+
+@dataclass(frozen=True)
+class _Credentials:
+    key_version: int
+    key: bytes
 
 
 class _NoRedirects(urllib.request.HTTPRedirectHandler):
@@ -53,7 +65,7 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-class Client:
+class Client(SelfService):
     """Talks to the partner API under one enterprise's credentials.
 
     Every request is sealed afresh (a new nonce for every request and every retry), network errors,
@@ -87,10 +99,10 @@ class Client:
             raise ValueError("retries must be an integer from 0 to 100")
         self.base_url = base_url.rstrip("/")
         self.enterprise_id = int(enterprise_id)
-        self.key_version = int(key_version)
         self.timeout = timeout
         self.retries = retries
-        self._key = load_key(secret)
+        # One object, replaced whole by a key rotation: a request seals and opens with one pair.
+        self._credentials = _Credentials(int(key_version), load_key(secret))
         self._opener = opener or urllib.request.build_opener(_NoRedirects)
         # Audio links may be a storage's own, which redirect.
         self._media_opener = opener or urllib.request.build_opener()
@@ -125,11 +137,17 @@ class Client:
             **options,
         )
 
+    @property
+    def key_version(self) -> int:
+        """The keyVersion requests are sealed with (the new one after ``rotate_key``)."""
+        return self._credentials.key_version
+
     def token(self) -> str:
         """A bearer token: the cached one while fresh, else a new one (one request for all threads)."""
         with self._lock:
             cached = self._token
-            if cached is not None and self._clock() < cached.renew_at:
+            fresh = cached is not None and self._clock() < cached.renew_at
+            if cached is not None and fresh and cached.key_version == self._credentials.key_version:
                 return cached.value
             flight = self._token_flight
             leader = flight is None
@@ -217,9 +235,10 @@ class Client:
     def _request_token(self) -> _Token:
         event_id = f"token-{uuid.uuid4()}"
         requested_at = self._clock()
+        credentials = self._credentials
 
         def body() -> dict:
-            envelope = self._seal(event_id, {})
+            envelope = self._seal(credentials, event_id, {})
             return {**envelope, "enterpriseId": self.enterprise_id}
 
         data, status = self._with_retries(lambda: self._post(TOKEN_PATH, body(), None))
@@ -233,7 +252,7 @@ class Client:
             raise EarshotResponseError("the token answer's data is not {accessToken, expiresIn}", status)
         lifetime = float(data["expiresIn"])
         renew_at = requested_at + lifetime - min(RENEW_BEFORE_SECONDS, lifetime / 2)
-        return _Token(data["accessToken"], int(data["expiresIn"]), renew_at)
+        return _Token(data["accessToken"], int(data["expiresIn"]), renew_at, credentials.key_version)
 
     def _drop_token(self, refused: str) -> None:
         with self._lock:
@@ -241,16 +260,30 @@ class Client:
             if self._token is not None and self._token.value == refused:
                 self._token = None
 
+    def _switch_key(self, key_version: int, secret: str) -> None:
+        """From now on requests are sealed with this key, and the next one gets a token of its own."""
+        credentials = _Credentials(key_version, load_key(secret))
+        with self._lock:
+            # Two rotations at once: the later keyVersion wins, whichever answer came last.
+            if key_version > self._credentials.key_version:
+                self._credentials = credentials
+
     # Requests
 
-    def _sealed_call(self, path: str, plaintext: dict, check: Callable[[dict], None], what: str) -> dict:
+    def _sealed_call(self, path: str, plaintext: dict, check: Callable[[dict], None], what: str, *,
+                     timeout: Optional[float] = None, at_most_once: bool = False) -> dict:
+        """A sealed request and its sealed answer, opened and checked. ``at_most_once``: resent only
+        when the refusal shows the platform did not act on it (for calls that must not happen twice)."""
         event_id = str(uuid.uuid4())
-        data, status = self._authorized(path, event_id, plaintext)
+        credentials = self._credentials
+        retryable = is_unacted if at_most_once else is_retryable
+        data, status = self._authorized(path, event_id, plaintext, credentials, timeout, retryable)
         try:
-            opened = open_envelope(data, self._key)
+            opened = open_envelope(data, credentials.key)
         except EnvelopeError as error:
             raise EarshotResponseError(f"the {what} answer's data does not open: {error.msg}", status) from None
-        if opened.envelope["eventId"] != event_id or opened.envelope["keyVersion"] != self.key_version:
+        envelope = opened.envelope
+        if envelope["eventId"] != event_id or envelope["keyVersion"] != credentials.key_version:
             raise EarshotResponseError(f"the {what} answer's data answers another request", status)
         try:
             check(opened.plaintext)
@@ -259,17 +292,20 @@ class Client:
             raise EarshotResponseError(message, status) from None
         return opened.plaintext
 
-    def _seal(self, event_id: str, plaintext: Mapping[str, Any]) -> dict:
+    def _seal(self, credentials: _Credentials, event_id: str, plaintext: Mapping[str, Any]) -> dict:
         """Sealed now, with issuedAt (epoch seconds): replayed past the platform's max age, it is refused."""
         issued_at = int(self._wall_clock())
-        return seal(self._key, self.key_version, event_id, {**plaintext, "issuedAt": issued_at})
+        return seal(credentials.key, credentials.key_version, event_id, {**plaintext, "issuedAt": issued_at})
 
-    def _authorized(self, path: str, event_id: str, plaintext: dict) -> tuple[Any, int]:
+    def _authorized(self, path: str, event_id: str, plaintext: dict, credentials: Optional[_Credentials] = None,
+                    timeout: Optional[float] = None, retryable: Retryable = is_retryable) -> tuple[Any, int]:
         """A bearer request; refused with 4010 or 4011 it is sent once more with a new token."""
+        sealing = credentials or self._credentials
 
         def send(token: str) -> tuple[Any, int]:
             return self._with_retries(
-                lambda: self._post(path, self._seal(event_id, plaintext), token)
+                lambda: self._post(path, self._seal(sealing, event_id, plaintext), token, timeout),
+                retryable,
             )
 
         token = self.token()
@@ -281,17 +317,18 @@ class Client:
             self._drop_token(token)
             return send(self.token())
 
-    def _with_retries(self, attempt: Callable[[], tuple[Any, int]]) -> tuple[Any, int]:
+    def _with_retries(self, attempt: Callable[[], tuple[Any, int]],
+                      retryable: Retryable = is_retryable) -> tuple[Any, int]:
         for failures in range(self.retries + 1):
             try:
                 return attempt()
             except EarshotError as error:
-                if failures == self.retries or not is_retryable(error):
+                if failures == self.retries or not retryable(error):
                     raise
                 self._sleep(backoff_seconds(failures, error.retry_after))
         raise AssertionError("unreachable")
 
-    def _post(self, path: str, body: dict, token: Optional[str]) -> tuple[Any, int]:
+    def _post(self, path: str, body: dict, token: Optional[str], timeout: Optional[float] = None) -> tuple[Any, int]:
         """One HTTP attempt; the answer's data on 2000, else the refusal raised."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if token is not None:
@@ -301,7 +338,7 @@ class Client:
         )
         try:
             try:
-                with self._opener.open(request, timeout=self.timeout) as response:
+                with self._opener.open(request, timeout=timeout or self.timeout) as response:
                     return read_reply(response.status, response.headers, response.read())
             except urllib.error.HTTPError as refusal:
                 with refusal:

@@ -68,3 +68,13 @@ def is_retryable(error: EarshotError) -> bool:
     if error.code == RATE_LIMITED:
         return (error.retry_after or 0.0) <= MAX_RETRY_AFTER_SECONDS
     return error.code in (INTERNAL_ERROR, UNAVAILABLE)
+
+
+def is_unacted(error: EarshotError) -> bool:
+    """A retryable failure that shows the request was not acted on: a connection refused (nothing was
+    sent), 5030, or a short 4290. After a timeout, a cut connection or a 5000 it may have been."""
+    if isinstance(error, EarshotNetworkError):
+        return isinstance(getattr(error.__cause__, "reason", error.__cause__), ConnectionRefusedError)
+    if error.code == RATE_LIMITED:
+        return (error.retry_after or 0.0) <= MAX_RETRY_AFTER_SECONDS
+    return error.code == UNAVAILABLE

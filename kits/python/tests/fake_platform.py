@@ -17,10 +17,11 @@ class FakePlatform:
     """Records every request as {path, token, envelope, plaintext}; ``answers[path]`` scripts answers:
     a list consumed one per request (the last one repeats), each (status, body, headers) or a function
     of the request returning one. Without a script, the token route answers a token and the others
-    answer 2000 with their plaintext sealed back as data."""
+    answer 2000 with their plaintext sealed back as data. ``keys`` (keyVersion: key) opens requests and
+    seals answers with the request's keyVersion: add one to stand for a rotated key."""
 
     def __init__(self, key: bytes) -> None:
-        self.key = key
+        self.keys = {1: key}
         self.requests: list[dict] = []
         self.answers: dict[str, list] = {}
         self.tokens_issued = 0
@@ -63,7 +64,7 @@ class FakePlatform:
             "path": path,
             "token": authorization[len("Bearer "):] if authorization.startswith("Bearer ") else None,
             "envelope": envelope,
-            "plaintext": open_envelope(envelope, self.key).plaintext,
+            "plaintext": open_envelope(envelope, self.keys).plaintext,
         }
         with self.lock:
             self.requests.append(request)
@@ -87,7 +88,7 @@ class FakePlatform:
 
     def sealed(self, request: dict, plaintext: dict) -> dict:
         envelope = request["envelope"]
-        return seal(self.key, envelope["keyVersion"], envelope["eventId"], plaintext)
+        return seal(self.keys[envelope["keyVersion"]], envelope["keyVersion"], envelope["eventId"], plaintext)
 
 
 def ok(data: Any) -> dict:

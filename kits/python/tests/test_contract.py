@@ -9,7 +9,7 @@ import json
 import os
 from typing import Any
 
-from earshot_partner import client, envelope, errors, messages, receiver
+from earshot_partner import client, envelope, errors, messages, receiver, self_service
 from earshot_partner.errors import EarshotError
 
 from .support import REPOSITORY, TimedTestCase
@@ -22,6 +22,16 @@ KIT_OPERATIONS = {
     "queryRecordings": client.AUDIOS_PATH,
     "readChanges": client.CHANGES_PATH,
     "confirmReceipt": client.CALLBACK_PATH,
+    "listEndpoints": self_service.ENDPOINTS_LIST_PATH,
+    "addEndpoint": self_service.ENDPOINTS_ADD_PATH,
+    "updateEndpoint": self_service.ENDPOINTS_UPDATE_PATH,
+    "removeEndpoint": self_service.ENDPOINTS_REMOVE_PATH,
+    "checkEndpoint": self_service.ENDPOINTS_CHECK_PATH,
+    "listDeliveries": self_service.DELIVERIES_LIST_PATH,
+    "replayDeliveries": self_service.DELIVERIES_REPLAY_PATH,
+    "readLevels": self_service.LEVELS_PATH,
+    "rotateKey": self_service.KEY_ROTATE_PATH,
+    "mintPortalLink": self_service.PORTAL_LINK_PATH,
 }
 LEFT_OUT = {"fetchAudio": "download_audio follows the denoiseUrl links it is given"}
 

@@ -12,6 +12,9 @@ UPDATE deliveries d SET first_attempt_at = a.started_at, first_attempt_acked = a
          WHERE outcome IN ('acked', 'failed') ORDER BY delivery_id, claim_no, attempt_id) a
  WHERE a.delivery_id = d.delivery_id AND d.created_at > now() - interval '8 days';
 
+-- An enterprise's backlog (waiting to be pushed, or being pushed), counted without reading anyone else's.
+CREATE INDEX deliveries_backlog ON deliveries (enterprise_id) WHERE state IN ('pending', 'held', 'queued', 'in_flight');
+
 -- A one-time link into the portal, keyed by the SHA-256 of its secret part: spent by the first GET.
 CREATE TABLE portal_links (
   link_hash bytea PRIMARY KEY,
@@ -44,3 +47,21 @@ CREATE TABLE portal_sessions (
 );
 CREATE INDEX portal_sessions_by_enterprise ON portal_sessions (enterprise_id, session_id);
 CREATE INDEX portal_sessions_expiry ON portal_sessions (expires_at);
+
+-- The service levels' rollup: each complete hour of an enterprise's deliveries (by creation), its first
+-- attempts' and receipts' latencies counted by value (whole milliseconds under a second, three significant
+-- digits above), and the share of first attempts acknowledged. Recounted when a delivery of that hour is
+-- attempted or confirmed; delivery_level_checks holds how far that has been looked for.
+CREATE TABLE delivery_level_hours (
+  enterprise_id bigint NOT NULL REFERENCES enterprises,
+  hour_start timestamptz NOT NULL,
+  first_ms jsonb NOT NULL,
+  first_acked integer NOT NULL,
+  receipt_ms jsonb NOT NULL,
+  counted_at timestamptz NOT NULL,
+  PRIMARY KEY (enterprise_id, hour_start)
+);
+CREATE TABLE delivery_level_checks (
+  enterprise_id bigint PRIMARY KEY REFERENCES enterprises,
+  checked_at timestamptz NOT NULL
+);

@@ -16,6 +16,7 @@ export { DELIVERY_STATES, type DeliveryState } from './deliveries/delivery-state
 export { samplePhrases, sampleTopics } from './demo/demo-seed.js'
 export { bearerCredentials } from './http/bearer.js'
 export { insertRecordings, type NewRecording, queryRecordings } from './recordings/recording-store.js'
+export { computeLevels } from './self-service/service-levels.js'
 export { migrate, migrations } from './storage/migrations.js'
 export { openDatabase, type StorageOptions } from './storage/open-database.js'
 export { tendDatabase, type UpkeepStep } from './storage/upkeep.js'

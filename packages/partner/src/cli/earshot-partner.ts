@@ -6,13 +6,17 @@
 import { reportUsageErrors } from '@earshot/support/cli'
 import { Command } from 'commander'
 import { credentialOptions, reportFailure } from './command-support.js'
+import { deliveriesCommand, levelsCommand, replayCommand } from './delivery-commands.js'
 import { downloadCommand } from './download-command.js'
+import { checkCommand, endpointsCommand } from './endpoint-commands.js'
+import { portalCommand, rotateKeyCommand } from './key-and-portal-commands.js'
 import { listenCommand } from './listen-command.js'
 import { exportCommand, queryCommand, tokenCommand } from './query-commands.js'
 import { syncCommand } from './sync-command.js'
 
 const program = new Command('earshot-partner').description(
-  'The Earshot partner kit: get a token, query and export recordings, download their audio, receive pushes, mirror the feed.',
+  'The Earshot partner kit: get a token, query and export recordings, download their audio, receive pushes, ' +
+    'mirror the feed; manage your endpoints, deliveries, key and portal access.',
 )
 for (const option of credentialOptions()) program.addOption(option)
 program
@@ -22,6 +26,13 @@ program
   .addCommand(downloadCommand())
   .addCommand(listenCommand())
   .addCommand(syncCommand())
+  .addCommand(endpointsCommand())
+  .addCommand(deliveriesCommand())
+  .addCommand(replayCommand())
+  .addCommand(checkCommand())
+  .addCommand(levelsCommand())
+  .addCommand(rotateKeyCommand())
+  .addCommand(portalCommand())
 
 const hintOnError = (command: Command): void => {
   command.showHelpAfterError('(add --help for usage)')

@@ -61,6 +61,12 @@ describe('earshot-partner --json errors', { timeout: 120_000 }, () => {
       ['export', '--out', join(dir, 'out.jsonl')],
       ['download', 'some-audio', '--out', join(dir, 'some.audio')],
       ['sync', '--data', join(dir, 'mirror')],
+      ['endpoints', 'list'],
+      ['deliveries'],
+      ['replay', '--since', '2026-01-01T00:00:00Z'],
+      ['levels'],
+      ['rotate-key'],
+      ['portal'],
     ]
     for (const args of commands) {
       const run = await runCli(bin, [...args, '--json'], wrongKey)

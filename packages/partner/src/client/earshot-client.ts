@@ -8,19 +8,15 @@ import {
   isJsonObject,
   type JsonObject,
   loadKey,
-  type MessageParser,
-  messageParser,
   open,
   PartnerOperation,
   RecordingFilter,
-  type SealedOperation,
   type SealedOperationId,
   type SealedPlaintextOf,
   type SealedResultOf,
   seal,
   sealedOperation,
 } from '@earshot/protocol'
-import pRetry from 'p-retry'
 import { type DownloadAudioOptions, type DownloadedAudio, downloadRecordingAudio } from './audio-download.js'
 import type {
   AccessTokenInfo,
@@ -31,7 +27,8 @@ import type {
   RequestOptions,
 } from './client-types.js'
 import { credentialsFromEnv } from './credentials-from-env.js'
-import { EarshotApiError, EarshotConfigError, EarshotResponseError } from './errors.js'
+import { EarshotConfigError, EarshotResponseError } from './errors.js'
+import { IntegrationCalls } from './integration-calls.js'
 import {
   checkBaseUrl,
   checkFilter,
@@ -39,11 +36,13 @@ import {
   checkMessage,
   checkPositiveInteger,
   checkTimeout,
+  parserOf,
   withoutUndefined,
 } from './options-check.js'
 import { audioPageOf, changePageOf } from './pages.js'
 import { postAttempt } from './post-attempt.js'
-import { isRetryable, isTokenRefusal, type Success, untilAborted } from './reply.js'
+import { isTokenRefusal, type Success, untilAborted } from './reply.js'
+import { withRetries } from './retries.js'
 
 export type { DownloadAudioOptions, DownloadedAudio, DownloadProgress } from './audio-download.js'
 export type {
@@ -69,23 +68,30 @@ const DEFAULT_RETRIES = 3
 const MAX_RETRIES = 100
 /** A cached token is renewed this long before it expires (or at half its life when that is shorter). */
 const RENEW_BEFORE_MS = 5 * 60_000
-const BACKOFF = { factor: 2, minTimeout: 250, maxTimeout: 5_000, randomize: true }
 
 interface CachedToken {
   info: AccessTokenInfo
   renewAt: number
 }
 
+/** The key requests are sealed with; replaced as a whole when the key is rotated. */
+interface SealingKey {
+  key: EnvelopeKey
+  keyVersion: number
+}
+
+/** An answer, with the key its request was sealed with: the key its data is sealed with. */
+type Answer = Success & { sealedWith: SealingKey }
+
 /**
- * A client of the partner API: tokens, the recording query, the change feed and the receipt callback.
- * Every request is sealed afresh, transient failures are retried with backoff, and the token is reused
- * until shortly before it expires.
+ * A client of the partner API: tokens, the recording query, the change feed, the receipt callback, and
+ * the calls that manage the partner's integration (IntegrationCalls). Every request is sealed afresh,
+ * transient failures are retried with backoff, and the token is reused until shortly before it expires.
  */
-export class EarshotClient {
+export class EarshotClient extends IntegrationCalls {
   readonly baseUrl: string
   readonly enterpriseId: number
-  readonly keyVersion: number
-  readonly #key: EnvelopeKey
+  #sealing: SealingKey
   readonly #timeoutMs: number
   readonly #retries: number
   readonly #fetch: typeof fetch
@@ -95,12 +101,13 @@ export class EarshotClient {
   #tokenRequest: Promise<CachedToken> | undefined
 
   constructor(options: EarshotClientOptions) {
+    super()
     if (!isJsonObject(options)) throw new EarshotConfigError('EarshotClient options must be an object')
     this.baseUrl = checkBaseUrl(options.baseUrl)
     this.enterpriseId = checkPositiveInteger('enterpriseId', options.enterpriseId)
-    this.keyVersion = checkPositiveInteger('keyVersion', options.keyVersion)
+    const keyVersion = checkPositiveInteger('keyVersion', options.keyVersion)
     try {
-      this.#key = loadKey(options.secret)
+      this.#sealing = { key: loadKey(options.secret), keyVersion }
     } catch (error) {
       throw new EarshotConfigError(`secret: ${(error as Error).message}`, { cause: error })
     }
@@ -125,6 +132,11 @@ export class EarshotClient {
     options: Omit<EarshotClientOptions, 'baseUrl' | 'enterpriseId' | 'keyVersion' | 'secret'> = {},
   ): EarshotClient {
     return new EarshotClient({ ...options, ...credentialsFromEnv(env) })
+  }
+
+  /** The keyVersion requests are sealed with: the one given, or the newest of rotateKey(). */
+  get keyVersion(): number {
+    return this.#sealing.keyVersion
   }
 
   /** A bearer token: the cached one while it is fresh, else a new one (one request for all callers). */
@@ -253,20 +265,35 @@ export class EarshotClient {
     })
   }
 
+  protected useKey(keyVersion: number, secret: string): void {
+    let key: EnvelopeKey
+    try {
+      key = loadKey(secret)
+    } catch (error) {
+      throw new EarshotResponseError(`the new key's secret is not usable: ${(error as Error).message}`, 200, {
+        cause: error,
+      })
+    }
+    this.#sealing = { key, keyVersion: checkPositiveInteger('keyVersion', keyVersion) }
+    // The next call gets a token of the new key (the old key's token would still work, for its grace).
+    this.#token = undefined
+  }
+
   async #requestToken(): Promise<CachedToken> {
     const eventId = randomUUID()
     const requestedAt = this.#clock()
+    const sealing = this.#sealing
     const reply = await this.#withRetries({}, () =>
       this.#post(
         TOKEN_PATH,
-        () => ({ ...this.#seal(eventId, {}), enterpriseId: this.enterpriseId }),
+        () => ({ ...this.#seal(sealing, eventId, {}), enterpriseId: this.enterpriseId }),
         undefined,
         {},
       ),
     )
-    let token: AccessToken
+    let issued: AccessToken
     try {
-      token = AccessToken.parse(reply.data)
+      issued = AccessToken.parse(reply.data)
     } catch (error) {
       throw new EarshotResponseError(
         `the token response data is not an access token {accessToken, expiresIn, tokenType}: ${(error as Error).message}`,
@@ -274,27 +301,42 @@ export class EarshotClient {
         { cause: error },
       )
     }
-    const lifetimeMs = token.expiresIn * 1000
+    const lifetimeMs = issued.expiresIn * 1000
     const info = {
-      accessToken: token.accessToken,
-      expiresIn: token.expiresIn,
+      accessToken: issued.accessToken,
+      expiresIn: issued.expiresIn,
       expiresAt: requestedAt + lifetimeMs,
     }
-    this.#token = { info, renewAt: info.expiresAt - Math.min(RENEW_BEFORE_MS, lifetimeMs / 2) }
-    return this.#token
+    const token = { info, renewAt: info.expiresAt - Math.min(RENEW_BEFORE_MS, lifetimeMs / 2) }
+    // A token of a key rotated away meanwhile serves the calls waiting for it, and is not kept.
+    if (this.#sealing === sealing) this.#token = token
+    return token
   }
 
   /** The request sealed now, with issuedAt: replayed later than the platform's max age, it is refused. */
-  #seal(eventId: string, plaintext: JsonObject) {
+  #seal(sealing: SealingKey, eventId: string, plaintext: JsonObject) {
     const issuedAt = Math.floor(this.#clock() / 1000)
-    return seal(this.#key, this.keyVersion, eventId, { ...plaintext, issuedAt })
+    return seal(sealing.key, sealing.keyVersion, eventId, { ...plaintext, issuedAt })
   }
 
-  /** A request with the bearer token; refused as 4010/4011, it is sent once more with a new token. */
-  async #authorized(path: string, eventId: string, plaintext: JsonObject, options: RequestOptions) {
+  /**
+   * A request with the bearer token; refused as 4010/4011, it is sent once more with a new token. It is
+   * sealed with the key of its start, which also opens its answer, whatever a rotation meanwhile did.
+   */
+  async #authorized(
+    path: string,
+    eventId: string,
+    plaintext: JsonObject,
+    options: RequestOptions,
+  ): Promise<Answer> {
     checkTimeout(options.timeoutMs ?? this.#timeoutMs)
-    const send = (token: string) =>
-      this.#withRetries(options, () => this.#post(path, () => this.#seal(eventId, plaintext), token, options))
+    const sealedWith = this.#sealing
+    const send = async (token: string) => ({
+      ...(await this.#withRetries(options, () =>
+        this.#post(path, () => this.#seal(sealedWith, eventId, plaintext), token, options),
+      )),
+      sealedWith,
+    })
     const token = await this.token(options)
     try {
       return await send(token)
@@ -306,36 +348,8 @@ export class EarshotClient {
     }
   }
 
-  async #withRetries(options: RequestOptions, attempt: () => Promise<Success>): Promise<Success> {
-    const { signal } = options
-    let last: unknown
-    try {
-      return await pRetry(
-        async () => {
-          try {
-            return await attempt()
-          } catch (error) {
-            last = error
-            throw error
-          }
-        },
-        {
-          ...BACKOFF,
-          retries: this.#retries,
-          ...(signal && { signal }),
-          shouldRetry: (error) => isRetryable(error),
-          onFailedAttempt: async (error) => {
-            if (error.retriesLeft > 0 && isRetryable(error) && error instanceof EarshotApiError) {
-              const seconds = error.retryAfterSeconds ?? 0
-              if (seconds > 0) await this.#sleep(seconds * 1000, signal)
-            }
-          },
-        },
-      )
-    } catch (error) {
-      // p-retry reports the most frequent error; the last one is the one to report.
-      throw signal?.aborted ? signal.reason : (last ?? error)
-    }
+  #withRetries(options: RequestOptions, attempt: () => Promise<Success>): Promise<Success> {
+    return withRetries({ retries: this.#retries, sleep: this.#sleep }, options, attempt)
   }
 
   /** One HTTP attempt: the body is built (so sealed) anew for every attempt. */
@@ -350,34 +364,23 @@ export class EarshotClient {
   }
 
   /** The response data opened: sealed with our key, answering this very request. */
-  #openData(reply: Success, eventId: string, what: string): unknown {
+  #openData(reply: Answer, eventId: string, what: string): unknown {
     const refuse = (why: string, cause?: unknown) =>
       new EarshotResponseError(`the ${what} response data ${why}`, reply.httpStatus, { cause })
+    const { key, keyVersion } = reply.sealedWith
     let opened: ReturnType<typeof open>
     try {
-      opened = open(reply.data, this.#key)
+      opened = open(reply.data, key)
     } catch (error) {
       throw refuse(`cannot be opened: ${(error as Error).message}`, error)
     }
-    if (opened.envelope.eventId !== eventId || opened.envelope.keyVersion !== this.keyVersion) {
+    if (opened.envelope.eventId !== eventId || opened.envelope.keyVersion !== keyVersion) {
       throw refuse('answers another request: its eventId or keyVersion is not the request’s')
     }
     return opened.plaintext
   }
 
-  #openList(reply: Success, eventId: string): AudioPage {
+  #openList(reply: Answer, eventId: string): AudioPage {
     return audioPageOf(this.#openData(reply, eventId, 'query'), reply.httpStatus)
   }
-}
-
-type Schema = SealedOperation['plaintext']
-const parsers = new WeakMap<Schema, MessageParser<unknown>>()
-
-/** One parser per schema, compiled when first used. */
-function parserOf(schema: Schema): MessageParser<unknown> {
-  const known = parsers.get(schema)
-  if (known) return known
-  const parser = messageParser(schema)
-  parsers.set(schema, parser)
-  return parser
 }

@@ -205,7 +205,13 @@ export async function startMediaServer(): Promise<MediaServer> {
 export interface FakeApiCall {
   path: string
   plaintext: JsonObject
+  /** The keyVersion of the request's envelope, and its bearer token (none for the token request). */
+  keyVersion: number
+  token: string | undefined
 }
+
+/** Answers a sealed request to its path with the data to seal (with the key the request was sealed with). */
+export type FakeRoute = (plaintext: JsonObject) => JsonObject | Promise<JsonObject>
 
 export interface FakeApi {
   readonly url: string
@@ -214,6 +220,10 @@ export interface FakeApi {
   readonly recordings: Map<string, () => RecordingData>
   /** The change feed, oldest first; a cursor is the number of changes read. */
   readonly changes: Change[]
+  /** Routes besides the query and the change feed, by path. */
+  readonly routes: Map<string, FakeRoute>
+  /** Opens (and answers) requests sealed with this keyVersion's key too. */
+  addKey(keyVersion: number, secret: string): void
   close(): Promise<void>
 }
 
@@ -221,7 +231,8 @@ export const FAKE_ENTERPRISE = { enterpriseId: 7, keyVersion: 1 }
 
 /** The partner API of one enterprise with the key `secret`. */
 export async function startFakeApi(secret: string): Promise<FakeApi> {
-  const key = loadKey(secret)
+  const keys = new Map([[FAKE_ENTERPRISE.keyVersion, loadKey(secret)]])
+  const routes = new Map<string, FakeRoute>()
   const calls: FakeApiCall[] = []
   const recordings = new Map<string, () => RecordingData>()
   const changes: Change[] = []
@@ -243,17 +254,20 @@ export async function startFakeApi(secret: string): Promise<FakeApi> {
     const chunks: Buffer[] = []
     for await (const chunk of request) chunks.push(chunk as Buffer)
     const path = request.url ?? ''
-    const { envelope, plaintext } = open(JSON.parse(Buffer.concat(chunks).toString('utf8')), key)
-    calls.push({ path, plaintext })
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'))
+    const key = keys.get(body.keyVersion)
+    if (!key) return { code: 4012, msg: `no key ${body.keyVersion}` }
+    const { envelope, plaintext } = open(body, key)
+    const token = request.headers.authorization?.replace(/^Bearer /, '')
+    calls.push({ path, plaintext, keyVersion: envelope.keyVersion, token })
     if (path === '/openapi/v1/token') {
-      return {
-        code: 2000,
-        msg: 'success',
-        data: { accessToken: 'fake', expiresIn: 7200, tokenType: 'Bearer' },
-      }
+      const accessToken = `fake-${envelope.keyVersion}-${calls.length}`
+      return { code: 2000, msg: 'success', data: { accessToken, expiresIn: 7200, tokenType: 'Bearer' } }
     }
     if (path === '/openapi/v1/callback') return { code: 2000, msg: 'success' }
-    const data = seal(key, envelope.keyVersion, envelope.eventId, dataOf(path, plaintext))
+    const route = routes.get(path)
+    const answered = route ? await route(plaintext) : dataOf(path, plaintext)
+    const data = seal(key, envelope.keyVersion, envelope.eventId, answered)
     return { code: 2000, msg: 'success', requestId: 'fake', data: data as unknown as JsonObject }
   }
 
@@ -264,7 +278,15 @@ export async function startFakeApi(secret: string): Promise<FakeApi> {
     )
   })
   const url = await listen(server)
-  return { url, calls, recordings, changes, close: () => stop(server) }
+  return {
+    url,
+    calls,
+    recordings,
+    changes,
+    routes,
+    addKey: (keyVersion, other) => void keys.set(keyVersion, loadKey(other)),
+    close: () => stop(server),
+  }
 }
 
 async function listen(server: Server): Promise<string> {

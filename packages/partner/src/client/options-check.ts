@@ -3,8 +3,10 @@ import {
   isJsonObject,
   type JsonObject,
   type MessageParser,
+  messageParser,
   RecordingFilter,
   ResponseCode,
+  type SealedOperation,
 } from '@earshot/protocol'
 import { EarshotApiError, EarshotConfigError } from './errors.js'
 
@@ -62,4 +64,16 @@ export function checkFunction<T>(name: string, value: T | undefined): T | undefi
     throw new EarshotConfigError(`${name} must be a function when given`)
   }
   return value
+}
+
+type Schema = SealedOperation['plaintext']
+const parsers = new WeakMap<Schema, MessageParser<unknown>>()
+
+/** One parser per schema, compiled when first used. */
+export function parserOf(schema: Schema): MessageParser<unknown> {
+  const known = parsers.get(schema)
+  if (known) return known
+  const parser = messageParser(schema)
+  parsers.set(schema, parser)
+  return parser
 }

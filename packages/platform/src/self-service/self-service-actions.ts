@@ -136,7 +136,7 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
       const { window } = LevelsRequest.parse(body)
       let cache = levelsCaches.get(context.db)
       if (!cache) {
-        cache = new LevelsCache(context.db, context.clock)
+        cache = new LevelsCache(context.db, context.clock, levelsMargin(context))
         levelsCaches.set(context.db, cache)
       }
       return cache.read(enterpriseId, window)
@@ -162,6 +162,11 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
     },
   },
 ]
+
+/** How long after the time it carries an attempt's row may commit: its push's timeout, then a minute. */
+function levelsMargin(context: PlatformContext): number {
+  return (context.config.pushTimeoutSeconds + 60) * 1000
+}
 
 function unknownEndpoint(endpointId: number): ApiError {
   return new ApiError(

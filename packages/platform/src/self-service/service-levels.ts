@@ -1,113 +1,108 @@
 import type { Levels } from '@earshot/protocol'
-import { PushEventType } from '@earshot/protocol'
 import type { Queryable } from '../storage/database.js'
+import { addCounts, emptyCounts, levelsOf } from './level-counts.js'
+import { completeHours, countSpan, HOUR_MS } from './level-hours.js'
 
 /*
- * An enterprise's delivery service levels over a window, of the deliveries created in it: first-attempt
- * latency (creation to the first attempt's start) p50/p95, the share of first attempts acknowledged,
- * acknowledgement-to-receipt p95, and the backlog now. Percentiles are nearest-rank (percentile_disc).
+ * An enterprise's delivery service levels over the last 24 hours and 7 days, of the deliveries created in
+ * them: first-attempt latency (creation to the first attempt's start) p50/p95, the share of first attempts
+ * acknowledged, acknowledgement-to-receipt p95 (level-counts.ts), and the backlog now. The window's complete
+ * hours come from the rollup (level-hours.ts); its part-hours at each end are counted as they are.
  */
 
 export type LevelWindow = '24h' | '7d'
 
-const WINDOW_SECONDS: Record<LevelWindow, number> = { '24h': 24 * 3600, '7d': 7 * 24 * 3600 }
+const WINDOW_MS: Record<LevelWindow, number> = { '24h': 24 * HOUR_MS, '7d': 7 * 24 * HOUR_MS }
 
 /** The states a backlog counts: waiting to be pushed, or being pushed. */
 export const BACKLOG_STATES = ['pending', 'held', 'queued', 'in_flight'] as const
 
-/** Reads the levels from the deliveries table: one pass over the window's rows. */
+/**
+ * The levels of both windows ending at nowMs. marginMs: how long after the time it carries an attempt's or
+ * a confirmation's row may commit (the push timeout and then some).
+ */
 export async function computeLevels(
   db: Queryable,
   enterpriseId: number,
-  window: LevelWindow,
   nowMs: number,
-): Promise<Levels> {
-  const [row] = await db.query<{
-    p50: number | null
-    p95: number | null
-    share: number | null
-    receipt: number | null
-    backlog: number
-  }>(
-    `WITH w AS (
-       SELECT extract(epoch FROM first_attempt_at - created_at) * 1000 AS first_ms, first_attempt_acked,
-              CASE WHEN state = 'confirmed' AND acked_at IS NOT NULL AND event_type <> '${PushEventType.DELETED}'
-                   THEN greatest(0, extract(epoch FROM confirmed_at - acked_at) * 1000) END AS receipt_ms
-         FROM deliveries
-        WHERE enterprise_id = $1 AND created_at >= to_timestamp($3::float8 / 1000) - make_interval(secs => $2)
-          AND created_at <= to_timestamp($3::float8 / 1000))
-     SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY first_ms)::float8 AS p50,
-            percentile_disc(0.95) WITHIN GROUP (ORDER BY first_ms)::float8 AS p95,
-            (count(*) FILTER (WHERE first_attempt_acked)::float8 / nullif(count(first_ms), 0)) AS share,
-            percentile_disc(0.95) WITHIN GROUP (ORDER BY receipt_ms)::float8 AS receipt,
-            (SELECT count(*) FROM deliveries
-              WHERE due_at IS NOT NULL AND enterprise_id = $1
-                AND state IN (${BACKLOG_STATES.map((s) => `'${s}'`).join(', ')}))::int AS backlog
-       FROM w`,
-    [enterpriseId, WINDOW_SECONDS[window], nowMs],
+  marginMs = 60_000,
+): Promise<Record<LevelWindow, Levels>> {
+  const currentHour = Math.floor(nowMs / HOUR_MS) * HOUR_MS
+  const windowStart = (window: LevelWindow) => nowMs - WINDOW_MS[window]
+  const firstWholeHour = (window: LevelWindow) => Math.ceil(windowStart(window) / HOUR_MS) * HOUR_MS
+  const hours = await completeHours(db, enterpriseId, {
+    fromMs: firstWholeHour('7d'),
+    toMs: currentHour,
+    nowMs,
+    marginMs,
+  })
+  const current = await countSpan(db, enterpriseId, currentHour, nowMs)
+  const [row] = await db.query<{ backlog: number }>(
+    `SELECT count(*)::int AS backlog FROM deliveries
+      WHERE enterprise_id = $1 AND state IN (${BACKLOG_STATES.map((state) => `'${state}'`).join(', ')})`,
+    [enterpriseId],
   )
-  const round = (ms: number | null | undefined) => (ms == null ? null : Math.round(ms))
-  return {
-    firstAttemptP50Ms: round(row?.p50),
-    firstAttemptP95Ms: round(row?.p95),
-    firstAttemptAckShare: row?.share ?? null,
-    ackToReceiptP95Ms: round(row?.receipt),
-    backlog: row?.backlog ?? 0,
+  const levels = async (window: LevelWindow) => {
+    const from = firstWholeHour(window)
+    const counts = addCounts(emptyCounts(), current)
+    addCounts(counts, await countSpan(db, enterpriseId, windowStart(window), from))
+    for (const [hour, each] of hours) if (hour >= from && hour < currentHour) addCounts(counts, each)
+    return levelsOf(counts, row?.backlog ?? 0)
   }
+  return { '24h': await levels('24h'), '7d': await levels('7d') }
 }
 
 /** How old figures may be when read. */
 export const LEVELS_MAX_LAG_MS = 10_000
-/** Past this age, a read answers the figures it has and refreshes them behind it. */
+/** Past this age, a read answers the figures it has and reads them again behind it. */
 const REFRESH_AFTER_MS = LEVELS_MAX_LAG_MS / 2
+/** Past this many enterprises' figures held, those too old to answer are let go. */
+const MAX_HELD = 1000
 
 interface Held {
-  levels: Levels
+  levels: Record<LevelWindow, Levels>
   computedAt: number
 }
 
-/** Past this many figures held, those too old to answer are let go. */
-const MAX_HELD = 1000
-
 /**
- * The levels as partners read them, held per instance: at most LEVELS_MAX_LAG_MS old. A reader that comes
- * back within that time (a chart refreshing itself) never waits for the window to be read again; one
- * computation at a time per enterprise and window, however many read.
+ * The levels as partners read them, held per instance, at most LEVELS_MAX_LAG_MS old: a reader coming back
+ * within that time (a chart refreshing itself) never waits for them to be read again, and one reading at a
+ * time per enterprise runs however many read.
  */
 export class LevelsCache {
-  readonly #held = new Map<string, Held>()
-  readonly #pending = new Map<string, Promise<Levels>>()
+  readonly #held = new Map<number, Held>()
+  readonly #reading = new Map<number, Promise<Held>>()
 
   constructor(
     private readonly db: Queryable,
     private readonly clock: () => number,
+    private readonly marginMs: number,
   ) {}
 
   async read(enterpriseId: number, window: LevelWindow): Promise<Levels> {
-    const key = `${enterpriseId} ${window}`
-    const held = this.#held.get(key)
+    const held = this.#held.get(enterpriseId)
     const age = held ? this.clock() - held.computedAt : Number.POSITIVE_INFINITY
-    if (held && age < REFRESH_AFTER_MS) return held.levels
     if (held && age < LEVELS_MAX_LAG_MS) {
-      this.#compute(key, enterpriseId, window).catch(() => this.#held.delete(key))
-      return held.levels
+      if (age >= REFRESH_AFTER_MS) this.#compute(enterpriseId).catch(() => this.#held.delete(enterpriseId))
+      return held.levels[window]
     }
-    return this.#compute(key, enterpriseId, window)
+    return (await this.#compute(enterpriseId)).levels[window]
   }
 
-  #compute(key: string, enterpriseId: number, window: LevelWindow): Promise<Levels> {
-    const running = this.#pending.get(key)
+  #compute(enterpriseId: number): Promise<Held> {
+    const running = this.#reading.get(enterpriseId)
     if (running) return running
-    const startedAt = this.clock()
-    const computing = computeLevels(this.db, enterpriseId, window, startedAt)
+    const computedAt = this.clock()
+    const reading = computeLevels(this.db, enterpriseId, computedAt, this.marginMs)
       .then((levels) => {
         if (this.#held.size >= MAX_HELD) this.#forgetStale()
-        this.#held.set(key, { levels, computedAt: startedAt })
-        return levels
+        const held = { levels, computedAt }
+        this.#held.set(enterpriseId, held)
+        return held
       })
-      .finally(() => this.#pending.delete(key))
-    this.#pending.set(key, computing)
-    return computing
+      .finally(() => this.#reading.delete(enterpriseId))
+    this.#reading.set(enterpriseId, reading)
+    return reading
   }
 
   #forgetStale(): void {

@@ -1,0 +1,157 @@
+import { PushEventType } from '@earshot/protocol'
+import type { Queryable } from '../storage/database.js'
+import { emptyCounts, type LevelCounts, latencyBucketSql } from './level-counts.js'
+
+/*
+ * The service levels' rollup: an enterprise's complete hours (by delivery creation) counted once and kept in
+ * delivery_level_hours, recounted when a delivery of that hour is attempted or confirmed. Which hours that
+ * is, is found from the attempts and confirmations since the enterprise was last looked at (less a margin
+ * for rows committed after the time they carry); past REBUILD_AFTER_MS of nobody looking, every hour is
+ * recounted instead.
+ */
+
+export const HOUR_MS = 3600_000
+/** Past this long without a look, the whole window is recounted rather than searched for changes. */
+const REBUILD_AFTER_MS = 10 * 60_000
+
+/** The start of the hour of an instant (SQL), in epoch milliseconds, whatever the session's time zone. */
+const HOUR_OF = (instant: string) => `(floor(extract(epoch FROM ${instant}) / 3600) * ${HOUR_MS})::float8`
+
+const FIRST_MS = latencyBucketSql('extract(epoch FROM first_attempt_at - created_at) * 1000')
+const RECEIPT_MS = latencyBucketSql('greatest(0, extract(epoch FROM confirmed_at - acked_at) * 1000)')
+
+const COUNT_SQL = `WITH d AS (
+       SELECT first_attempt_at, first_attempt_acked, created_at, acked_at, confirmed_at, state, event_type
+         FROM deliveries
+        WHERE enterprise_id = $1 AND created_at >= to_timestamp($2::float8 / 1000)
+          AND created_at < to_timestamp($3::float8 / 1000))
+     SELECT 'first' AS metric, ${FIRST_MS} AS ms, count(*)::int AS n,
+            count(*) FILTER (WHERE first_attempt_acked)::int AS acked
+       FROM d WHERE first_attempt_at IS NOT NULL GROUP BY 2
+     UNION ALL
+     SELECT 'receipt', ${RECEIPT_MS}, count(*)::int, 0
+       FROM d WHERE state = 'confirmed' AND acked_at IS NOT NULL AND event_type <> '${PushEventType.DELETED}'
+      GROUP BY 2`
+
+/** Counts the enterprise's deliveries created in [fromMs, toMs) as they are now. */
+export async function countSpan(
+  db: Queryable,
+  enterpriseId: number,
+  fromMs: number,
+  toMs: number,
+): Promise<LevelCounts> {
+  const rows = await db.query<{ metric: 'first' | 'receipt'; ms: number; n: number; acked: number }>(
+    COUNT_SQL,
+    [enterpriseId, fromMs, toMs],
+  )
+  const counts = emptyCounts()
+  for (const { metric, ms, n, acked } of rows) {
+    ;(metric === 'first' ? counts.firstMs : counts.receiptMs)[String(ms)] = n
+    counts.firstAcked += acked
+  }
+  return counts
+}
+
+/**
+ * The counts of the enterprise's complete hours starting in [fromMs, toMs) (hour-aligned), each brought up to
+ * date first: hours counted before something of theirs changed, or never counted, are counted again.
+ */
+export async function completeHours(
+  db: Queryable,
+  enterpriseId: number,
+  span: { fromMs: number; toMs: number; nowMs: number; marginMs: number },
+): Promise<Map<number, LevelCounts>> {
+  const { fromMs, toMs, nowMs, marginMs } = span
+  const stored = await storedHours(db, enterpriseId, fromMs)
+  const changed = await changedHours(db, enterpriseId, fromMs, nowMs, marginMs)
+  for (let hour = fromMs; hour < toMs; hour += HOUR_MS) {
+    if (stored.has(hour) && !changed?.has(hour) && changed !== undefined) continue
+    const counts = await countSpan(db, enterpriseId, hour, hour + HOUR_MS)
+    await saveHour(db, enterpriseId, hour, counts, nowMs)
+    stored.set(hour, counts)
+  }
+  await db.query(
+    `INSERT INTO delivery_level_checks (enterprise_id, checked_at) VALUES ($1, to_timestamp($2::float8 / 1000))
+     ON CONFLICT (enterprise_id) DO UPDATE SET checked_at = greatest(delivery_level_checks.checked_at, excluded.checked_at)`,
+    [enterpriseId, nowMs],
+  )
+  await db.query(
+    'DELETE FROM delivery_level_hours WHERE enterprise_id = $1 AND hour_start < to_timestamp($2::float8 / 1000)',
+    [enterpriseId, fromMs],
+  )
+  return stored
+}
+
+async function storedHours(db: Queryable, enterpriseId: number, fromMs: number) {
+  const rows = await db.query<{ hour: number } & LevelCounts>(
+    `SELECT (extract(epoch FROM hour_start) * 1000)::float8 AS hour, first_ms AS "firstMs",
+            first_acked AS "firstAcked", receipt_ms AS "receiptMs"
+       FROM delivery_level_hours WHERE enterprise_id = $1 AND hour_start >= to_timestamp($2::float8 / 1000)`,
+    [enterpriseId, fromMs],
+  )
+  const parse = (value: unknown) =>
+    (typeof value === 'string' ? JSON.parse(value) : value) as Record<string, number>
+  return new Map(
+    rows.map((row) => [
+      Number(row.hour),
+      { firstMs: parse(row.firstMs), firstAcked: row.firstAcked, receiptMs: parse(row.receiptMs) },
+    ]),
+  )
+}
+
+/**
+ * The hours (by creation) of the enterprise's deliveries attempted or confirmed since it was last looked at,
+ * less the margin; undefined when it was never looked at, or too long ago: every hour is to be counted.
+ */
+async function changedHours(
+  db: Queryable,
+  enterpriseId: number,
+  fromMs: number,
+  nowMs: number,
+  marginMs: number,
+): Promise<Set<number> | undefined> {
+  const [check] = await db.query<{ checkedAt: number }>(
+    `SELECT (extract(epoch FROM checked_at) * 1000)::float8 AS "checkedAt" FROM delivery_level_checks
+      WHERE enterprise_id = $1`,
+    [enterpriseId],
+  )
+  if (!check || nowMs - check.checkedAt > REBUILD_AFTER_MS) return undefined
+  // Two index-led halves: the attempts by their start, the confirmations by their time.
+  const rows = await db.query<{ hour: number }>(
+    `SELECT ${HOUR_OF('d.created_at')} AS hour
+       FROM deliveries d
+       JOIN (SELECT DISTINCT delivery_id FROM delivery_attempts
+              WHERE started_at >= to_timestamp($2::float8 / 1000)) a ON a.delivery_id = d.delivery_id
+      WHERE d.enterprise_id = $1 AND d.created_at >= to_timestamp($3::float8 / 1000)
+     UNION
+     SELECT ${HOUR_OF('d.created_at')} FROM deliveries d
+      WHERE d.state = 'confirmed' AND d.confirmed_at >= to_timestamp($2::float8 / 1000)
+        AND d.enterprise_id = $1 AND d.created_at >= to_timestamp($3::float8 / 1000)`,
+    [enterpriseId, check.checkedAt - marginMs, fromMs],
+  )
+  return new Set(rows.map((row) => Number(row.hour)))
+}
+
+async function saveHour(
+  db: Queryable,
+  enterpriseId: number,
+  hourMs: number,
+  counts: LevelCounts,
+  nowMs: number,
+) {
+  await db.query(
+    `INSERT INTO delivery_level_hours (enterprise_id, hour_start, first_ms, first_acked, receipt_ms, counted_at)
+     VALUES ($1, to_timestamp($2::float8 / 1000), $3, $4, $5, to_timestamp($6::float8 / 1000))
+     ON CONFLICT (enterprise_id, hour_start) DO UPDATE
+       SET first_ms = excluded.first_ms, first_acked = excluded.first_acked, receipt_ms = excluded.receipt_ms,
+           counted_at = excluded.counted_at`,
+    [
+      enterpriseId,
+      hourMs,
+      JSON.stringify(counts.firstMs),
+      counts.firstAcked,
+      JSON.stringify(counts.receiptMs),
+      nowMs,
+    ],
+  )
+}
