@@ -400,6 +400,11 @@ for (const backend of testBackends) {
         .click()
       await page.locator('section.timeline pre').first().waitFor()
       await fitsWidth(page, 'a delivery with its attempts')
+      await section('Receiver check').click()
+      await page.getByLabel('URL', { exact: true }).fill(checkTarget.url)
+      await page.getByRole('button', { name: 'Run the check' }).click()
+      await page.locator('#receiver-check-verdict').waitFor()
+      await fitsWidth(page, "the receiver check's report")
       await page.setViewportSize(DESKTOP)
     })
 
