@@ -77,7 +77,7 @@ const SHARED_READS = {
   },
   'portal/portal-links.ts': {
     tables: ['enterprises'],
-    why: "a link is spent only while its enterprise is enabled, in the statement that spends it",
+    why: 'a link is spent only while its enterprise is enabled, in the statement that spends it',
   },
   'media/media-route.ts': {
     tables: ['enterprises'],

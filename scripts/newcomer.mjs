@@ -60,6 +60,15 @@ try {
   )
   const secret = matchOf(platform.output(), /secret: +(\S+)/)
   await step('the first query', () => shell(fillIn(block('first-query'), { '<the printed secret>': secret })))
+  await step('a link into the partner portal, opened once', async () => {
+    const printed = await shell(fillIn(block('portal'), { '<the printed secret>': secret }))
+    const link = matchOf(printed, /(http:\/\/\S+\/portal\/enter\/\S+)/)
+    const opened = await fetch(link, { redirect: 'manual' })
+    const cookie = opened.headers.get('set-cookie') ?? ''
+    if (opened.status !== 303 || !cookie.includes('earshot_portal=')) {
+      fail(`the portal link answered ${opened.status} (${cookie || 'no cookie'}), not 303 with a session`)
+    }
+  })
   const apiKey = await step(
     "the setup link: the first owner, and an API key from the console's Keys screen",
     () => ownerKey(matchOf(platform.output(), /^ {2}(http:\/\/\S+\/console\/#setup=\S+)$/m)),

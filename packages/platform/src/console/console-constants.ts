@@ -9,9 +9,8 @@ import { COUNTED_STATES } from '../deliveries/delivery-store.js'
  */
 
 /** The event types an endpoint may be subscribed to, as the API names and orders them. */
-export { EVENT_TYPES } from '@earshot/protocol'
 /** The bounds of an endpoint's URL, description and rate. */
-export { ENDPOINT_LIMITS } from '@earshot/protocol'
+export { ENDPOINT_LIMITS, EVENT_TYPES } from '@earshot/protocol'
 
 const { ready, claimed, held, waiting, parked, final } = deliveryMachine
 

@@ -2,20 +2,23 @@ import type { Levels } from '@earshot/protocol'
 
 /*
  * Latencies counted by value, and the figures read from such counts. Values are whole milliseconds under a
- * second and rounded to three significant digits above (LATENCY_BUCKET_SQL), so that an hour's counts stay
+ * second and rounded to three significant digits above (latencyBucketSql), so that an hour's counts stay
  * small whatever its number of deliveries; percentiles are nearest-rank over them.
  */
 
-/** A latency in milliseconds (a SQL expression) as it is counted. */
-export function latencyBucketSql(ms: string): string {
-  return `(CASE WHEN (${ms}) < 1000 THEN round(${ms}) ELSE round((${ms})::numeric, 2 - floor(log((${ms})::numeric))::int) END)::float8`
+/** A latency in milliseconds (a float8 column) as it is counted: plain float arithmetic, a decade at a time. */
+export function latencyBucketSql(v: string): string {
+  const decades = [4, 5, 6, 7, 8, 9, 10]
+    .map((digits) => `WHEN ${v} < 1e${digits} THEN floor(${v} / 1e${digits - 3} + 0.5) * 1e${digits - 3}`)
+    .join(' ')
+  return `CASE WHEN ${v} < 1000 THEN floor(${v} + 0.5) ${decades} ELSE floor(${v} / 1e8 + 0.5) * 1e8 END`
 }
 
 /** The same rounding, for who checks the figures against the rows. */
 export function latencyBucket(ms: number): number {
-  if (ms < 1000) return Math.round(ms)
-  const unit = 10 ** (String(Math.floor(ms)).length - 3)
-  return Math.round(ms / unit) * unit
+  if (ms < 1000) return Math.floor(ms + 0.5)
+  const unit = 10 ** (Math.min(String(Math.floor(ms)).length, 11) - 3)
+  return Math.floor(ms / unit + 0.5) * unit
 }
 
 /** The counts of a span of deliveries: first attempts and receipts by latency, and first attempts acknowledged. */

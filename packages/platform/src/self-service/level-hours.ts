@@ -17,21 +17,18 @@ const REBUILD_AFTER_MS = 10 * 60_000
 /** The start of the hour of an instant (SQL), in epoch milliseconds, whatever the session's time zone. */
 const HOUR_OF = (instant: string) => `(floor(extract(epoch FROM ${instant}) / 3600) * ${HOUR_MS})::float8`
 
-const FIRST_MS = latencyBucketSql('extract(epoch FROM first_attempt_at - created_at) * 1000')
-const RECEIPT_MS = latencyBucketSql('greatest(0, extract(epoch FROM confirmed_at - acked_at) * 1000)')
-
 const COUNT_SQL = `WITH d AS (
-       SELECT first_attempt_at, first_attempt_acked, created_at, acked_at, confirmed_at, state, event_type
+       SELECT (extract(epoch FROM first_attempt_at - created_at) * 1000)::float8 AS first_ms, first_attempt_acked,
+              CASE WHEN state = 'confirmed' AND acked_at IS NOT NULL AND event_type <> '${PushEventType.DELETED}'
+                   THEN greatest(0, extract(epoch FROM confirmed_at - acked_at) * 1000)::float8 END AS receipt_ms
          FROM deliveries
         WHERE enterprise_id = $1 AND created_at >= to_timestamp($2::float8 / 1000)
           AND created_at < to_timestamp($3::float8 / 1000))
-     SELECT 'first' AS metric, ${FIRST_MS} AS ms, count(*)::int AS n,
+     SELECT 'first' AS metric, ${latencyBucketSql('first_ms')} AS ms, count(*)::int AS n,
             count(*) FILTER (WHERE first_attempt_acked)::int AS acked
-       FROM d WHERE first_attempt_at IS NOT NULL GROUP BY 2
+       FROM d WHERE first_ms IS NOT NULL GROUP BY 2
      UNION ALL
-     SELECT 'receipt', ${RECEIPT_MS}, count(*)::int, 0
-       FROM d WHERE state = 'confirmed' AND acked_at IS NOT NULL AND event_type <> '${PushEventType.DELETED}'
-      GROUP BY 2`
+     SELECT 'receipt', ${latencyBucketSql('receipt_ms')}, count(*)::int, 0 FROM d WHERE receipt_ms IS NOT NULL GROUP BY 2`
 
 /** Counts the enterprise's deliveries created in [fromMs, toMs) as they are now. */
 export async function countSpan(
