@@ -79,6 +79,10 @@ const SHARED_READS = {
     tables: ['enterprises'],
     why: 'a link is spent only while its enterprise is enabled, in the statement that spends it',
   },
+  'portal/portal-sessions.ts': {
+    tables: ['enterprises'],
+    why: "every portal request's session with its enterprise's name and disabled flag, in one statement",
+  },
   'media/media-route.ts': {
     tables: ['enterprises'],
     why: "a download's lookup refuses a disabled enterprise's audio in the same statement",

@@ -3,7 +3,7 @@
  * admin listener at /console (packages/platform/src/console/console-assets.ts). This module is the shell:
  * who is signed in, the navigation bar and the hash routes; signing in is sign-in.ts and setup.ts, and each
  * page is a module of its own (overview.ts, enterprises.ts, endpoints.ts, recordings.ts, deliveries.ts,
- * import.ts, operators.ts, keys.ts, audit.ts) built from dom.ts and admin-api.ts.
+ * import.ts, operators.ts, keys.ts, audit.ts, portal.ts) built from dom.ts and admin-api.ts.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
@@ -40,6 +40,7 @@ import { keys } from './keys.js'
 import { stopRefreshing } from './navigation.js'
 import { operators } from './operators.js'
 import { overview } from './overview.js'
+import { portalSessions } from './portal.js'
 import { recordings } from './recordings.js'
 import { inConsoleSession, may, type Session, scopeText, session, setSession } from './session.js'
 import { setupPage, setupToken } from './setup.js'
@@ -85,6 +86,7 @@ const pages: Record<string, Page> = {
   operators,
   keys,
   audit,
+  portal: portalSessions,
 }
 
 async function render(): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * The enterprises page: create, list, require issuedAt, rotate keys, set push URLs, disable; each one's
- * endpoints a link away.
+ * endpoints a link away, and its partner portal (portal.ts).
  */
 import { api, enterpriseOptions } from './admin-api.js'
 import type { Enterprise } from './admin-client.js'
@@ -19,6 +19,7 @@ import {
   statusBox,
   table,
 } from './dom.js'
+import { portalControls } from './portal.js'
 import { may } from './session.js'
 import { showOnce } from './shown-once.js'
 
@@ -171,6 +172,7 @@ function enterpriseActions(page: EnterprisesPage, e: Enterprise): HTMLDivElement
     may('endpoints.write') && pushUrlForm(page, e),
     may('secrets.read') && rotateButton(page, e),
     may('enterprises.write') && disableButton(page, e),
+    portalControls({ panel: page.secretPanel, status: page.status, alert: page.alert }, e),
   )
 }
 

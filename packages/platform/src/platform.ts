@@ -23,6 +23,7 @@ import { buildPartnerApi } from './listeners/partner-listener.js'
 import { openMedia } from './media/media-service.js'
 import { tendMedia } from './media/media-upkeep.js'
 import { createMetrics } from './metrics/metrics.js'
+import { prunePortal } from './portal/portal-sessions.js'
 import type { Database } from './storage/database.js'
 import { openDatabase } from './storage/open-database.js'
 import { keepDatabaseTended } from './storage/upkeep.js'
@@ -182,6 +183,7 @@ async function startChores(
     forgetStaleSignIns(db, clock(), config.sessionMaxSeconds).catch((error: unknown) =>
       log.warn({ err: error }, 'sign-in cleanup failed'),
     )
+    prunePortal(db, clock()).catch((error: unknown) => log.warn({ err: error }, 'portal cleanup failed'))
   }, JANITOR_INTERVAL_MS)
   janitor.unref()
   const upkeep = await keepDatabaseTended(db, log.child({ component: 'storage' }))

@@ -31,8 +31,8 @@ export type Payload =
   | { result: TSchema | null; sealed: boolean }
 
 export interface Answer {
-  /** 302: a redirect a browser follows (single sign-on), its Location the answer. */
-  status?: 200 | 201 | 302
+  /** 302, 303: a redirect a browser follows (single sign-on, entering the portal), its Location the answer. */
+  status?: 200 | 201 | 302 | 303
   description: string
   /** None for an answer whose body nobody reads. */
   payload?: Payload

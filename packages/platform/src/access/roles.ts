@@ -3,7 +3,8 @@ import { type Permission, permissions } from '../http/permissions.js'
 /**
  * The one place permissions are decided: what each role grants. An owner holds everything; an admin all
  * but operators and keys; an operator changes recordings, deliveries and endpoints but never sees a
- * secret; a viewer reads, never a secret.
+ * secret; a viewer reads, never a secret. A manage link into the portal may rotate the enterprise's key
+ * and be shown the new secret, so minting portal links is an admin's, as rotating a key is.
  */
 const every = Object.keys(permissions) as Permission[]
 const reads: Permission[] = [
@@ -12,6 +13,7 @@ const reads: Permission[] = [
   'deliveries.read',
   'endpoints.read',
   'operations.read',
+  'portal.view',
 ]
 
 export const roles = {

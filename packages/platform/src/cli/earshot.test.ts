@@ -278,6 +278,7 @@ describe('earshot', { concurrency: true, timeout: 180_000 }, () => {
         'recordings',
         'deliveries',
         'endpoints',
+        'portal',
         'keys',
         'operators',
         'audit',

@@ -13,6 +13,7 @@ import { enterpriseCommand } from './enterprise-commands.js'
 import { keysCommand } from './keys-commands.js'
 import { mediaCommand } from './media-commands.js'
 import { operatorsCommand } from './operators-commands.js'
+import { portalCommand } from './portal-commands.js'
 import { recordingsCommand } from './recordings-commands.js'
 import { serveCommand } from './serve-command.js'
 import { workerCommand } from './worker-command.js'
@@ -41,6 +42,7 @@ const program = new Command('earshot')
   .addCommand(recordingsCommand())
   .addCommand(deliveriesCommand())
   .addCommand(endpointsCommand())
+  .addCommand(portalCommand())
   .addCommand(mediaCommand())
   .addCommand(keysCommand())
   .addCommand(operatorsCommand())

@@ -181,7 +181,7 @@ for (const backend of testBackends) {
       })
 
       const row = page.getByRole('row').filter({ hasText: 'Acme Audio' })
-      await row.locator('summary').click()
+      await row.locator('summary', { hasText: 'Push URL' }).click()
       const pushUrl = page.getByLabel(`Push URL of enterprise ${enterpriseId}`)
       await pushUrl.fill('http://169.254.169.254/latest/meta-data')
       await row.getByRole('button', { name: 'Save' }).click()

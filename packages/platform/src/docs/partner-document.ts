@@ -74,7 +74,13 @@ export function partnerApiDocument(routes: readonly RouteContract[], webhooks: r
     }
     return ref(`Sealed${name}`)
   }
-  const style = { components, securityScheme: 'accessToken', everyRoute: [], sealed: envelopeOf }
+  const style = {
+    components,
+    securityScheme: 'accessToken',
+    securityOf: (route: RouteContract) => (route.tag === 'portal' ? 'portalSession' : undefined),
+    everyRoute: [],
+    sealed: envelopeOf,
+  }
   const paths = documentPaths(routes, style)
   const pushes = documentWebhooks(webhooks, style)
 
@@ -95,6 +101,11 @@ export function partnerApiDocument(routes: readonly RouteContract[], webhooks: r
         description:
           "Audio Earshot stores: a recording's denoiseUrl is a signed link that expires; query again for a fresh one",
       },
+      {
+        name: 'portal',
+        description:
+          "The partner portal's routes, for its page in a browser: a one-time link opens a session (a cookie), and the self-service actions are served in the clear to it",
+      },
       { name: 'health', description: 'Probes for load balancers and orchestrators' },
     ],
     paths,
@@ -106,6 +117,13 @@ export function partnerApiDocument(routes: readonly RouteContract[], webhooks: r
           type: 'http',
           scheme: 'bearer',
           description: 'An accessToken from POST /openapi/v1/token (valid expiresIn seconds, default 7200)',
+        },
+        portalSession: {
+          type: 'apiKey',
+          in: 'cookie',
+          name: 'earshot_portal',
+          description:
+            'A portal session, set by GET /portal/enter/{link}; every POST also carries its csrfToken as x-csrf-token',
         },
       },
     },

@@ -9,6 +9,8 @@ export interface DocumentStyle {
   components: Components
   /** The security scheme every route but the open ones needs. */
   securityScheme: string
+  /** The scheme a route needs instead, if not that one (the portal's routes: its session cookie). */
+  securityOf?(route: RouteContract): string | undefined
   /** Refusals every route (open ones too) may give, beyond its own. */
   everyRoute: readonly ResponseCodeValue[]
   /** The permission open routes are documented with (the admin API's "public"); none when absent. */
@@ -57,7 +59,7 @@ function operation(route: RouteContract, style: DocumentStyle): Json {
     tags: [route.tag],
     summary: route.summary,
     ...(route.description && { description: route.description }),
-    security: route.open ? [] : [{ [style.securityScheme]: [] }],
+    security: route.open ? [] : [{ [style.securityOf?.(route) ?? style.securityScheme]: [] }],
     ...(route.permission && { [PERMISSION]: route.permission }),
     ...(route.open && style.openPermission && { [PERMISSION]: style.openPermission }),
     ...(parameters.length > 0 && { parameters }),

@@ -82,6 +82,23 @@ for (const backend of testBackends) {
         body: token,
       })
 
+      const portalLink = await adminClientOf(platform).call('createPortalLink', {
+        params: { enterpriseId: partner.enterpriseId },
+        body: { access: 'manage' },
+      })
+      secrets.set('portal link', portalLink.url.slice(portalLink.url.lastIndexOf('/') + 1))
+      const entered = await fetch(`${platform.partnerUrl}${new URL(portalLink.url).pathname}`, {
+        redirect: 'manual',
+      })
+      const portalCookie = (entered.headers.get('set-cookie') ?? '').split(';', 1)[0] as string
+      secrets.set('portal session', portalCookie.slice(portalCookie.indexOf('=') + 1))
+      await fetch(`${platform.partnerUrl}/portal/api/session`, { headers: { cookie: portalCookie } })
+      await fetch(`${platform.partnerUrl}/portal/api/endpoints/list`, {
+        method: 'POST',
+        headers: { cookie: portalCookie, 'content-type': 'application/json' },
+        body: '{}',
+      })
+
       await admin(platform, 'GET', '/enterprises')
       await admin(platform, 'POST', '/enterprises', { name: 'Second' }).then(({ body }) =>
         secrets.set('second secret', (body as { secret: string }).secret),
@@ -134,6 +151,7 @@ describe('redactSecrets', { timeout: 10_000 }, () => {
       token: 'v1.1.1.1800000000.c2FsdA.SECRET-7',
       other: 'v1.12.3.1800000000.c2FsdHNhbHQ.SECRET-8',
       headers: { authorization: 'Bearer SECRET-9' },
+      portal: 'GET /portal/enter/ptl_SECRET-10 then earshot_portal=pts_SECRET-11',
     })
     const redacted = redactSecrets(line)
     assert.doesNotMatch(redacted, /SIGNATURE|SECRET/)

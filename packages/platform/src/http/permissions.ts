@@ -15,6 +15,10 @@ export const permissions = {
   'deliveries.replay': 'Replay push deliveries, or cancel them',
   'endpoints.read': 'See push endpoints and the health of push URLs',
   'endpoints.write': 'Add, change and remove push endpoints, enable push URLs, check receivers',
+  'portal.view':
+    "Look at an enterprise's partner portal read-only, as its partner sees it; list portal sessions",
+  'portal.manage':
+    "Mint links into an enterprise's partner portal for its partner (view or manage), end portal sessions",
   'operations.read': "See the platform's metrics and overview",
   'audit.read': 'Read, verify and export the audit trail',
   'operators.manage': 'Add operators, change their role, scope or name, disable them, end their sessions',

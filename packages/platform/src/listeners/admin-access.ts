@@ -27,7 +27,7 @@ export interface AccessContext {
 }
 
 /** Tags whose changes keep their fields' values in the trail; every other keeps only the fields' names. */
-const SETTINGS_TAGS = new Set(['enterprises', 'endpoints', 'access', 'media'])
+const SETTINGS_TAGS = new Set(['enterprises', 'endpoints', 'access', 'media', 'portal'])
 
 const changes = new WeakMap<FastifyRequest, PendingAudit>()
 const scopeTargets = new WeakMap<FastifyRequest, { enterpriseId?: number }>()

@@ -12,6 +12,7 @@ import type { RouteSpec } from '../http/route-spec.js'
 import { importRoute } from '../imports/import-route.js'
 import { audioUploadRoute } from '../media/audio-upload-route.js'
 import { linkKeyRoute } from '../media/link-key-route.js'
+import { portalAdminRoutes } from '../portal/portal-admin-routes.js'
 import { pushUrlRoutes } from '../push-urls/push-url-routes.js'
 import { receiverCheckRoute } from '../receiver-check/receiver-check-route.js'
 import { recordingListRoute } from '../recordings/recording-list-route.js'
@@ -32,6 +33,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   ...endpointRoutes,
   receiverCheckRoute,
   ...pushUrlRoutes,
+  ...portalAdminRoutes,
   ...consoleRoutes,
   ...sessionRoutes,
   ...ssoRoutes,

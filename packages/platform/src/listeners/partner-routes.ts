@@ -5,12 +5,13 @@ import { changeRoute } from '../changes/change-route.js'
 import type { RouteSpec } from '../http/route-spec.js'
 import { mediaRoute } from '../media/media-route.js'
 import { portalLinkRoute } from '../portal/portal-link-route.js'
+import { portalRoutes } from '../portal/portal-routes.js'
 import { callbackRoute } from '../receipts/callback-route.js'
 import { queryRoute } from '../recordings/query-route.js'
 import { selfServiceRoutes } from '../self-service/self-service-routes.js'
 import { healthRoute, readinessRoute } from './health-routes.js'
 
-/** Every route of the partner listener: the API under /openapi/v1 and the health probes. */
+/** Every route of the partner listener: the API under /openapi/v1, the portal's under /portal, and the health probes. */
 export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
   tokenRoute,
   queryRoute,
@@ -19,6 +20,7 @@ export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
   mediaRoute,
   ...selfServiceRoutes,
   portalLinkRoute,
+  ...portalRoutes,
   healthRoute('health', [ResponseCode.UNAVAILABLE]),
   readinessRoute,
 ]
