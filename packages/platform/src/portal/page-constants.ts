@@ -12,13 +12,13 @@ import {
   type Levels,
   type LevelsRequestSchema,
   type PartnerDelivery,
-  type PortalAccess,
   type ReceiverCheckReportSchema,
   type ReplayedSchema,
   ResponseCode,
   type RotatedKeySchema,
 } from '@earshot/protocol'
 import type { Static } from 'typebox'
+import type { portalSessionContract } from './portal-contract.js'
 
 /*
  * The API's names and codes the partner portal's page uses, and the shapes of what it sends and reads. The
@@ -33,16 +33,7 @@ export { DELIVERY_STATES, EVENT_TYPES, LEVEL_WINDOWS, REPLAY_STATES } from '@ear
 export const SESSION_ENDED = ResponseCode.UNAUTHORIZED
 
 /** The portal session, as GET /portal/api/session answers it. */
-export interface PortalSession {
-  sessionId: number
-  enterpriseId: number
-  enterpriseName: string
-  access: PortalAccess
-  /** An operator's look at what the partner sees: read-only, whatever its access. */
-  operatorView: boolean
-  expiresAt: string
-  csrfToken: string
-}
+export type PortalSession = Static<(typeof portalSessionContract)['answer']['payload']['json']>
 
 export type Endpoint = Static<typeof EndpointSchema>
 export type { Levels, PartnerDelivery }

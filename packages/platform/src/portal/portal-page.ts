@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import * as consoleConstants from '../console/console-constants.js'
 import { dataModule, type StaticAsset, sendStaticAsset, staticAsset } from '../http/static-asset.js'
 import * as pageConstants from './page-constants.js'
+import { PORTAL_PAGE_POLICY } from './portal-refused-page.js'
 
 /** The page and its stylesheet, shipped beside dist/ (tsc copies no file that is not TypeScript). */
 const PAGE_DIR = new URL('../../portal/', import.meta.url)
@@ -19,30 +20,17 @@ const JAVASCRIPT = 'text/javascript; charset=utf-8'
 const CSS = 'text/css; charset=utf-8'
 
 /**
- * The page may run its own scripts and stylesheets and call this listener, nothing else: no inline script
- * or style, no other origin (the chart library is served from here too), no framing, no form posted away.
- */
-const CONTENT_SECURITY_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
-
-/**
  * Serves the partner portal's page at `/portal/`: its files, read once at startup and served from memory,
- * revalidated on every load (ETag). Only these names are routes, so no request path reaches the file
- * system. Its JSON routes (`/portal/api/…`) and the links into it (`/portal/enter/…`) are mounted apart.
+ * revalidated on every load (ETag), under the portal's policy: this origin's own scripts, stylesheets and
+ * calls alone (the chart library is served from here too). Only these names are routes, so no request path
+ * reaches the file system. Its JSON routes (`/portal/api/…`) and the links into it (`/portal/enter/…`) are
+ * routes of their own.
  */
 export function portalPage(app: FastifyInstance): void {
   for (const [name, asset] of portalFiles()) {
     const paths = name === 'index.html' ? ['/portal', '/portal/', '/portal/index.html'] : [`/portal/${name}`]
     for (const path of paths) {
-      app.get(path, async (request, reply) => sendStaticAsset(request, reply, asset, CONTENT_SECURITY_POLICY))
+      app.get(path, async (request, reply) => sendStaticAsset(request, reply, asset, PORTAL_PAGE_POLICY))
     }
   }
 }
