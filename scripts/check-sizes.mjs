@@ -22,7 +22,7 @@ const notShipped = [
   /(^|\/)kits\/go\/(platformtests|pgtest)\//,
   /(^|\/)kits\/python\/tests\//,
 ]
-const source = /^(packages\/[^/]+\/(src|console)\/.*\.(ts|js)|kits\/python\/.*\.py|kits\/go\/.*\.go)$/
+const source = /^(packages\/[^/]+\/(src|console|portal)\/.*\.(ts|js)|kits\/python\/.*\.py|kits\/go\/.*\.go)$/
 
 const files = execFileSync('git', ['ls-files'], { encoding: 'utf8' })
   .split('\n')

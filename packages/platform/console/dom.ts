@@ -1,5 +1,7 @@
-/** The console's DOM and formatting helpers: pages are built with these, never from HTML strings. */
-import { Refusal } from './admin-api.js'
+/**
+ * The console's DOM and formatting helpers: pages are built with these, never from HTML strings. The
+ * partner portal loads this module too, so it imports nothing a browser would fetch (types only).
+ */
 import type { Enterprise } from './admin-client.js'
 
 /** A listener, for an attribute named `on…` (onclick, onsubmit, …). */
@@ -83,18 +85,36 @@ export function statusBox() {
   return h('p', { class: 'status', role: 'status' })
 }
 
+/** A refusal as an API words it: the admin client's, or the portal's. */
+export interface Refused {
+  code: number | null | undefined
+  msg: string
+  status: number
+}
+
+export function isRefusal(error: unknown): error is Refused {
+  const { msg, status } = (error ?? {}) as Partial<Refused>
+  return error instanceof Error && typeof msg === 'string' && typeof status === 'number'
+}
+
+/** The API the pages call, as an error that kept it from answering names it. */
+let apiName = 'The admin API'
+
+/** Names the API the pages call (the portal's are not the admin API's). */
+export function nameTheApi(name: string): void {
+  apiName = name
+}
+
 /** Shows an error in an alert: a refusal as the API words it, with its code. */
 export function showError(box: HTMLElement, error: unknown): void {
-  if (error instanceof Refusal) {
+  if (isRefusal(error)) {
     box.replaceChildren(
       error.msg,
       ' ',
       h('span', { class: 'code' }, `(${error.code ?? 'no code'}, HTTP ${error.status})`),
     )
   } else {
-    box.replaceChildren(
-      `The admin API could not be reached: ${(error as Error | undefined)?.message ?? error}`,
-    )
+    box.replaceChildren(`${apiName} could not be reached: ${(error as Error | undefined)?.message ?? error}`)
   }
 }
 

@@ -1,9 +1,7 @@
 /** The receiver check of an endpoint's URL, run from its row, and its report: each item, what came back. */
 import { api } from './admin-api.js'
-import type { CheckItem, ReceiverCheckReport } from './admin-client.js'
-import { badge, cell, h, showError, table } from './dom.js'
-
-const COLUMNS = ['Verdict', 'Item', 'Expected', 'What came back'] as const
+import { drawReport } from './check-report.js'
+import { h, showError } from './dom.js'
 
 /** The card the report is drawn in, below the endpoints. */
 export function checkCard(): HTMLElement {
@@ -43,34 +41,4 @@ export async function runCheck(
     )
   }
   card.querySelector<HTMLElement>('#receiver-check-heading')?.focus()
-}
-
-function drawReport(card: HTMLElement, report: ReceiverCheckReport): void {
-  const failed = report.items.filter((item) => !item.passed && item.severity === 'failure')
-  const verdict = report.passed
-    ? `Passed: the receiver follows the protocol (sealed with key version ${report.keyVersion}).`
-    : `Failed ${failed.length} ${failed.length === 1 ? 'item' : 'items'}: ${failed.map((item) => item.id).join(', ')}.`
-  card.replaceChildren(
-    h('h2', { id: 'receiver-check-heading', tabindex: '-1' }, `Receiver check of ${report.url}`),
-    h('p', { id: 'receiver-check-verdict' }, verdict),
-    table(
-      'Each item of the check',
-      COLUMNS,
-      report.items.map((item) =>
-        h(
-          'tr',
-          { 'data-check-item': item.id },
-          cell(COLUMNS[0], badge(itemVerdict(item))),
-          cell(COLUMNS[1], h('span', { class: 'mono' }, item.id)),
-          cell(COLUMNS[2], item.expected),
-          cell(COLUMNS[3], item.evidence),
-        ),
-      ),
-    ),
-  )
-}
-
-function itemVerdict(item: CheckItem): string {
-  if (item.passed) return 'passed'
-  return item.severity === 'warning' ? 'warning' : 'failed'
 }

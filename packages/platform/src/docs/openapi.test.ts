@@ -16,8 +16,11 @@ import type { RouteSummary } from '../http/create-server.js'
 type Json = Record<string, unknown>
 type Listener = 'partner' | 'admin'
 
-/** Served beside the APIs but not part of them: the documents and pages themselves, and the console. */
-const UNDOCUMENTED = /^\/(openapi\.json|docs|console)(\/|$)/
+/**
+ * Served beside the APIs but not part of them: the documents and pages themselves, the console, and the
+ * portal's page with its files (/portal/NAME; its JSON routes and links, a level deeper, are documented).
+ */
+const UNDOCUMENTED = /^\/(openapi\.json|docs|console)(\/|$)|^\/portal(\/[^/]*)?$/
 
 const recording = (audioId: string) => ({
   audioId,

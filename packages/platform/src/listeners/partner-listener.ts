@@ -10,6 +10,7 @@ import { ApiError } from '../http/api-error.js'
 import { createServer, type Lifecycle } from '../http/create-server.js'
 import { parseJsonStrictly, requireJsonContentType } from '../http/json-body.js'
 import { mountRoutes } from '../http/route-spec.js'
+import { portalPage } from '../portal/portal-page.js'
 import { partnerRoutes } from './partner-routes.js'
 
 /** Made once per process: the document depends on the routes alone. */
@@ -69,5 +70,6 @@ export async function buildPartnerApi(
 
   mountRoutes(app, partnerRoutes, { context, rateLimit, lifecycle })
   apiReference(app, partnerDocument)
+  portalPage(app)
   return app
 }
