@@ -116,11 +116,12 @@ export function contractText(): string {
 }
 
 function describeOperation(operation: PartnerOperationSpec) {
-  const { method, path, credentials, body, plaintext, answer, sealedAnswer } = operation
+  const { method, path, credentials, body, plaintext, answer, sealedAnswer, atMostOnce } = operation
   return {
     method,
     path,
     credentials,
+    atMostOnce,
     body: body ? messageName(body) : null,
     plaintext: plaintext ? messageName(plaintext) : null,
     answer: answer ? messageName(answer) : null,

@@ -8,6 +8,7 @@ import {
 } from './messages.js'
 import { issueTokenContract, partnerContracts } from './partner-contracts.js'
 import type { Method, RouteContract } from './route-contract.js'
+import { AT_MOST_ONCE } from './self-service-contracts.js'
 
 /*
  * The partner API's vocabulary besides the messages: its operations, the headers of a push, and the
@@ -37,6 +38,8 @@ export interface PartnerOperationSpec {
   /** What the answer's `data` holds (sealed in an envelope when `sealedAnswer`); none when absent. */
   readonly answer?: TSchema
   readonly sealedAnswer?: boolean
+  /** Sent again only after a refusal that shows nothing was done (AT_MOST_ONCE). */
+  readonly atMostOnce: boolean
 }
 
 /** An operation as the kits see it, read from its route's contract, with how its caller authenticates. */
@@ -55,6 +58,7 @@ function operationOf(contract: RouteContract, credentials: PartnerCredentials): 
     credentials,
     ...request,
     ...(result?.result && { answer: result.result, sealedAnswer: result.sealed }),
+    atMostOnce: AT_MOST_ONCE.has(contract),
   }
 }
 

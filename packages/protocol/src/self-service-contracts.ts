@@ -149,6 +149,19 @@ export const mintPortalLinkContract = selfService({
   result: PortalLinkSchema,
 })
 
+/**
+ * The routes a second copy of would act twice (another endpoint, another rotation, another replay or check):
+ * a client sends one again only after a refusal that shows nothing was done (a connection never made, 5030,
+ * 4290), never after a timeout or a lost answer.
+ */
+export const AT_MOST_ONCE: ReadonlySet<{ operationId: string }> = new Set([
+  addEndpointContract,
+  removeEndpointContract,
+  checkEndpointContract,
+  replayDeliveriesContract,
+  rotateKeyContract,
+])
+
 /** Every self-service route; the portal serves all but the link itself. */
 export const selfServiceContracts = [
   listEndpointsContract,
