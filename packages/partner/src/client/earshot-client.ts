@@ -41,8 +41,8 @@ import {
 } from './options-check.js'
 import { audioPageOf, changePageOf } from './pages.js'
 import { postAttempt } from './post-attempt.js'
-import { isTokenRefusal, type Success, untilAborted } from './reply.js'
-import { withRetries } from './retries.js'
+import { isRetryable, isTokenRefusal, isUnacted, type Success, untilAborted } from './reply.js'
+import { type Retryable, withRetries } from './retries.js'
 
 export type { DownloadAudioOptions, DownloadedAudio, DownloadProgress } from './audio-download.js'
 export type {
@@ -214,7 +214,8 @@ export class EarshotClient extends IntegrationCalls {
    * Any sealed operation of the partner API by its operationId, its plaintext and its answer's data typed
    * and checked by the operation's contract, with the token, retries and sealing of every call: how a route
    * newer than this client's methods is called. `client.call('confirmReceipt', { audioId })` is
-   * `confirmReceipt(audioId)`.
+   * `confirmReceipt(audioId)`. An operation its contract marks atMostOnce is sent again only after a
+   * refusal that shows nothing was done (isUnacted), never after a timeout, a lost answer or a 5000.
    */
   async call<Id extends SealedOperationId>(
     operationId: Id,
@@ -224,7 +225,8 @@ export class EarshotClient extends IntegrationCalls {
     const operation = sealedOperation(operationId)
     const checked = checkMessage(parserOf(operation.plaintext), withoutUndefined(plaintext as JsonObject))
     const eventId = randomUUID()
-    const reply = await this.#authorized(operation.path, eventId, checked, options)
+    const retryable = PartnerOperation[operationId].atMostOnce ? isUnacted : isRetryable
+    const reply = await this.#authorized(operation.path, eventId, checked, options, retryable)
     if (operation.result === null) return undefined as SealedResultOf<Id>
     const data = operation.sealedResult ? this.#openData(reply, eventId, operationId) : reply.data
     try {
@@ -328,12 +330,15 @@ export class EarshotClient extends IntegrationCalls {
     eventId: string,
     plaintext: JsonObject,
     options: RequestOptions,
+    retryable: Retryable = isRetryable,
   ): Promise<Answer> {
     checkTimeout(options.timeoutMs ?? this.#timeoutMs)
     const sealedWith = this.#sealing
     const send = async (token: string) => ({
-      ...(await this.#withRetries(options, () =>
-        this.#post(path, () => this.#seal(sealedWith, eventId, plaintext), token, options),
+      ...(await this.#withRetries(
+        options,
+        () => this.#post(path, () => this.#seal(sealedWith, eventId, plaintext), token, options),
+        retryable,
       )),
       sealedWith,
     })
@@ -348,8 +353,12 @@ export class EarshotClient extends IntegrationCalls {
     }
   }
 
-  #withRetries(options: RequestOptions, attempt: () => Promise<Success>): Promise<Success> {
-    return withRetries({ retries: this.#retries, sleep: this.#sleep }, options, attempt)
+  #withRetries(
+    options: RequestOptions,
+    attempt: () => Promise<Success>,
+    retryable?: Retryable,
+  ): Promise<Success> {
+    return withRetries({ retries: this.#retries, sleep: this.#sleep }, options, attempt, retryable)
   }
 
   /** One HTTP attempt: the body is built (so sealed) anew for every attempt. */

@@ -210,8 +210,25 @@ export interface FakeApiCall {
   token: string | undefined
 }
 
-/** Answers a sealed request to its path with the data to seal (with the key the request was sealed with). */
+/**
+ * Answers a sealed request to its path with the data to seal (with the key the request was sealed with);
+ * throwing a FakeRefusal answers that instead, a FakeCut cuts the connection, anything else answers 500.
+ */
 export type FakeRoute = (plaintext: JsonObject) => JsonObject | Promise<JsonObject>
+
+/** Thrown by a FakeRoute: the answer is this status, with this body (JSON, or a gateway's text) and headers. */
+export class FakeRefusal extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: JsonObject | string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(`HTTP ${status}`)
+  }
+}
+
+/** Thrown by a FakeRoute: the connection is cut after the request arrived, without an answer. */
+export class FakeCut extends Error {}
 
 export interface FakeApi {
   readonly url: string
@@ -271,10 +288,21 @@ export async function startFakeApi(secret: string): Promise<FakeApi> {
     return { code: 2000, msg: 'success', requestId: 'fake', data: data as unknown as JsonObject }
   }
 
+  const refuse = (response: ServerResponse, error: unknown) => {
+    if (error instanceof FakeCut) return void response.socket?.destroy()
+    if (!(error instanceof FakeRefusal)) return void response.writeHead(500).end()
+    const json = typeof error.body !== 'string'
+    response.writeHead(error.status, {
+      'content-type': json ? 'application/json' : 'text/html',
+      ...error.headers,
+    })
+    response.end(json ? JSON.stringify(error.body) : error.body)
+  }
+
   const server = createServer((request, response) => {
     answer(request).then(
       (body) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)),
-      () => response.writeHead(500).end(),
+      (error: unknown) => refuse(response, error),
     )
   })
   const url = await listen(server)

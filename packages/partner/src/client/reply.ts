@@ -60,6 +60,38 @@ export function isRetryable(error: unknown): boolean {
   return error instanceof EarshotResponseError && [502, 503, 504].includes(error.httpStatus)
 }
 
+/** How a connection that was never made fails: nothing of the request reached the platform. */
+const NEVER_CONNECTED = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT',
+])
+
+/**
+ * A retryable failure that shows the request was not acted on: a connection never made, 5030, a 4290 the
+ * client waits out. After a timeout, a cut connection, 5000 or a gateway's 502-504 it may have been: a call
+ * a second copy of would act twice (the contract's atMostOnce) is not sent again after those.
+ */
+export function isUnacted(error: unknown): boolean {
+  if (error instanceof EarshotNetworkError) return NEVER_CONNECTED.has(codeOf(error))
+  if (!(error instanceof EarshotApiError)) return false
+  if (error.code === ResponseCode.RATE_LIMITED) return isRetryable(error)
+  return error.code === ResponseCode.UNAVAILABLE
+}
+
+/** The first system code (ECONNREFUSED…) in an error's chain of causes; '' when none has one. */
+function codeOf(error: unknown): string {
+  for (let each = error, depth = 0; each instanceof Object && depth < 5; depth++) {
+    const { code, cause } = each as { code?: unknown; cause?: unknown }
+    if (typeof code === 'string' && !code.startsWith('ERR_EARSHOT')) return code
+    each = cause
+  }
+  return ''
+}
+
 export function isTokenRefusal(error: unknown): boolean {
   return (
     error instanceof EarshotApiError &&

@@ -11,14 +11,18 @@ export interface RetryPolicy {
   sleep: (ms: number, signal: AbortSignal | undefined) => Promise<void>
 }
 
+/** Which failures are sent again: isRetryable, or for a call that must not act twice isUnacted. */
+export type Retryable = (error: unknown) => boolean
+
 /**
- * `attempt` until it succeeds, fails in a way a later attempt would not mend, or the retries run out,
+ * `attempt` until it succeeds, fails in a way `retryable` does not send again, or the retries run out,
  * with backoff (and a refusal's Retry-After) between attempts; rejects with the last failure.
  */
 export async function withRetries(
   policy: RetryPolicy,
   options: RequestOptions,
   attempt: () => Promise<Success>,
+  retryable: Retryable = isRetryable,
 ): Promise<Success> {
   const { signal } = options
   let last: unknown
@@ -36,9 +40,9 @@ export async function withRetries(
         ...BACKOFF,
         retries: policy.retries,
         ...(signal && { signal }),
-        shouldRetry: (error) => isRetryable(error),
+        shouldRetry: (error) => retryable(error),
         onFailedAttempt: async (error) => {
-          if (error.retriesLeft > 0 && isRetryable(error) && error instanceof EarshotApiError) {
+          if (error.retriesLeft > 0 && retryable(error) && error instanceof EarshotApiError) {
             const seconds = error.retryAfterSeconds ?? 0
             if (seconds > 0) await policy.sleep(seconds * 1000, signal)
           }
