@@ -28,7 +28,7 @@ from .errors import (
 from .messages import check_changes_request, check_filter
 from .partial_file import DownloadedAudio
 from .replies import backoff_seconds, is_retryable, is_unacted, read_reply
-from .self_service import SelfService
+from .self_service import AT_MOST_ONCE, SelfService
 
 TOKEN_PATH = "/openapi/v1/token"
 AUDIOS_PATH = "/openapi/v1/audios"
@@ -271,12 +271,12 @@ class Client(SelfService):
     # Requests
 
     def _sealed_call(self, path: str, plaintext: dict, check: Callable[[dict], None], what: str, *,
-                     timeout: Optional[float] = None, at_most_once: bool = False) -> dict:
-        """A sealed request and its sealed answer, opened and checked. ``at_most_once``: resent only
-        when the refusal shows the platform did not act on it (for calls that must not happen twice)."""
+                     timeout: Optional[float] = None) -> dict:
+        """A sealed request and its sealed answer, opened and checked. A call in AT_MOST_ONCE is resent
+        only when the refusal shows the platform did not act on it."""
         event_id = str(uuid.uuid4())
         credentials = self._credentials
-        retryable = is_unacted if at_most_once else is_retryable
+        retryable = is_unacted if path in AT_MOST_ONCE else is_retryable
         data, status = self._authorized(path, event_id, plaintext, credentials, timeout, retryable)
         try:
             opened = open_envelope(data, credentials.key)

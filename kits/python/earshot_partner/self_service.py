@@ -52,8 +52,20 @@ LEVELS_PATH = "/openapi/v1/levels"
 KEY_ROTATE_PATH = "/openapi/v1/key/rotate"
 PORTAL_LINK_PATH = "/openapi/v1/portal/link"
 
-#: The receiver check pushes, then waits up to 60 s for each receipt callback: its answer can take that long.
-CHECK_TIMEOUT_SECONDS = 120.0
+#: The receiver check pushes a series, then waits up to 60 s for the receipt callbacks: its answer can take
+#: minutes (the Node and Go kits wait 3 minutes too).
+CHECK_TIMEOUT_SECONDS = 180.0
+
+#: The calls a second copy of would act twice (another endpoint, removal, check, replay or rotation; a
+#: resend is sealed with a fresh nonce, so the platform's replay guard does not stop it): resent only after
+#: a refusal that shows nothing was done (``replies.is_unacted``). The contract's ``atMostOnce`` operations.
+AT_MOST_ONCE = frozenset({
+    ENDPOINTS_ADD_PATH,
+    ENDPOINTS_REMOVE_PATH,
+    ENDPOINTS_CHECK_PATH,
+    DELIVERIES_REPLAY_PATH,
+    KEY_ROTATE_PATH,
+})
 
 
 class SelfService:
@@ -77,7 +89,7 @@ class SelfService:
         """
         fields = endpoint_fields(url, UNSET if event_types is None else event_types, description,
                                  max_per_second)
-        return self._sealed_call(ENDPOINTS_ADD_PATH, fields, check_endpoint, "new endpoint", at_most_once=True)
+        return self._sealed_call(ENDPOINTS_ADD_PATH, fields, check_endpoint, "new endpoint")
 
     def update_endpoint(self, endpoint_id: int, *, url: Any = UNSET, event_types: Any = UNSET,
                         description: Any = UNSET, max_per_second: Any = UNSET, enabled: Any = UNSET) -> Endpoint:
@@ -93,15 +105,15 @@ class SelfService:
         Not resent after a failure that may have removed it (a resend would answer 4040).
         """
         plaintext = {"endpointId": check_id(endpoint_id, "endpointId")}
-        return self._sealed_call(ENDPOINTS_REMOVE_PATH, plaintext, check_removed_endpoint, "removed endpoint",
-                                 at_most_once=True)
+        return self._sealed_call(ENDPOINTS_REMOVE_PATH, plaintext, check_removed_endpoint, "removed endpoint")
 
     def check_receiver(self, url: str, *, callback_within_seconds: Optional[int] = None,
                        timeout: float = CHECK_TIMEOUT_SECONDS) -> ReceiverCheckReport:
         """The receiver check on ``url``: scripted pushes sealed with the enterprise's current key
         (marked as a check, storing nothing in a receiver that follows the protocol) and a report of
         each item. Each receipt callback is awaited up to ``callback_within_seconds`` (1 to 60, the
-        platform's default 60); the report, up to ``timeout`` seconds."""
+        platform's default 60); the report, up to ``timeout`` seconds. Not resent after a failure that
+        may have run it (a timeout, a 5000)."""
         plaintext = endpoint_fields(url)
         if callback_within_seconds is not None:
             plaintext["callbackWithinSeconds"] = check_range(callback_within_seconds, "callbackWithinSeconds",
@@ -130,13 +142,14 @@ class SelfService:
             filters["cursor"] = page["nextCursor"]
 
     def replay_delivery(self, delivery_id: int) -> Replayed:
-        """Pushes the delivery again (same eventId: a receiver dedups it). 4040 for an unknown one."""
+        """Pushes the delivery again (same eventId: a receiver dedups it). 4040 for an unknown one. Not
+        resent after a failure that may have replayed it (a timeout, a 5000): list the deliveries to see."""
         plaintext = {"deliveryId": check_id(delivery_id, "deliveryId")}
         return self._sealed_call(DELIVERIES_REPLAY_PATH, plaintext, check_replayed, "replay")
 
     def replay_since(self, since: Instant, states: Iterable[str] = REPLAY_STATES) -> Replayed:
         """Pushes again every delivery in ``states`` (default failed and unconfirmed) created at or
-        after ``since``; ``{replayed}`` counts them."""
+        after ``since``; ``{replayed}`` counts them. Not resent after a failure that may have replayed them."""
         plaintext = replay_since_request(since, states)
         return self._sealed_call(DELIVERIES_REPLAY_PATH, plaintext, check_replayed, "replay")
 
@@ -152,7 +165,7 @@ class SelfService:
         client seals with the new key and fetches its tokens with it; the old key keeps working for the
         platform's grace, so update the other holders of the secret within it. Not resent after a
         failure that may have rotated it."""
-        rotated = self._sealed_call(KEY_ROTATE_PATH, {}, check_rotated_key, "key rotation", at_most_once=True)
+        rotated = self._sealed_call(KEY_ROTATE_PATH, {}, check_rotated_key, "key rotation")
         self._switch_key(rotated["keyVersion"], rotated["secret"])
         return rotated
 

@@ -53,6 +53,7 @@ def drift(contract: dict) -> list[str]:
     """Every way the kit differs from the contract, one line each."""
     return (
         operation_drift(contract["operations"])
+        + at_most_once_drift(contract["operations"])
         + event_type_drift(contract["eventTypes"])
         + code_drift(contract["codes"])
         + check_drift(contract["push"]["check"])
@@ -74,6 +75,20 @@ def operation_drift(operations: dict[str, Any]) -> list[str]:
             found.append(f"operation {name} ({route}) is neither called by the kit nor left out")
     missing = [name for name in KIT_OPERATIONS if name not in operations]
     return found + [f"operation {name}, which the kit calls, is not in the contract" for name in missing]
+
+
+def at_most_once_drift(operations: dict[str, Any]) -> list[str]:
+    """The calls the kit resends only after a refusal that did nothing (self_service.AT_MOST_ONCE) are
+    exactly the operations the contract marks atMostOnce."""
+    kit = {name for name, path in KIT_OPERATIONS.items() if path in self_service.AT_MOST_ONCE}
+    marked = {name for name, operation in operations.items() if operation.get("atMostOnce") is True}
+    unmarked = [f"operation {name} is atMostOnce in the contract; the kit resends it after any retryable failure"
+                for name in sorted(marked - kit)]
+    extra = [f"operation {name} is not atMostOnce in the contract; the kit treats it as one"
+             for name in sorted(kit - marked)]
+    unknown = [f"the kit's at-most-once path {path} is no operation it calls"
+               for path in sorted(self_service.AT_MOST_ONCE - set(KIT_OPERATIONS.values()))]
+    return unmarked + extra + unknown
 
 
 def event_type_drift(event_types: list[str]) -> list[str]:
@@ -126,6 +141,8 @@ class ContractTest(TimedTestCase):
     def test_the_kit_speaks_the_contract(self) -> None:
         contract = load_contract()
         self.assertTrue(contract["eventTypes"] and contract["codes"] and contract["operations"])
+        self.assertTrue(all(isinstance(each.get("atMostOnce"), bool) for each in contract["operations"].values()),
+                        "every operation of the contract says whether it is atMostOnce")
         found = drift(contract)
         if found:
             self.fail(
@@ -140,6 +157,12 @@ class ContractTest(TimedTestCase):
             "code 4999": lambda c: c["codes"].append({"code": 4999, "name": "NEW", "httpStatus": 499}),
             "operation archive": lambda c: c["operations"].update(
                 archive={"method": "POST", "path": "/openapi/v1/archive"}
+            ),
+            "operation updateEndpoint is atMostOnce": lambda c: c["operations"]["updateEndpoint"].update(
+                atMostOnce=True
+            ),
+            "operation rotateKey is not atMostOnce": lambda c: c["operations"]["rotateKey"].update(
+                atMostOnce=False
             ),
         }
         original = load_contract()

@@ -195,11 +195,15 @@ class RotationTest(FakeCase):
             ("key/rotate", lambda: self.client.rotate_key(), {"keyVersion": 2, "secret": NEW_SECRET}),
             ("endpoints/add", lambda: self.client.add_endpoint("https://x.example"), ENDPOINT),
             ("endpoints/remove", lambda: self.client.remove_endpoint(3), {"endpointId": 3, "cancelled": 0}),
+            ("endpoints/check", lambda: self.client.check_receiver(REPORT["url"]), REPORT),
+            ("deliveries/replay", lambda: self.client.replay_delivery(17), {"replayed": 1}),
+            ("deliveries/replay", lambda: self.client.replay_since("2026-11-29T00:00:00Z"), {"replayed": 4}),
         ]
         self.fake.keys[2] = load_key(NEW_SECRET)
         for suffix, call, data in cases:
             with self.subTest(path=suffix):
                 path = f"/openapi/v1/{suffix}"
+                self.fake.requests.clear()
                 self.fake.answers[path] = [(500, refusal(5000, "internal error"))]
                 with self.assertRaises(EarshotError) as failed:
                     call()
