@@ -105,14 +105,25 @@ func (c *Client) sealedCall(ctx context.Context, path string, plaintext interfac
 	return c.sealedCallWith(ctx, callOptions{}, path, plaintext, into)
 }
 
+// atMostOnce holds the paths of the calls a second copy of would act twice (an endpoint added or
+// removed twice, a check run twice, deliveries replayed twice, a key rotated twice; a resend is sealed
+// with a fresh nonce, so the platform's replay guard does not stop it): the operations the contract
+// marks atMostOnce. They are retried only after a refusal that did nothing (a short 4290, 5030) or a
+// connection never made, never after a timeout, a cut answer, 5000 or a gateway's 502-504.
+var atMostOnce = map[string]bool{
+	endpointsAddPath:     true,
+	endpointsRemovePath:  true,
+	endpointsCheckPath:   true,
+	deliveriesReplayPath: true,
+	keyRotatePath:        true,
+}
+
 // callOptions changes how one call is sent; the zero value is the client's settings.
 type callOptions struct {
 	// timeout bounds one attempt; the client's Timeout when 0.
 	timeout time.Duration
-	// changes: the call changes something a second time when repeated (an endpoint added twice, a
-	// key rotated twice). It is retried only after a refusal that did nothing (a short 4290, 5030)
-	// or a connection never made, never after a timeout or a cut answer.
-	changes bool
+	// atMostOnce: set by authorized for a path in atMostOnce.
+	atMostOnce bool
 }
 
 func (c *Client) sealedCallWith(ctx context.Context, opts callOptions, path string, plaintext interface{}, into interface{}) error {
@@ -154,6 +165,7 @@ func (c *Client) seal(eventID string, plaintext interface{}) (*Envelope, error) 
 
 // authorized sends a bearer request; refused with 4010 or 4011, it is sent once more with a new token.
 func (c *Client) authorized(ctx context.Context, opts callOptions, path, eventID string, plaintext interface{}) (json.RawMessage, error) {
+	opts.atMostOnce = atMostOnce[path]
 	send := func(token string) (json.RawMessage, error) {
 		return c.withRetries(ctx, opts, func(ctx context.Context) (json.RawMessage, error) {
 			env, err := c.seal(eventID, plaintext)

@@ -25,7 +25,7 @@ func (c *Client) withRetries(ctx context.Context, opts callOptions, attempt func
 	}
 	for n := 1; ; n++ {
 		data, err := c.attempt(ctx, timeout, attempt)
-		if err == nil || ctx.Err() != nil || n >= c.maxAttempts || !retryable(err, opts.changes) {
+		if err == nil || ctx.Err() != nil || n >= c.maxAttempts || !retryable(err, opts.atMostOnce) {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
@@ -43,9 +43,9 @@ func (c *Client) attempt(ctx context.Context, timeout time.Duration, attempt fun
 	return attempt(ctx)
 }
 
-// retryable: a failure a later attempt may not meet. For a call that changes something when
-// repeated, only a failure that surely changed nothing: a refusal before the work, no connection.
-func retryable(err error, changes bool) bool {
+// retryable: a failure a later attempt may not meet. For a call that must not act twice (atMostOnce),
+// only a failure that surely changed nothing: a refusal before the work, no connection.
+func retryable(err error, atMostOnce bool) bool {
 	var apiErr *Error
 	if errors.As(err, &apiErr) {
 		switch apiErr.Code {
@@ -54,11 +54,11 @@ func retryable(err error, changes bool) bool {
 		case CodeUnavailable:
 			return true
 		case CodeInternalError:
-			return !changes
+			return !atMostOnce
 		}
 		return false
 	}
-	if changes {
+	if atMostOnce {
 		var opErr *net.OpError
 		return errors.As(err, &opErr) && opErr.Op == "dial"
 	}

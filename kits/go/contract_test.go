@@ -17,8 +17,9 @@ const contractPath = "../../packages/protocol/test-data/contract.json"
 // contract is the part of the file the kit is compared with.
 type contract struct {
 	Operations map[string]struct {
-		Method string `json:"method"`
-		Path   string `json:"path"`
+		Method     string `json:"method"`
+		Path       string `json:"path"`
+		AtMostOnce *bool  `json:"atMostOnce"`
 	} `json:"operations"`
 	Push struct {
 		Check struct {
@@ -83,6 +84,7 @@ func decodeContract(t *testing.T, text []byte) *contract {
 // contractDrift lists every way the kit differs from the contract, one line each.
 func contractDrift(c *contract) []string {
 	drift := operationDrift(c)
+	drift = append(drift, atMostOnceDrift(c)...)
 	drift = append(drift, eventTypeDrift(c)...)
 	drift = append(drift, setDrift("change type", c.ChangeTypes, kitChangeTypes)...)
 	drift = append(drift, codeDrift(c)...)
@@ -106,6 +108,32 @@ func operationDrift(c *contract) []string {
 	for path, call := range kitOperations {
 		if !inContract[path] {
 			drift = append(drift, fmt.Sprintf("the path %s, which the kit's %s calls, is no operation of the contract", path, call))
+		}
+	}
+	sort.Strings(drift)
+	return drift
+}
+
+// atMostOnceDrift: the calls the kit retries only after a refusal that did nothing (atMostOnce, by
+// path) are exactly the operations the contract marks atMostOnce.
+func atMostOnceDrift(c *contract) []string {
+	var drift []string
+	paths := map[string]bool{}
+	for id, operation := range c.Operations {
+		paths[operation.Path] = true
+		kit := atMostOnce[operation.Path]
+		switch {
+		case operation.AtMostOnce == nil:
+			drift = append(drift, fmt.Sprintf("operation %s does not say whether it is atMostOnce", id))
+		case *operation.AtMostOnce && !kit:
+			drift = append(drift, fmt.Sprintf("operation %s is atMostOnce in the contract; the kit retries it after any transient failure", id))
+		case !*operation.AtMostOnce && kit:
+			drift = append(drift, fmt.Sprintf("operation %s is not atMostOnce in the contract; the kit treats it as one", id))
+		}
+	}
+	for path := range atMostOnce {
+		if !paths[path] {
+			drift = append(drift, fmt.Sprintf("the kit's atMostOnce path %s is no operation of the contract", path))
 		}
 	}
 	sort.Strings(drift)
@@ -228,6 +256,14 @@ func TestContractDriftIsReported(t *testing.T) {
 		"an operation": func(c map[string]interface{}) string {
 			c["operations"].(map[string]interface{})["archive"] = map[string]interface{}{"method": "POST", "path": "/openapi/v1/archive"}
 			return "operation archive"
+		},
+		"an operation marked atMostOnce": func(c map[string]interface{}) string {
+			c["operations"].(map[string]interface{})["updateEndpoint"].(map[string]interface{})["atMostOnce"] = true
+			return "operation updateEndpoint is atMostOnce in the contract"
+		},
+		"an operation no longer atMostOnce": func(c map[string]interface{}) string {
+			c["operations"].(map[string]interface{})["rotateKey"].(map[string]interface{})["atMostOnce"] = false
+			return "operation rotateKey is not atMostOnce in the contract"
 		},
 		"an operation the kit calls, gone": func(c map[string]interface{}) string {
 			delete(c["operations"].(map[string]interface{}), "queryRecordings")

@@ -69,7 +69,7 @@ func (c *Client) ReplaySince(ctx context.Context, states []string, since time.Ti
 
 func (c *Client) replay(ctx context.Context, plaintext map[string]interface{}) (int64, error) {
 	var answer replayAnswer
-	if err := c.sealedCallWith(ctx, callOptions{changes: true}, deliveriesReplayPath, plaintext, &answer); err != nil {
+	if err := c.sealedCall(ctx, deliveriesReplayPath, plaintext, &answer); err != nil {
 		return 0, err
 	}
 	replayed, ok := answer.count()

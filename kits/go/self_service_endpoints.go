@@ -49,7 +49,7 @@ func (c *Client) AddEndpoint(ctx context.Context, endpoint NewEndpoint) (*Endpoi
 	} else if endpoint.MaxPerSecond > 0 {
 		plaintext["maxPerSecond"] = endpoint.MaxPerSecond
 	}
-	return c.endpointCall(ctx, callOptions{changes: true}, endpointsAddPath, plaintext)
+	return c.endpointCall(ctx, endpointsAddPath, plaintext)
 }
 
 // UpdateEndpoint changes the fields of changes that are set, and returns the endpoint as it is now.
@@ -87,7 +87,7 @@ func (c *Client) UpdateEndpoint(ctx context.Context, endpointID int64, changes E
 	if changes.Enabled != nil {
 		plaintext["enabled"] = *changes.Enabled
 	}
-	return c.endpointCall(ctx, callOptions{}, endpointsUpdatePath, plaintext)
+	return c.endpointCall(ctx, endpointsUpdatePath, plaintext)
 }
 
 // RemoveEndpoint removes an endpoint; its deliveries not yet confirmed are cancelled. It is not
@@ -98,7 +98,7 @@ func (c *Client) RemoveEndpoint(ctx context.Context, endpointID int64) (*Removed
 		return nil, err
 	}
 	removed := &RemovedEndpoint{}
-	if err := c.sealedCallWith(ctx, callOptions{changes: true}, endpointsRemovePath, plaintext, removed); err != nil {
+	if err := c.sealedCall(ctx, endpointsRemovePath, plaintext, removed); err != nil {
 		return nil, err
 	}
 	if removed.EndpointID != endpointID {
@@ -115,7 +115,7 @@ func (c *Client) CheckReceiver(ctx context.Context, receiverURL string) (*CheckR
 	if err := checkEndpointURL(receiverURL); err != nil {
 		return nil, err
 	}
-	opts := callOptions{timeout: checkTimeout, changes: true}
+	opts := callOptions{timeout: checkTimeout}
 	if c.timeout > opts.timeout {
 		opts.timeout = c.timeout
 	}
@@ -129,9 +129,9 @@ func (c *Client) CheckReceiver(ctx context.Context, receiverURL string) (*CheckR
 	return report, nil
 }
 
-func (c *Client) endpointCall(ctx context.Context, opts callOptions, path string, plaintext interface{}) (*Endpoint, error) {
+func (c *Client) endpointCall(ctx context.Context, path string, plaintext interface{}) (*Endpoint, error) {
 	endpoint := &Endpoint{}
-	if err := c.sealedCallWith(ctx, opts, path, plaintext, endpoint); err != nil {
+	if err := c.sealedCall(ctx, path, plaintext, endpoint); err != nil {
 		return nil, err
 	}
 	if endpoint.EndpointID < 1 || endpoint.URL == "" {

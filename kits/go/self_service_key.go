@@ -12,7 +12,7 @@ import (
 // once it may have reached the platform: a second rotation would replace the key just made.
 func (c *Client) RotateKey(ctx context.Context) (*RotatedKey, error) {
 	rotated := &RotatedKey{}
-	if err := c.sealedCallWith(ctx, callOptions{changes: true}, keyRotatePath, struct{}{}, rotated); err != nil {
+	if err := c.sealedCall(ctx, keyRotatePath, struct{}{}, rotated); err != nil {
 		return nil, err
 	}
 	key, err := LoadKey(rotated.Secret)

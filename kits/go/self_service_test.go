@@ -262,6 +262,35 @@ func TestChangingCallsAreRetriedOnlyWhenNothingWasDone(t *testing.T) {
 	}
 }
 
+// Every call of the atMostOnce set, by the method that sends it: refused with 5000, it is sent once.
+func TestEveryAtMostOnceCallIsSentOnceAfterA5000(t *testing.T) {
+	ctx := testContext(t, 20*time.Second)
+	calls := map[string]func(c *Client) error{
+		endpointsAddPath: func(c *Client) error {
+			_, err := c.AddEndpoint(ctx, NewEndpoint{URL: "https://a.example/push"})
+			return err
+		},
+		endpointsRemovePath: func(c *Client) error { _, err := c.RemoveEndpoint(ctx, 7); return err },
+		endpointsCheckPath: func(c *Client) error {
+			_, err := c.CheckReceiver(ctx, "https://a.example/push")
+			return err
+		},
+		deliveriesReplayPath: func(c *Client) error { _, err := c.ReplayDelivery(ctx, 17); return err },
+		keyRotatePath:        func(c *Client) error { _, err := c.RotateKey(ctx); return err },
+	}
+	for path := range atMostOnce {
+		call, ok := calls[path]
+		if !ok {
+			t.Fatalf("no call of this test sends %s", path)
+		}
+		fake, client := newFakePlatform(t)
+		fake.sealed = func(string, map[string]interface{}) (int, interface{}) { return CodeInternalError, nil }
+		if err := call(client); !errors.Is(err, &Error{Code: CodeInternalError}) || fake.requestCount() != 1 {
+			t.Errorf("%s after 5000: %d requests, %v", path, fake.requestCount(), err)
+		}
+	}
+}
+
 func TestChangingCallIsNotRepeatedAfterATimeout(t *testing.T) {
 	fake, client := newFakePlatform(t)
 	client.timeout = 200 * time.Millisecond
