@@ -70,6 +70,7 @@ export {
 } from './partner-api.js'
 export * from './partner-contracts.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
+export { type DescribedCheckReport, describeCheckReport } from './receiver-check-report.js'
 export * from './route-contract.js'
 export * from './self-service-contracts.js'
 export * from './self-service-messages.js'

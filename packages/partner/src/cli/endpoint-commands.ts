@@ -1,6 +1,6 @@
-import { MAX_CALLBACK_SECONDS } from '@earshot/protocol'
+import { describeCheckReport, MAX_CALLBACK_SECONDS } from '@earshot/protocol'
 import { Command, Option } from 'commander'
-import type { Endpoint, EndpointChanges, ReceiverCheckReport } from '../client/integration-types.js'
+import type { Endpoint, EndpointChanges } from '../client/integration-types.js'
 import {
   CommandFailure,
   positiveInteger,
@@ -27,8 +27,6 @@ interface UpdateOptions extends Omit<AddOptions, 'maxPerSecond'> {
   enable?: boolean
   disable?: boolean
 }
-
-const VERDICT = { pass: 'PASS', fail: 'FAIL', warn: 'WARN' } as const
 
 /** `earshot-partner endpoints list|add|update|remove`: your push endpoints. */
 export function endpointsCommand(): Command {
@@ -162,22 +160,10 @@ export function checkCommand(): Command {
         if (!options.json) process.stderr.write(`Checking ${url} (callbacks: up to ${wait} s)…\n`)
         const report = await client.checkReceiver(url, { callbackWithinSeconds: options.callbackWithin })
         if (options.json) printJson(report)
-        else printLines(...describeReport(report))
+        else printLines(...describeCheckReport(report))
         if (!report.passed) process.exitCode = 1
       })
     })
-}
-
-function describeReport(report: ReceiverCheckReport): string[] {
-  const lines = report.items.flatMap((item) => {
-    const verdict = item.passed ? VERDICT.pass : item.severity === 'warning' ? VERDICT.warn : VERDICT.fail
-    return [`${verdict}  ${item.id}: ${item.expected}`, `      ${item.evidence}`]
-  })
-  const failed = report.items.filter((item) => !item.passed && item.severity === 'failure')
-  const verdict = report.passed
-    ? `The receiver at ${report.url} passed the check (key version ${report.keyVersion}).`
-    : `The receiver at ${report.url} failed ${failed.length} of the check's items: ${failed.map((item) => item.id).join(', ')}.`
-  return [...lines, '', verdict]
 }
 
 function endpointTable(endpoints: Endpoint[]): string[] {

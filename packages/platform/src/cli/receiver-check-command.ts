@@ -1,6 +1,6 @@
+import { describeCheckReport } from '@earshot/protocol'
 import { positiveInteger } from '@earshot/support/cli'
 import { Command } from 'commander'
-import type { ReceiverCheckReport } from '../receiver-check/receiver-check.js'
 import { enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
 
 interface CheckOptions {
@@ -8,8 +8,6 @@ interface CheckOptions {
   callbackWithin?: number
   json?: boolean
 }
-
-const VERDICT = { pass: 'PASS', fail: 'FAIL', warn: 'WARN' } as const
 
 /** `earshot endpoints check URL --enterprise ID`: the receiver check; exit 0 only when it passed. */
 export function receiverCheckCommand(): Command {
@@ -37,20 +35,8 @@ export function receiverCheckCommand(): Command {
         }
         const report = await client.checkReceiver(options.enterprise, url, options.callbackWithin)
         if (options.json) printJson(report)
-        else printLines(...describeReport(report))
+        else printLines(...describeCheckReport(report))
         if (!report.passed) process.exitCode = 1
       })
     })
-}
-
-function describeReport(report: ReceiverCheckReport): string[] {
-  const lines = report.items.flatMap((item) => {
-    const verdict = item.passed ? VERDICT.pass : item.severity === 'warning' ? VERDICT.warn : VERDICT.fail
-    return [`${verdict}  ${item.id}: ${item.expected}`, `      ${item.evidence}`]
-  })
-  const failed = report.items.filter((item) => !item.passed && item.severity === 'failure')
-  const verdict = report.passed
-    ? `The receiver at ${report.url} passed the check (key version ${report.keyVersion}).`
-    : `The receiver at ${report.url} failed ${failed.length} of the check's items: ${failed.map((item) => item.id).join(', ')}.`
-  return [...lines, '', verdict]
 }
