@@ -152,6 +152,20 @@ for (const backend of testBackends) {
       assert.equal(shared.url, url)
     })
 
+    test('two enterprises adding one URL at once: exactly one has it', async () => {
+      const url = `http://127.0.0.1:9/race-${backend}`
+      const racers = [await createPartner(platform, 'Racer A'), await createPartner(platform, 'Racer B')]
+      const replies = await Promise.all(
+        racers.map((racer) => racer.call('/openapi/v1/endpoints/add', { url })),
+      )
+      assert.deepEqual(replies.map((reply) => reply.body.code).sort(), [2000, ResponseCode.INVALID_PARAMETER])
+      const owners = await platform.context.db.query(
+        'SELECT DISTINCT enterprise_id FROM endpoints WHERE url = $1 AND removed_at IS NULL',
+        [url],
+      )
+      assert.equal(owners.length, 1)
+    })
+
     test("deliveries: a failed attempt shows the receiver's answer; replay since a time confirms them", async () => {
       const partner = await createPartner(platform, 'Deliveries')
       const failing = { on: true }
