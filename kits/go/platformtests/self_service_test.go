@@ -171,7 +171,7 @@ func TestPlatformPartnerManagesItsEndpoints(t *testing.T) {
 	}
 
 	// Another enterprise's endpoint is as unknown as one that never was.
-	theirs, err := other.AddEndpoint(ctx, earshot.NewEndpoint{URL: pushURL})
+	theirs, err := other.AddEndpoint(ctx, earshot.NewEndpoint{URL: pushURL + "/theirs"})
 	if err != nil {
 		t.Fatal(err)
 	}

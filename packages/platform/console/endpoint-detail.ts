@@ -1,7 +1,8 @@
 /** The endpoints page's detail of one endpoint: its settings and health, its recent deliveries and their attempts. */
-import type { Endpoint, EndpointDetail } from './admin-client.js'
+import type { EndpointDetail } from './admin-client.js'
 import { timeline } from './delivery-timeline.js'
 import { badge, count, h, stamp } from './dom.js'
+import { enabledBadge, rate } from './endpoint-table.js'
 
 /** What of the endpoints page the detail reads and draws in. */
 export interface DetailView {
@@ -15,12 +16,6 @@ export interface DetailView {
   shown: { list: string; detail: string }
   load(): Promise<void>
 }
-
-export const enabledBadge = (e: Endpoint) =>
-  h('span', { class: `badge state-${e.enabled ? 'active' : 'held'}` }, e.enabled ? 'enabled' : 'disabled')
-
-export const rate = (maxPerSecond: number | null) =>
-  maxPerSecond === null ? h('span', { class: 'muted' }, 'no limit') : `${maxPerSecond} / s`
 
 /** Opens an endpoint's detail below the list, its heading focused. */
 export async function openDetail(page: DetailView, endpointId: number): Promise<void> {

@@ -1,11 +1,9 @@
 /** The endpoints page: an enterprise's push endpoints, added, changed, held, removed, each one's recent deliveries. */
 import { api, enterpriseOptions, Refusal } from './admin-api.js'
 import type { Endpoint, EndpointDetail, Enterprise } from './admin-client.js'
-import { EVENT_TYPES, MOVING_STATES } from './console-constants.js'
+import { MOVING_STATES } from './console-constants.js'
 import {
   alertBox,
-  badge,
-  cell,
   confirmDialog,
   count,
   enterpriseSelect,
@@ -14,17 +12,10 @@ import {
   heading,
   showError,
   statusBox,
-  table,
 } from './dom.js'
-import {
-  closeDetail,
-  type DetailView,
-  drawDetail,
-  enabledBadge,
-  openDetail,
-  rate,
-} from './endpoint-detail.js'
+import { closeDetail, type DetailView, drawDetail, openDetail } from './endpoint-detail.js'
 import { closeEditor, type EndpointEditing, endpointForm, openEditor } from './endpoint-form.js'
+import { endpointTable } from './endpoint-table.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 import { checkCard, runCheck } from './receiver-check.js'
 import { may } from './session.js'
@@ -135,7 +126,7 @@ async function loadEndpoints(page: EndpointsPage): Promise<void> {
     const fingerprint = JSON.stringify(list)
     if (fingerprint !== page.shown.list) {
       page.shown.list = fingerprint
-      page.listing.replaceChildren(endpointTable(page, list))
+      page.listing.replaceChildren(endpointList(page, list))
     }
     if (shown) drawDetail(page, shown)
     else if (page.openId !== null) closeDetail(page)
@@ -170,61 +161,13 @@ async function act(page: EndpointsPage, work: () => Promise<void>): Promise<void
   }
 }
 
-const COLUMNS = [
-  'ID',
-  'URL',
-  'Event types',
-  'Description',
-  'Enabled',
-  'Rate',
-  'Health',
-  'Waiting',
-  '',
-] as const
-
-function endpointTable(page: EndpointsPage, list: readonly Endpoint[]): HTMLElement {
-  if (list.length === 0) return h('p', {}, 'No endpoint yet: this enterprise pushes nowhere.')
-  return table(
-    'Push endpoints, in the order they were added',
-    COLUMNS,
-    list.map((e) =>
-      h(
-        'tr',
-        { 'data-endpoint-id': e.endpointId, 'aria-current': e.endpointId === page.openId && 'true' },
-        cell(COLUMNS[0], String(e.endpointId)),
-        cell(COLUMNS[1], h('span', { class: 'url' }, e.url)),
-        cell(COLUMNS[2], eventTypeList(e)),
-        cell(COLUMNS[3], e.description || h('span', { class: 'muted' }, '—')),
-        cell(COLUMNS[4], enabledBadge(e)),
-        cell(COLUMNS[5], rate(e.maxPerSecond)),
-        cell(
-          COLUMNS[6],
-          badge(e.health.state),
-          e.health.reason && h('small', { class: 'block' }, e.health.reason),
-        ),
-        cell(COLUMNS[7], String(e.waiting)),
-        cell('Actions', endpointActions(page, e)),
-      ),
-    ),
-  )
-}
-
-/** The four event types, each shown checked or not, as the form's checkboxes are. */
-function eventTypeList(e: Endpoint): HTMLUListElement {
-  return h(
-    'ul',
-    { class: 'event-types', 'aria-label': `Event types of endpoint ${e.endpointId}` },
-    EVENT_TYPES.map((type) => {
-      const on = e.eventTypes.includes(type)
-      return h(
-        'li',
-        { class: on ? 'on' : 'off' },
-        h('span', { class: 'box', 'aria-hidden': 'true' }, on ? '☑' : '☐'),
-        h('span', { class: 'visually-hidden' }, on ? 'subscribed: ' : 'not subscribed: '),
-        h('span', { class: 'event-name' }, type.replace('recording.', '')),
-      )
-    }),
-  )
+function endpointList(page: EndpointsPage, list: readonly Endpoint[]): HTMLElement {
+  return endpointTable(list, {
+    caption: 'Push endpoints, in the order they were added',
+    empty: 'No endpoint yet: this enterprise pushes nowhere.',
+    actions: (e) => endpointActions(page, e),
+    currentId: page.openId,
+  })
 }
 
 function endpointActions(page: EndpointsPage, e: Endpoint): HTMLDivElement {

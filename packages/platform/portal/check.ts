@@ -68,7 +68,7 @@ export async function check(view: HTMLElement, params: URLSearchParams, current:
 /** Offers the endpoints' URLs, the first one filled in when the route named none. */
 async function offerEndpointUrls(url: HTMLInputElement, urls: HTMLElement, current: () => boolean) {
   try {
-    const { items } = await call('endpoints/list', {})
+    const { items } = await call('listEndpoints', {})
     if (!current()) return
     urls.replaceChildren(...items.map((e) => h('option', { value: e.url })))
     if (!url.value && items[0]) url.value = items[0].url
@@ -88,7 +88,7 @@ async function runCheck(card: HTMLElement, url: string, current: () => boolean):
     ),
   )
   try {
-    const report = await call('endpoints/check', { url })
+    const report = await call('checkEndpoint', { url })
     if (!current()) return
     drawReport(card, report)
   } catch (error) {

@@ -137,7 +137,7 @@ function filterForm(params: URLSearchParams): HTMLFormElement {
 async function load(page: DeliveriesView): Promise<void> {
   stopRefreshing()
   try {
-    const answer = await call('deliveries/list', filterOf(page.params))
+    const answer = await call('listDeliveries', filterOf(page.params))
     if (!page.current()) return
     const fingerprint = JSON.stringify(answer)
     if (fingerprint !== page.shown) {
@@ -234,7 +234,7 @@ async function replayOne(page: DeliveriesView, d: PartnerDelivery): Promise<void
   page.alert.replaceChildren()
   page.status.replaceChildren()
   try {
-    await call('deliveries/replay', { deliveryId: d.deliveryId })
+    await call('replayDeliveries', { deliveryId: d.deliveryId })
     page.status.textContent = `Delivery ${d.deliveryId} replayed: pushed again with the same eventId.`
     await load(page)
   } catch (error) {

@@ -2,19 +2,7 @@
  * The endpoints section: the enterprise's push endpoints with their URL's health, added, changed,
  * disabled and enabled again, removed (a manage session's), each one's receiver check a click away.
  */
-import {
-  alertBox,
-  badge,
-  cell,
-  confirmDialog,
-  count,
-  h,
-  heading,
-  showError,
-  stamp,
-  statusBox,
-  table,
-} from './dom.js'
+import { alertBox, confirmDialog, count, h, heading, showError, statusBox } from './dom.js'
 import {
   type EndpointControls,
   endpointChanges,
@@ -22,6 +10,7 @@ import {
   newEndpoint,
   resetControls,
 } from './endpoint-fields.js'
+import { endpointTable } from './endpoint-table.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 import type { Endpoint } from './page-constants.js'
 import { call } from './portal-api.js'
@@ -77,7 +66,7 @@ function addForm(page: EndpointsView): HTMLFormElement {
   return endpointForm({
     endpoint: null,
     submit: async (controls: EndpointControls) => {
-      const added = await call('endpoints/add', newEndpoint(controls))
+      const added = await call('addEndpoint', newEndpoint(controls))
       resetControls(controls)
       page.status.textContent = `Endpoint ${added.endpointId} added: it gets ${added.eventTypes.join(', ')} at ${added.url}.`
       await load(page)
@@ -90,13 +79,13 @@ function addForm(page: EndpointsView): HTMLFormElement {
 async function load(page: EndpointsView): Promise<void> {
   stopRefreshing()
   try {
-    const { items } = await call('endpoints/list', {})
+    const { items } = await call('listEndpoints', {})
     if (!page.current()) return
     const fingerprint = JSON.stringify(items)
     if (fingerprint !== page.shown) {
       const focused = document.activeElement?.id
       page.shown = fingerprint
-      page.listing.replaceChildren(endpointTable(page, items))
+      page.listing.replaceChildren(endpointList(page, items))
       if (focused && document.activeElement?.id !== focused) document.getElementById(focused)?.focus()
     }
     refreshLater(() => load(page), REFRESH_MS)
@@ -117,59 +106,19 @@ async function act(page: EndpointsView, work: () => Promise<string>): Promise<vo
   }
 }
 
-const COLUMNS = [
-  'ID',
-  'URL',
-  'Event types',
-  'Description',
-  'Enabled',
-  'Rate',
-  'Health',
-  'Last success',
-  'Last failure',
-  'Waiting',
-  '',
-] as const
-
-function endpointTable(page: EndpointsView, list: readonly Endpoint[]): HTMLElement {
-  if (list.length === 0) return h('p', {}, 'No endpoint yet: Earshot pushes nowhere for you.')
-  return table(
-    'Your push endpoints, in the order they were added',
-    COLUMNS,
-    list.map((e) =>
-      h(
-        'tr',
-        { 'data-endpoint-id': e.endpointId },
-        cell(COLUMNS[0], String(e.endpointId)),
-        cell(COLUMNS[1], h('span', { class: 'url' }, e.url)),
-        cell(COLUMNS[2], h('span', { class: 'mono' }, e.eventTypes.join(', '))),
-        cell(COLUMNS[3], e.description || h('span', { class: 'muted' }, '—')),
-        cell(COLUMNS[4], badge(e.enabled ? 'active' : 'disabled')),
-        cell(COLUMNS[5], e.maxPerSecond === null ? 'no limit' : `${e.maxPerSecond} a second`),
-        cell(COLUMNS[6], health(e)),
-        cell(COLUMNS[7], stamp(e.health.lastSuccessAt)),
-        cell(COLUMNS[8], stamp(e.health.lastFailureAt)),
-        cell(COLUMNS[9], String(e.waiting)),
-        cell(COLUMNS[10], rowActions(page, e)),
-      ),
-    ),
-  )
-}
-
-function health(e: Endpoint): HTMLElement {
-  return h(
-    'span',
-    { class: 'health' },
-    badge(e.health.state),
-    e.health.reason && h('span', { class: 'health-reason' }, e.health.reason),
-  )
+function endpointList(page: EndpointsView, list: readonly Endpoint[]): HTMLElement {
+  return endpointTable(list, {
+    caption: 'Your push endpoints, in the order they were added',
+    empty: 'No endpoint yet: Earshot pushes nowhere for you.',
+    actions: (e) => mayChange() && rowActions(page, e),
+    lastTimes: true,
+  })
 }
 
 function rowActions(page: EndpointsView, e: Endpoint): HTMLElement {
   const checkIt = () => navigate(`#/check?${new URLSearchParams({ url: e.url })}`)
   const button = (id: string, text: string, label: string, onclick: () => unknown, danger = false) =>
     h('button', { type: 'button', id, class: danger ? 'danger' : '', 'aria-label': label, onclick }, text)
-  if (!mayChange()) return h('span', { class: 'muted' }, '—')
   return h(
     'div',
     { class: 'row-actions' },
@@ -200,7 +149,7 @@ function rowActions(page: EndpointsView, e: Endpoint): HTMLElement {
 
 function toggle(page: EndpointsView, e: Endpoint): Promise<void> {
   return act(page, async () => {
-    await call('endpoints/update', { endpointId: e.endpointId, enabled: !e.enabled })
+    await call('updateEndpoint', { endpointId: e.endpointId, enabled: !e.enabled })
     return e.enabled
       ? `Endpoint ${e.endpointId} disabled: its deliveries wait until it is enabled again.`
       : `Endpoint ${e.endpointId} enabled: its waiting deliveries go out in order.`
@@ -216,7 +165,7 @@ async function remove(page: EndpointsView, e: Endpoint): Promise<void> {
   })
   if (!confirmed) return
   await act(page, async () => {
-    const { cancelled } = await call('endpoints/remove', { endpointId: e.endpointId })
+    const { cancelled } = await call('removeEndpoint', { endpointId: e.endpointId })
     if (page.editing === e.endpointId) closeEditor(page)
     return `Endpoint ${e.endpointId} removed: ${count(cancelled, 'delivery', 'deliveries')} cancelled.`
   })
@@ -229,7 +178,7 @@ function openEditor(page: EndpointsView, e: Endpoint): void {
     submit: async (controls) => {
       const changes = endpointChanges(controls, e)
       const changed = Object.keys(changes).length > 0
-      if (changed) await call('endpoints/update', { endpointId: e.endpointId, ...changes })
+      if (changed) await call('updateEndpoint', { endpointId: e.endpointId, ...changes })
       closeEditor(page)
       page.status.textContent = `Endpoint ${e.endpointId} ${changed ? 'saved' : 'is unchanged'}.`
       await load(page)

@@ -35,7 +35,7 @@ export function key(view: HTMLElement, _params: URLSearchParams, current: () => 
     if (!confirmed || !current()) return
     button.disabled = true
     try {
-      const { keyVersion, secret } = await call('key/rotate', {})
+      const { keyVersion, secret } = await call('rotateKey', {})
       if (!current()) return
       showOnce(panel, {
         id: 'new-secret',

@@ -43,7 +43,10 @@ export async function levels(view: HTMLElement, _params: URLSearchParams, curren
   let drawn: LevelCharts | null = null
   const read = async () => {
     try {
-      const windows = await Promise.all([call('levels', { window: '24h' }), call('levels', { window: '7d' })])
+      const windows = await Promise.all([
+        call('readLevels', { window: '24h' }),
+        call('readLevels', { window: '7d' }),
+      ])
       if (!current()) return drawn?.dispose()
       alert.replaceChildren()
       figures.replaceChildren(figureTable(windows))

@@ -59,7 +59,7 @@ export function replaySinceForm(
     if (!confirmed) return
     button.disabled = true
     try {
-      const answer = await call('deliveries/replay', { states: [...states], since: instant })
+      const answer = await call('replayDeliveries', { states: [...states], since: instant })
       await replayed(
         `${count(answer.replayed, 'delivery', 'deliveries')} replayed since ${stampText(instant)}.`,
       )

@@ -9,7 +9,7 @@ ALTER TABLE delivery_attempts ADD COLUMN answer text;
 ALTER TABLE deliveries ADD COLUMN first_attempt_at timestamptz, ADD COLUMN first_attempt_acked boolean;
 UPDATE deliveries d SET first_attempt_at = a.started_at, first_attempt_acked = a.outcome = 'acked'
   FROM (SELECT DISTINCT ON (delivery_id) delivery_id, started_at, outcome FROM delivery_attempts
-         WHERE outcome IN ('acked', 'failed') AND started_at > now() - interval '8 days'
+         WHERE outcome IN ('acked', 'failed') AND NOT stale AND started_at > now() - interval '8 days'
          ORDER BY delivery_id, claim_no, attempt_id) a
  WHERE a.delivery_id = d.delivery_id AND d.created_at > now() - interval '8 days';
 

@@ -7,7 +7,7 @@ import {
   EndpointMaxPerSecond,
   EndpointSchema,
   EndpointUrl,
-  MAX_CALLBACK_SECONDS,
+  ReceiverCheckRequestSchema,
 } from './endpoint-messages.js'
 import { RULE } from './message-parser.js'
 import { DEFAULT_PAGE_SIZE, EVENT_TYPES, IssuedAtField, MAX_PAGE_SIZE } from './messages.js'
@@ -96,18 +96,7 @@ export const EndpointRemovedSchema = Type.Object(
 )
 
 export const EndpointCheckRequestSchema = Type.Object(
-  {
-    url: EndpointUrl,
-    callbackWithinSeconds: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: MAX_CALLBACK_SECONDS,
-        description: `how long to wait for each receipt callback after its push's answer (default ${MAX_CALLBACK_SECONDS})`,
-        [RULE]: `must be an integer from 1 to ${MAX_CALLBACK_SECONDS}`,
-      }),
-    ),
-    ...IssuedAtField,
-  },
+  { ...ReceiverCheckRequestSchema.properties, ...IssuedAtField },
   {
     ...closed,
     ...plaintext(

@@ -82,8 +82,9 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
   async function failedAttempt(deliveryId: number): Promise<void> {
     await platform.context.db.query(
       `INSERT INTO delivery_attempts (delivery_id, claim_no, started_at, duration_ms, outcome, http_status,
-                                      response_code, error, next_attempt_at, claimed_by)
-       VALUES ($1, 1, '2026-03-01T01:00:00Z', 12, 'failed', 503, NULL, 'service unavailable', NULL, 'test')`,
+                                      response_code, error, next_attempt_at, claimed_by, answer)
+       VALUES ($1, 1, '2026-03-01T01:00:00Z', 12, 'failed', 503, NULL, 'service unavailable', NULL, 'test',
+               'try later')`,
       [deliveryId],
     )
   }
@@ -151,6 +152,7 @@ describe('earshot deliveries against a running platform', { timeout: 180_000 }, 
         httpStatus: 503,
         responseCode: null,
         error: 'service unavailable',
+        answer: 'try later',
         nextAttemptAt: null,
       },
     ])

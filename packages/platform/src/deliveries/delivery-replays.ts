@@ -38,27 +38,34 @@ export async function replayDeliveries(
   db: Queryable,
   selection: { deliveryId: number } | ReplayRange,
 ): Promise<number> {
-  const [row] = await db.query<{ replayed: number }>(
-    `WITH chosen AS (
-       SELECT delivery_id FROM deliveries
-        WHERE ${
-          'deliveryId' in selection
-            ? `state IN (${sqlList(REPLAYABLE_STATES)}) AND delivery_id = $1`
-            : `state IN (${sqlList(RANGE_REPLAYABLE_STATES)}) AND ${RANGE_SELECTION}`
-        }
-        ORDER BY delivery_id FOR NO KEY UPDATE),
-     replayed AS (
-       UPDATE deliveries d SET state = 'pending', failures = 0, acks = least(acks, 1),
-                               due_at = CASE WHEN d.state = 'queued' THEN greatest(now(), ${WIRE_WAIT('d')}) ELSE now() END
-         FROM chosen WHERE d.delivery_id = chosen.delivery_id
-       RETURNING 1)
-     SELECT count(*) AS replayed FROM replayed`,
-    'deliveryId' in selection ? [selection.deliveryId] : rangeParams(selection),
-  )
-  const replayed = row?.replayed ?? 0
+  let replayed = 0
+  // A range a batch per statement: on the embedded database each statement holds the one connection.
+  for (let batch = REPLAY_BATCH; batch === REPLAY_BATCH; replayed += batch) {
+    const [row] = await db.query<{ replayed: number }>(
+      `WITH chosen AS (
+         SELECT delivery_id FROM deliveries
+          WHERE ${
+            'deliveryId' in selection
+              ? `state IN (${sqlList(REPLAYABLE_STATES)}) AND delivery_id = $1`
+              : `state IN (${sqlList(RANGE_REPLAYABLE_STATES)}) AND ${RANGE_SELECTION}`
+          }
+          ORDER BY delivery_id LIMIT ${REPLAY_BATCH} FOR NO KEY UPDATE),
+       replayed AS (
+         UPDATE deliveries d SET state = 'pending', failures = 0, acks = least(acks, 1),
+                                 due_at = CASE WHEN d.state = 'queued' THEN greatest(now(), ${WIRE_WAIT('d')}) ELSE now() END
+           FROM chosen WHERE d.delivery_id = chosen.delivery_id
+         RETURNING 1)
+       SELECT count(*) AS replayed FROM replayed`,
+      'deliveryId' in selection ? [selection.deliveryId] : rangeParams(selection),
+    )
+    batch = row?.replayed ?? 0
+  }
   if (replayed > 0) await deliveryQueue.notify(db)
   return replayed
 }
+
+/** Deliveries a range replay puts back per statement. */
+const REPLAY_BATCH = 1000
 
 function rangeParams({ enterpriseId, from, to, states }: ReplayRange) {
   return [enterpriseId, from, to, states ?? RANGE_REPLAYABLE_STATES]

@@ -1,3 +1,4 @@
+import { KEPT_ANSWER_BYTES } from '@earshot/protocol'
 import { Agent, errors, request } from 'undici'
 import { ADDRESS_REFUSED_CODE, guardedLookup, hostLiteralRefusal } from '../http/address-policy.js'
 
@@ -37,8 +38,11 @@ export interface PushSender {
   close(): Promise<void>
 }
 
-/** Enough for `{"code":2000,...}`; a partner answering more is cut off, not read. */
-export const MAX_RESPONSE_BYTES = 4096
+/**
+ * Enough for `{"code":2000,...}`; a partner answering more is cut off, not read. What it read is what the
+ * attempt keeps for the partner to see.
+ */
+export const MAX_RESPONSE_BYTES = KEPT_ANSWER_BYTES
 
 /**
  * Sends pushes over keep-alive connections. Acknowledged = HTTP 2xx and a JSON body with code 2000,

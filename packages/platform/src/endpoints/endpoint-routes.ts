@@ -33,6 +33,7 @@ import {
   removeEndpoint,
   replaceWithPushUrl,
   type UpdatedEndpoint,
+  type UrlRule,
   updateEndpoint,
 } from './endpoint-store.js'
 
@@ -81,15 +82,18 @@ export async function addEndpointOf(
     enabled?: boolean
     maxPerSecond?: number | null
   },
+  rule: UrlRule = {},
 ): Promise<EndpointView> {
   await requireEnabledEnterprise(context.db, enterpriseId)
-  const added = await addEndpoint(context.db, enterpriseId, {
+  const settings = {
     url: await endpointUrl(body.url, context.config),
     eventTypes: body.eventTypes ?? [...EVENT_TYPES],
     description: body.description ?? '',
     enabled: body.enabled ?? true,
     maxPerSecond: body.maxPerSecond ?? null,
-  })
+  }
+  const added = await addEndpoint(context.db, enterpriseId, settings, rule)
+  if (added === 'url-of-another') throw urlOfAnother()
   if (added === 'no-enterprise') throw new ApiError(ResponseCode.NOT_FOUND, `no enterprise ${enterpriseId}`)
   if (added === 'too-many') {
     throw new InvalidParameterError(
@@ -125,7 +129,7 @@ const updateEndpointRoute = defineRoute(
         enterpriseId,
         endpointId,
         { url, ...changes },
-        discardHeld,
+        { discardHeld: discardHeld ?? false },
       )
       return { ...updated.endpoint, discarded: updated.discarded }
     },
@@ -137,17 +141,25 @@ export async function updateEndpointOf(
   enterpriseId: number,
   endpointId: number,
   { url, ...changes }: Partial<EndpointSettings> & { url?: string | undefined },
-  discardHeld = false,
+  options: { discardHeld?: boolean } & UrlRule = {},
 ): Promise<UpdatedEndpoint> {
   const updated = await updateEndpoint(
     context.db,
     enterpriseId,
     endpointId,
     { ...changes, ...(url !== undefined && { url: await endpointUrl(url, context.config) }) },
-    { discardHeld },
+    options,
   )
+  if (updated === 'url-of-another') throw urlOfAnother()
   if (!updated) throw noSuchEndpoint(enterpriseId, endpointId)
   return updated
+}
+
+function urlOfAnother(): InvalidParameterError {
+  return new InvalidParameterError(
+    'url',
+    'is already an endpoint of another enterprise: give your own receiver URL, or ask your operator to share it',
+  )
 }
 
 const removeEndpointRoute = defineRoute(

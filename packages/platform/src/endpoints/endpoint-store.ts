@@ -97,8 +97,29 @@ export async function getEndpoint(
   return row && viewOf(row)
 }
 
-/** Why an endpoint could not be added. */
-export type NotAdded = 'no-enterprise' | 'too-many'
+/** Why an endpoint could not be added (or its URL changed). */
+export type NotAdded = 'no-enterprise' | 'too-many' | 'url-of-another'
+
+/**
+ * How a change chooses its URL: `ownUrl` refuses a URL another enterprise's endpoint has (a partner's own
+ * change: it must neither read another's URL health nor count its failures against it); operators may share.
+ */
+export interface UrlRule {
+  ownUrl?: boolean
+}
+
+/**
+ * Whether another enterprise has an endpoint at the URL, asked under a transaction lock on the URL that
+ * every such question takes: of two partners adding one URL at once, the second sees the first's.
+ */
+async function urlOfAnother(tx: Queryable, enterpriseId: number, url: string): Promise<boolean> {
+  await tx.query("SELECT pg_advisory_xact_lock(hashtext('endpoint url ' || $1))", [url])
+  const rows = await tx.query(
+    'SELECT 1 FROM endpoints WHERE url = $1 AND enterprise_id <> $2 AND removed_at IS NULL LIMIT 1',
+    [url, enterpriseId],
+  )
+  return rows.length > 0
+}
 
 /**
  * Adds an endpoint, or says why not: the enterprise's row is locked, so that two adds at once cannot pass
@@ -108,6 +129,7 @@ export async function addEndpoint(
   db: Database,
   enterpriseId: number,
   settings: EndpointSettings,
+  rule: UrlRule = {},
 ): Promise<EndpointView | NotAdded> {
   return db.transaction(async (tx) => {
     const [enterprise] = await tx.query<{ endpoints: number }>(
@@ -117,6 +139,7 @@ export async function addEndpoint(
     )
     if (!enterprise) return 'no-enterprise'
     if (enterprise.endpoints >= MAX_ENDPOINTS) return 'too-many'
+    if (rule.ownUrl && (await urlOfAnother(tx, enterpriseId, settings.url))) return 'url-of-another'
     const endpointId = await insertEndpoint(tx, enterpriseId, settings)
     return (await getEndpoint(tx, enterpriseId, endpointId)) as EndpointView
   })
@@ -173,14 +196,16 @@ export async function updateEndpoint(
   enterpriseId: number,
   endpointId: number,
   changes: Partial<EndpointSettings>,
-  options: { discardHeld?: boolean } = {},
-): Promise<UpdatedEndpoint | undefined> {
+  options: { discardHeld?: boolean } & UrlRule = {},
+): Promise<UpdatedEndpoint | 'url-of-another' | undefined> {
   const updated = await db.transaction(async (tx) => {
     const locked = await tx.query(
       'SELECT 1 FROM endpoints WHERE enterprise_id = $1 AND endpoint_id = $2 AND removed_at IS NULL FOR UPDATE',
       [enterpriseId, endpointId],
     )
     if (locked.length === 0) return undefined
+    if (options.ownUrl && changes.url !== undefined && (await urlOfAnother(tx, enterpriseId, changes.url)))
+      return 'url-of-another'
     await tx.query(
       `UPDATE endpoints SET url = coalesce($2, url), event_types = coalesce($3, event_types),
               description = coalesce($4, description), enabled = coalesce($5, enabled),
@@ -198,7 +223,7 @@ export async function updateEndpoint(
     )
     return { discarded: options.discardHeld ? await discardHeldDeliveries(tx, endpointId) : 0 }
   })
-  if (!updated) return undefined
+  if (updated === undefined || updated === 'url-of-another') return updated
   await resumeHeld(db, [endpointId])
   return { endpoint: (await getEndpoint(db, enterpriseId, endpointId)) as EndpointView, ...updated }
 }

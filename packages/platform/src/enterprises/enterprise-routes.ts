@@ -19,6 +19,7 @@ import {
   disableEnterprise,
   type FirstEndpoint,
   listEnterprises,
+  type RotatedKey,
   rotateKey,
   updateEnterprise,
 } from './enterprise-store.js'
@@ -92,20 +93,27 @@ const rotateKeyRoute = defineRoute(
   rotateKeyContract,
   (context: EnterprisesContext) =>
     async function rotateKeyHandler(request) {
-      const enterpriseId = idParam(request, 'enterpriseId')
-      const { db, config } = context
-      const rotated = await rotateKey(
-        db,
-        enterpriseId,
-        config.keyGraceSeconds,
-        context.clock(),
-        context.randomBytes,
-      )
-      if (!rotated) throw noSuchEnterprise(enterpriseId)
-      context.credentials.invalidate(enterpriseId)
-      return rotated
+      return rotateEnterpriseKey(context, idParam(request, 'enterpriseId'))
     },
 )
+
+/** Issues the enterprise's next key, the previous one valid for the grace (EARSHOT_KEY_GRACE); 4040 for none such. */
+export async function rotateEnterpriseKey(
+  context: Omit<EnterprisesContext, 'firstEndpoint'>,
+  enterpriseId: number,
+): Promise<RotatedKey> {
+  const { db, config } = context
+  const rotated = await rotateKey(
+    db,
+    enterpriseId,
+    config.keyGraceSeconds,
+    context.clock(),
+    context.randomBytes,
+  )
+  if (!rotated) throw noSuchEnterprise(enterpriseId)
+  context.credentials.invalidate(enterpriseId)
+  return rotated
+}
 
 export const enterpriseRoutes = [
   createEnterpriseRoute,

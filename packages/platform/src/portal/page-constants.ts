@@ -1,21 +1,12 @@
 import {
   type DeliveryListRequestSchema,
-  type DeliveryPageSchema,
-  type DeliveryReplayRequestSchema,
-  type EndpointAddRequestSchema,
-  type EndpointCheckRequestSchema,
-  type EndpointListSchema,
-  type EndpointRemovedSchema,
-  type EndpointRemoveRequestSchema,
   type EndpointSchema,
-  type EndpointUpdateRequestSchema,
   type Levels,
-  type LevelsRequestSchema,
+  mintPortalLinkContract,
   type PartnerDelivery,
   type ReceiverCheckReportSchema,
-  type ReplayedSchema,
   ResponseCode,
-  type RotatedKeySchema,
+  selfServiceContracts,
 } from '@earshot/protocol'
 import type { Static } from 'typebox'
 import type { portalSessionContract } from './portal-contract.js'
@@ -29,8 +20,11 @@ import type { portalSessionContract } from './portal-contract.js'
 /** A delivery's states, as the deliveries filter offers them; those a replay since a time may take. */
 export { DELIVERY_STATES, EVENT_TYPES, LEVEL_WINDOWS, REPLAY_STATES } from '@earshot/protocol'
 
-/** The session has ended or expired (or there is none): the page stops and says to open a new link. */
-export const SESSION_ENDED = ResponseCode.UNAUTHORIZED
+/**
+ * A session refused: none, ended or expired; or, to a POST, not the session's CSRF token (the page reads
+ * the session again to tell which).
+ */
+export const SESSION_REFUSED = ResponseCode.UNAUTHORIZED
 
 /** The portal session, as GET /portal/api/session answers it. */
 export type PortalSession = Static<(typeof portalSessionContract)['answer']['payload']['json']>
@@ -40,16 +34,23 @@ export type { Levels, PartnerDelivery }
 export type ReceiverCheckReport = Static<typeof ReceiverCheckReportSchema>
 export type DeliveryFilter = Static<typeof DeliveryListRequestSchema>
 
-/** Each action of /portal/api/: the plain JSON it takes, and what it answers (as the sealed routes do). */
-export interface PortalActions {
-  'endpoints/list': [Record<string, never>, Static<typeof EndpointListSchema>]
-  'endpoints/add': [Static<typeof EndpointAddRequestSchema>, Endpoint]
-  'endpoints/update': [Static<typeof EndpointUpdateRequestSchema>, Endpoint]
-  'endpoints/remove': [Static<typeof EndpointRemoveRequestSchema>, Static<typeof EndpointRemovedSchema>]
-  'endpoints/check': [Static<typeof EndpointCheckRequestSchema>, ReceiverCheckReport]
-  'deliveries/list': [DeliveryFilter, Static<typeof DeliveryPageSchema>]
-  'deliveries/replay': [Static<typeof DeliveryReplayRequestSchema>, Static<typeof ReplayedSchema>]
-  levels: [Static<typeof LevelsRequestSchema>, Levels]
-  'key/rotate': [Record<string, never>, Static<typeof RotatedKeySchema>]
+/** The self-service routes the portal serves: every one but minting a link (a link is how one enters it). */
+type PortalContract = Exclude<(typeof selfServiceContracts)[number], typeof mintPortalLinkContract>
+export type PortalAction = PortalContract['operationId']
+
+/** Each action of /portal/api/ by its operationId: the plain JSON it takes, and what it answers (as the sealed routes do). */
+export type PortalActions = {
+  [C in PortalContract as C['operationId']]: [
+    Omit<Static<C['body']['sealed']>, 'issuedAt'>,
+    Static<C['answer']['payload']['result']>,
+  ]
 }
-export type PortalAction = keyof PortalActions
+
+const portalContracts = selfServiceContracts.filter(
+  (contract): contract is PortalContract => contract !== mintPortalLinkContract,
+)
+
+/** Where each action is served: its path after /portal/api/, the same as after /openapi/v1/. */
+export const PORTAL_ACTIONS = Object.fromEntries(
+  portalContracts.map((contract) => [contract.operationId, contract.path.replace(/^\/openapi\/v1\//, '')]),
+) as Record<PortalAction, string>

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto'
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyRequest } from 'fastify'
 import type { Actor } from '../audit/audit-entry.js'
@@ -73,13 +74,26 @@ export async function portalSessionFor(
   }
   if (typeof session === 'string')
     throw new ApiError(ResponseCode.UNAUTHORIZED, `${WHY_NOT[session]}: ${HOW_TO_ENTER}`)
-  if (request.method === 'POST' && request.headers['x-csrf-token'] !== session.csrfToken) {
-    throw new ApiError(
-      ResponseCode.UNAUTHORIZED,
-      "a change made in the portal must carry the session's x-csrf-token header: GET /portal/api/session answers it as csrfToken",
-    )
-  }
+  if (request.method === 'POST') requireCsrfToken(request.headers['x-csrf-token'], session.csrfToken)
   return session
+}
+
+/**
+ * Refuses (4010) a POST without the session's CSRF token, compared in constant time; its message says the
+ * session is still open, so that a page tells it from a session that ended.
+ */
+function requireCsrfToken(header: string | string[] | undefined, csrfToken: string): void {
+  const given = Buffer.from(typeof header === 'string' ? header : '')
+  const expected = Buffer.from(csrfToken)
+  if (given.length === expected.length && timingSafeEqual(given, expected)) return
+  const what =
+    header === undefined
+      ? 'this POST has no x-csrf-token header'
+      : "this POST's x-csrf-token header is not this session's CSRF token"
+  throw new ApiError(
+    ResponseCode.UNAUTHORIZED,
+    `${what}; the session itself is still open: send the csrfToken that GET /portal/api/session answers for this session's cookie as x-csrf-token with every POST`,
+  )
 }
 
 /** The session as the audit trail names it. */

@@ -52,11 +52,13 @@ export const enterPortalContract = routeContract({
   tag: 'portal',
   summary: 'Enter the portal with a one-time link: sets the session cookie and redirects to /portal/',
   description:
-    'A browser opens the link an operator or the partner API minted. The first GET spends it: it opens a session for the enterprise (EARSHOT_PORTAL_SESSION_TTL), sets the cookie earshot_portal (HttpOnly; SameSite=Lax; Path=/portal; Secure when EARSHOT_PUBLIC_URL is https) and redirects (303) to /portal/. A link spent, expired or unknown, or of a disabled enterprise, answers 403 with a page saying how to get a new one.',
+    'A browser opens the link an operator or the partner API minted. The first GET spends it: it opens a session for the enterprise (EARSHOT_PORTAL_SESSION_TTL), sets the cookie earshot_portal (HttpOnly; SameSite=Lax; Path=/portal; Secure when EARSHOT_PUBLIC_URL is https) and redirects (303) to /portal/. A link spent, expired or unknown, or of a disabled enterprise, answers 403 with a page saying how to get a new one. A HEAD (a link preview looking first) spends nothing: it answers 200 without a body, whatever the link.',
   open: true,
+  head: true,
   params: Type.Object({ link: Type.String({ description: 'the secret part of the link (ptl_…)' }) }),
   answer: { status: 303, description: 'Entered: redirected to /portal/ with the session cookie set' },
   otherAnswers: {
+    '200': { description: 'A HEAD: nothing spent, nothing said of the link' },
     '403': {
       description: 'The link was spent, has expired, or is unknown: a page saying how to get a new one',
       payload: { text: 'text/html; charset=utf-8' },

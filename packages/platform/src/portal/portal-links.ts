@@ -9,7 +9,7 @@ import { isoTime } from '../storage/iso-time.js'
  */
 
 /** Links begin with this, so a leaked one is recognisable for what it is. */
-export const PORTAL_LINK_PREFIX = 'ptl_'
+const PORTAL_LINK_PREFIX = 'ptl_'
 
 export interface PortalLinkGrant {
   enterpriseId: number
@@ -25,7 +25,7 @@ export interface MintedLink {
   expiresAt: string
 }
 
-export function linkHash(secret: string): Buffer {
+function linkHash(secret: string): Buffer {
   return createHash('sha256').update(secret).digest()
 }
 

@@ -4,10 +4,11 @@ import { request } from 'node:http'
 import { createRequire } from 'node:module'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
+import { PORTAL_PAGE_POLICY } from './portal-page.js'
 
 /**
  * The portal's page on the partner listener: served without a session (the page asks for it), under a
- * policy that allows this origin alone, revalidated by its ETag, its modules all served (the console's it
+ * policy that allows this origin alone (the page a spent link answers with too), revalidated by its ETag, its modules all served (the console's it
  * shares among them) and uPlot from its package; no other path reaches a file.
  */
 
@@ -57,6 +58,13 @@ describe('the portal page', { timeout: 60_000 }, () => {
       assert.equal(page.headers.get('content-security-policy'), POLICY)
       assert.match(await page.text(), /<script type="module" src="\/portal\/portal.js"><\/script>/)
     }
+  })
+
+  test('the page a spent link answers with is under the policy the page is served with', async () => {
+    assert.equal(PORTAL_PAGE_POLICY, POLICY)
+    const refused = await fetch(`${platform.partnerUrl}/portal/enter/ptl_never-minted`)
+    assert.equal(refused.status, 403)
+    assert.equal(refused.headers.get('content-security-policy'), POLICY)
   })
 
   test('the assets: their types, this origin alone, revalidation; nothing else is a file', async () => {
@@ -116,7 +124,14 @@ describe('the portal page', { timeout: 60_000 }, () => {
         pending.push(imported as string)
       }
     }
-    for (const name of ['dom.js', 'endpoint-fields.js', 'check-report.js', 'uplot.js', 'page-constants.js']) {
+    for (const name of [
+      'dom.js',
+      'endpoint-fields.js',
+      'endpoint-table.js',
+      'check-report.js',
+      'uplot.js',
+      'page-constants.js',
+    ]) {
       assert.ok(seen.has(name), `${name} among ${[...seen].join(', ')}`)
     }
   })

@@ -4,7 +4,6 @@ import type { FastifyInstance } from 'fastify'
 import * as consoleConstants from '../console/console-constants.js'
 import { dataModule, type StaticAsset, sendStaticAsset, staticAsset } from '../http/static-asset.js'
 import * as pageConstants from './page-constants.js'
-import { PORTAL_PAGE_POLICY } from './portal-refused-page.js'
 
 /** The page and its stylesheet, shipped beside dist/ (tsc copies no file that is not TypeScript). */
 const PAGE_DIR = new URL('../../portal/', import.meta.url)
@@ -12,9 +11,31 @@ const PAGE_DIR = new URL('../../portal/', import.meta.url)
 const PORTAL_MODULES_DIR = new URL('../portal-browser/', import.meta.url)
 /** The console's modules, as compiled: the portal draws with some of them (each imports only what is served here). */
 const CONSOLE_MODULES_DIR = new URL('../console-browser/', import.meta.url)
-const FROM_CONSOLE = ['dom.js', 'shown-once.js', 'navigation.js', 'endpoint-fields.js', 'check-report.js']
+const FROM_CONSOLE = [
+  'dom.js',
+  'shown-once.js',
+  'navigation.js',
+  'endpoint-fields.js',
+  'endpoint-table.js',
+  'check-report.js',
+]
 /** The console's stylesheet: the portal looks like the console, and adds its own (portal.css). */
 const CONSOLE_CSS = new URL('../../console/console.css', import.meta.url)
+
+/**
+ * The portal's rules for its pages (the console's): nothing but this origin's own files, no inline script
+ * or style, no other origin, no framing. The page a spent link answers with is under them too.
+ */
+export const PORTAL_PAGE_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data:",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ')
 
 const JAVASCRIPT = 'text/javascript; charset=utf-8'
 const CSS = 'text/css; charset=utf-8'

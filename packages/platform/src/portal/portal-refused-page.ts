@@ -1,19 +1,5 @@
 import type { FastifyReply } from 'fastify'
-
-/**
- * The console's rules for a page: nothing but this origin's own files, no inline script or style, no other
- * origin, no framing. The refused page needs none of them: it is text alone.
- */
-export const PORTAL_PAGE_POLICY = [
-  "default-src 'none'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "connect-src 'self'",
-  "img-src 'self' data:",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ')
+import { PORTAL_PAGE_POLICY } from './portal-page.js'
 
 /** The page a link that cannot be spent answers with (403): why, and how to get a new one. */
 function refusedLinkPage(linkMinutes: number): string {
@@ -44,7 +30,7 @@ function refusedLinkPage(linkMinutes: number): string {
 `
 }
 
-/** Answers a link that cannot be spent: 403 and the page, never cached. */
+/** Answers a link that cannot be spent: 403 and the page (text alone), never cached, under the portal's policy. */
 export function sendRefusedLink(reply: FastifyReply, linkSeconds: number): FastifyReply {
   return reply
     .code(403)

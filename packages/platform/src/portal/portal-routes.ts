@@ -34,6 +34,9 @@ import { endPortalSessionByToken, openPortalSession } from './portal-sessions.js
 
 type Env = PartnerEnv<PlatformContext>
 
+/** What every answer to a link says: not to keep it, and not to pass the link on as a referrer. */
+const NOT_CACHED = { 'cache-control': 'no-store', 'referrer-policy': 'no-referrer' }
+
 /** Spends a link and opens its session, in one transaction with its row in the trail; undefined when spent. */
 function enter(context: PlatformContext, request: FastifyRequest, link: string) {
   const nowMs = context.clock()
@@ -66,6 +69,8 @@ const enterPortalRoute = defineRoute(
   enterPortalContract,
   ({ context }: Env) =>
     async function enterPortal(request, reply) {
+      // Link previews (chats, mail) send HEAD before the partner opens the link: only a GET spends it.
+      if (request.method === 'HEAD') return reply.headers(NOT_CACHED).type('text/html; charset=utf-8').send()
       const { link } = request.params as { link: string }
       const opened = await enter(context, request, link)
       if (!opened) return sendRefusedLink(reply, context.config.portalLinkSeconds)
@@ -73,8 +78,7 @@ const enterPortalRoute = defineRoute(
       return reply
         .headers({
           'set-cookie': portalCookie(opened.token, portalIsSecure(context), maxAge),
-          'cache-control': 'no-store',
-          'referrer-policy': 'no-referrer',
+          ...NOT_CACHED,
         })
         .redirect(PORTAL_PATH, 303)
     },

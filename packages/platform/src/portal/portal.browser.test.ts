@@ -30,8 +30,9 @@ import {
  * the Node kit's CLI, add an endpoint subscribed to transcripts only, watch a delivery fail with the
  * receiver's answer, fix the receiver and replay since a time until the deliveries are confirmed, run the
  * receiver check on a receiver that fails an item, read the service levels, rotate the key and query with
- * the new secret; then edit requests to reach another enterprise's ids (4040 each), open the spent link
- * again, and use a view session, an ended one and an expired one. Phone width too. Any console error the
+ * the new secret; then edit requests to reach another enterprise's ids (4040 each), send a change with a
+ * stale CSRF token (the page recovers), open the spent link again, and use a view session, an ended one
+ * and an expired one. Phone width too. Any console error the
  * pages cause fails the test; the refusals the test provokes are accounted for one by one.
  */
 
@@ -152,12 +153,15 @@ for (const backend of testBackends) {
       await added.waitFor()
       const endpointId = Number(/\d+/.exec((await added.textContent()) ?? '')?.[0])
       const row = page.locator(`tr[data-endpoint-id="${endpointId}"]`)
-      assert.equal(
-        await row.locator('td[data-label="Event types"]').textContent(),
-        'recording.transcript_ready',
-      )
+      // The console's table of endpoints: each event type shown subscribed or not.
+      assert.deepEqual(await row.locator('.event-types li.on .event-name').allTextContents(), [
+        'transcript_ready',
+      ])
+      assert.equal(await row.locator('.event-types li.off').count(), 3)
       assert.equal(await row.locator('td[data-label="URL"]').textContent(), receiver.url)
-      assert.equal(await row.locator('td[data-label="Enabled"]').textContent(), 'active')
+      assert.equal(await row.locator('td[data-label="Enabled"]').textContent(), 'enabled')
+      assert.equal(await row.locator('td[data-label="Rate"]').textContent(), 'no limit')
+      assert.equal(await row.locator('td[data-label="Last success"]').textContent(), '—')
       const listed = await sealedData(platform, partner, '/openapi/v1/endpoints/list', {})
       assert.deepEqual(
         (listed.items as { eventTypes: string[] }[]).map((e) => e.eventTypes),
@@ -175,11 +179,11 @@ for (const backend of testBackends) {
       await status()
         .filter({ hasText: `Endpoint ${endpointId} saved.` })
         .waitFor()
-      await row.locator('td[data-label="Rate"]').getByText('5 a second', { exact: true }).waitFor()
+      await row.locator('td[data-label="Rate"]').getByText('5 / s', { exact: true }).waitFor()
       await page.getByRole('button', { name: `Disable endpoint ${endpointId}` }).click()
       await row.locator('td[data-label="Enabled"]').getByText('disabled', { exact: true }).waitFor()
       await page.getByRole('button', { name: `Enable endpoint ${endpointId}` }).click()
-      await row.locator('td[data-label="Enabled"]').getByText('active', { exact: true }).waitFor()
+      await row.locator('td[data-label="Enabled"]').getByText('enabled', { exact: true }).waitFor()
 
       const add = page.getByRole('form', { name: 'Add an endpoint' })
       await add.getByLabel('URL', { exact: true }).fill(`${receiver.url}/spare`)
@@ -378,6 +382,28 @@ for (const backend of testBackends) {
       }
     })
 
+    test('a POST refused for its CSRF token alone: the page reads the session again and sends it once more', async () => {
+      let edited = 0
+      await page.route(
+        '**/portal/api/endpoints/list',
+        (route) => {
+          edited += 1
+          return route.continue({ headers: { ...route.request().headers(), 'x-csrf-token': 'stale' } })
+        },
+        { times: 1 },
+      )
+      const listed = page.waitForResponse(
+        (response) => response.url().endsWith('/portal/api/endpoints/list') && response.status() === 200,
+      )
+      await section('Endpoints').click()
+      await listed
+      await heading('Endpoints').waitFor()
+      await page.locator('tr[data-endpoint-id]').first().waitFor()
+      assert.equal(edited, 1, 'the first POST went with a stale token')
+      assert.ok(await page.locator('#nav').isVisible(), 'the page goes on: its session did not end')
+      await expectRefusalLogged(401, '/portal/api/endpoints/list')
+    })
+
     test('the main screens at phone width, with nothing to scroll sideways', async () => {
       await page.setViewportSize(PHONE_PORTRAIT)
       for (const [name, ready] of [
@@ -468,6 +494,8 @@ for (const backend of testBackends) {
           .getByRole('heading', { level: 1, name: 'Your portal session has ended — open a new link' })
           .waitFor()
         await expectRefusalLogged(401, '/portal/api/deliveries/list')
+        // The page read the session again to tell an ended one from a CSRF token it lacked.
+        await expectRefusalLogged(401, '/portal/api/session')
       } finally {
         await context.close()
       }
@@ -479,6 +507,7 @@ for (const backend of testBackends) {
       await heading('Your portal session has ended — open a new link').waitFor()
       assert.ok(await page.locator('#nav').isHidden(), 'no section to open any more')
       await expectRefusalLogged(401, '/portal/api/endpoints/list')
+      await expectRefusalLogged(401, '/portal/api/session')
       const refused = await page.evaluate(async () => {
         const response = await fetch('/portal/api/session')
         return { status: response.status, body: (await response.json()) as { code: number } }

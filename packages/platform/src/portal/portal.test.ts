@@ -8,10 +8,11 @@ import { mintLink, openLink, portalCall, refused, visit } from './portal-visit.t
 
 /*
  * The partner portal's routes through real HTTP on both backends: entering by a one-time link (its cookie,
- * spent once, expiring), the session and its CSRF token, what view, manage and an operator's view may do,
- * another enterprise's ids unknown, sessions ended, expired or signed out refused, and every change, in the
- * portal or through the sealed partner API, in the audit trail with the session or the token as its actor.
- * The clock is the platform's own, moved by the tests that need time to pass.
+ * spent once by a GET and never by a HEAD, expiring), the session and its CSRF token, what view, manage and
+ * an operator's view may do, another enterprise's ids unknown, sessions ended, expired or signed out
+ * refused, and every change, in the portal or through the sealed partner API, in the audit trail with the
+ * session or the token as its actor. The clock is the platform's own, moved by the tests that need time to
+ * pass.
  */
 
 const recording = (audioId: string) => ({
@@ -105,6 +106,20 @@ for (const backend of testBackends) {
       }
     })
 
+    test('a HEAD of a link (a link preview looking first) spends nothing: a GET after it still enters', async () => {
+      const url = await mintLink(platform, acme.enterpriseId)
+      const { pathname } = new URL(url)
+      for (const path of [pathname, '/portal/enter/ptl_never-minted']) {
+        const head = await fetch(`${platform.partnerUrl}${path}`, { method: 'HEAD', redirect: 'manual' })
+        assert.equal(head.status, 200, path)
+        assert.equal(head.headers.get('set-cookie'), null)
+        assert.equal(head.headers.get('cache-control'), 'no-store')
+        assert.equal(await head.text(), '')
+      }
+      const { session } = await visit(platform, url)
+      assert.equal(session.enterpriseId, acme.enterpriseId)
+    })
+
     test('the session answers its enterprise, access and CSRF token; without a cookie 4010', async () => {
       const { cookie, session } = await visit(platform, await mintLink(platform, acme.enterpriseId))
       assert.deepEqual(Object.keys(session).sort(), [
@@ -133,8 +148,24 @@ for (const backend of testBackends) {
 
     test("a POST needs the session's CSRF token", async () => {
       const portal = await visit(platform, await mintLink(platform, acme.enterpriseId))
-      refused(await portal.post('endpoints/list', {}, null), 4010, /x-csrf-token/)
-      refused(await portal.post('endpoints/list', {}, 'not-the-token'), 4010, /x-csrf-token/)
+      const missing = await portal.post('endpoints/list', {}, null)
+      refused(
+        missing,
+        4010,
+        /^this POST has no x-csrf-token header; the session itself is still open: send the csrfToken that GET \/portal\/api\/session answers/,
+      )
+      const wrong = await portal.post('endpoints/list', {}, 'not-the-token')
+      const longer = await portal.post('endpoints/list', {}, `${portal.session.csrfToken}x`)
+      for (const answer of [wrong, longer]) {
+        refused(
+          answer,
+          4010,
+          /^this POST's x-csrf-token header is not this session's CSRF token; the session itself is still open/,
+        )
+      }
+      for (const answer of [missing, wrong, longer]) {
+        assert.doesNotMatch(answer.body.msg as string, /ended|expired|open a new portal link/)
+      }
       const listed = await portal.post('endpoints/list', {})
       assert.equal(listed.status, 200, JSON.stringify(listed.body))
       assert.deepEqual(listed.body, { items: [] })

@@ -13,6 +13,13 @@ import { emptyCounts, type LevelCounts, latencyBucketSql } from './level-counts.
 export const HOUR_MS = 3600_000
 /** Past this long without a look, the whole window is recounted rather than searched for changes. */
 const REBUILD_AFTER_MS = 10 * 60_000
+/**
+ * An hour counted longer ago than this is counted again, a few at each look, whatever was found: what the
+ * search for changes cannot see (a row committed later than the margin allows, deliveries pruned) lasts
+ * about that long at most.
+ */
+const RECOUNT_AFTER_MS = 60 * 60_000
+const RECOUNTS_PER_LOOK = 4
 
 /** The start of the hour of an instant (SQL), in epoch milliseconds, whatever the session's time zone. */
 const HOUR_OF = (instant: string) => `(floor(extract(epoch FROM ${instant}) / 3600) * ${HOUR_MS})::float8`
@@ -58,10 +65,16 @@ export async function countSpan(
   return counts
 }
 
+/** An hour's counts, and when they were taken. */
+export interface CountedHour {
+  counts: LevelCounts
+  countedAt: number
+}
+
 /** An enterprise's counted hours as an instance holds them, and up to when it looked for changes. */
 export interface Rollup {
   checkedAt: number
-  hours: Map<number, LevelCounts>
+  hours: Map<number, CountedHour>
 }
 
 /**
@@ -85,11 +98,12 @@ export async function completeHours(
       ? await changedHours(db, enterpriseId, checkedAt - marginMs, fromMs)
       : undefined
   for (const hour of hours.keys()) if (hour < fromMs) hours.delete(hour)
+  const due = changed && new Set([...changed, ...oldestCounted(hours, nowMs)])
   for (let hour = fromMs; hour < toMs; hour += HOUR_MS) {
-    if (changed && hours.has(hour) && !changed.has(hour)) continue
+    if (due && hours.has(hour) && !due.has(hour)) continue
     const counts = await countSpan(db, enterpriseId, hour, hour + HOUR_MS)
     await saveHour(db, enterpriseId, hour, counts, nowMs)
-    hours.set(hour, counts)
+    hours.set(hour, { counts, countedAt: nowMs })
   }
   await db.query(
     `INSERT INTO delivery_level_checks (enterprise_id, checked_at) VALUES ($1, to_timestamp($2::float8 / 1000))
@@ -103,19 +117,32 @@ export async function completeHours(
   return { checkedAt: nowMs, hours }
 }
 
+/** The hours counted longest ago, past RECOUNT_AFTER_MS: a few, to be counted again. */
+function oldestCounted(hours: Map<number, CountedHour>, nowMs: number): number[] {
+  return [...hours]
+    .filter(([, hour]) => nowMs - hour.countedAt > RECOUNT_AFTER_MS)
+    .sort(([, a], [, b]) => a.countedAt - b.countedAt)
+    .slice(0, RECOUNTS_PER_LOOK)
+    .map(([start]) => start)
+}
+
 async function storedHours(db: Queryable, enterpriseId: number, fromMs: number) {
-  const rows = await db.query<{ hour: number } & LevelCounts>(
+  const rows = await db.query<{ hour: number; countedAt: number } & LevelCounts>(
     `SELECT (extract(epoch FROM hour_start) * 1000)::float8 AS hour, first_ms AS "firstMs",
-            first_acked AS "firstAcked", receipt_ms AS "receiptMs"
+            first_acked AS "firstAcked", receipt_ms AS "receiptMs",
+            (extract(epoch FROM counted_at) * 1000)::float8 AS "countedAt"
        FROM delivery_level_hours WHERE enterprise_id = $1 AND hour_start >= to_timestamp($2::float8 / 1000)`,
     [enterpriseId, fromMs],
   )
   const parse = (value: unknown) =>
     (typeof value === 'string' ? JSON.parse(value) : value) as Record<string, number>
-  return new Map(
+  return new Map<number, CountedHour>(
     rows.map((row) => [
       Number(row.hour),
-      { firstMs: parse(row.firstMs), firstAcked: row.firstAcked, receiptMs: parse(row.receiptMs) },
+      {
+        counts: { firstMs: parse(row.firstMs), firstAcked: row.firstAcked, receiptMs: parse(row.receiptMs) },
+        countedAt: Number(row.countedAt),
+      },
     ]),
   )
 }

@@ -89,7 +89,7 @@ async function replayOne(db: Database, enterpriseId: number, deliveryId: number)
 }
 
 /** Another enterprise's delivery is as unknown as one that never was. */
-export function unknownDelivery(deliveryId: number): ApiError {
+function unknownDelivery(deliveryId: number): ApiError {
   return new ApiError(
     ResponseCode.NOT_FOUND,
     `no delivery ${deliveryId} of yours: deliveries/list shows your deliveries and their ids`,

@@ -23,8 +23,7 @@ import type { FastifyReply } from 'fastify'
 import type { PlatformContext } from '../context/platform-context.js'
 import { addEndpointOf, updateEndpointOf } from '../endpoints/endpoint-routes.js'
 import { listEndpoints, removeEndpoint } from '../endpoints/endpoint-store.js'
-import { noSuchEnterprise } from '../enterprises/enterprise-params.js'
-import { rotateKey } from '../enterprises/enterprise-store.js'
+import { rotateEnterpriseKey } from '../enterprises/enterprise-routes.js'
 import { ApiError } from '../http/api-error.js'
 import { runReceiverCheck } from '../receiver-check/receiver-check-route.js'
 import { fullEventType } from './event-type-names.js'
@@ -78,7 +77,8 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
     changes: true,
     async run({ context, enterpriseId }, body) {
       const { eventTypes, issuedAt: _issuedAt, ...settings } = EndpointAddRequest.parse(body)
-      return addEndpointOf(context, enterpriseId, { ...settings, eventTypes: eventTypes?.map(fullEventType) })
+      const named = { ...settings, eventTypes: eventTypes?.map(fullEventType) }
+      return addEndpointOf(context, enterpriseId, named, { ownUrl: true })
     },
   },
   {
@@ -88,10 +88,13 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
     async run({ context, enterpriseId }, body) {
       const { endpointId, eventTypes, issuedAt: _issuedAt, ...changes } = EndpointUpdateRequest.parse(body)
       const updated = await unknownEndpointAs(endpointId, () =>
-        updateEndpointOf(context, enterpriseId, endpointId, {
-          ...changes,
-          ...(eventTypes && { eventTypes: eventTypes.map(fullEventType) }),
-        }),
+        updateEndpointOf(
+          context,
+          enterpriseId,
+          endpointId,
+          { ...changes, ...(eventTypes && { eventTypes: eventTypes.map(fullEventType) }) },
+          { ownUrl: true },
+        ),
       )
       return updated.endpoint
     },
@@ -148,17 +151,8 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
     changes: true,
     async run({ context, enterpriseId }, body) {
       KeyRotateRequest.parse(body)
-      const { db, config } = context
-      const rotated = await rotateKey(
-        db,
-        enterpriseId,
-        config.keyGraceSeconds,
-        context.clock(),
-        context.randomBytes,
-      )
-      if (!rotated) throw noSuchEnterprise(enterpriseId)
-      context.credentials.invalidate(enterpriseId)
-      return { keyVersion: rotated.keyVersion, secret: rotated.secret }
+      const { keyVersion, secret } = await rotateEnterpriseKey(context, enterpriseId)
+      return { keyVersion, secret }
     },
   },
 ]

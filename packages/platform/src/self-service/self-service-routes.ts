@@ -18,13 +18,13 @@ import { type SelfServiceAction, type SelfServiceCall, selfServiceActions } from
  */
 
 /** The partner's token as the trail names it: by its salt, which identifies it without granting anything. */
-export function tokenActor(request: FastifyRequest, enterpriseId: number): Actor {
+function tokenActor(request: FastifyRequest, enterpriseId: number): Actor {
   const salt = bearerCredentials(request.headers.authorization)?.split('.')[4] ?? 'unknown'
   return { kind: 'partner', id: `token ${salt}`, name: `enterprise ${enterpriseId} (partner API)` }
 }
 
 /** What a change is recorded as: its operation, its fields (secrets left out), who and from where. */
-export function partnerChange(
+function partnerChange(
   request: FastifyRequest,
   operation: string,
   actor: Actor,

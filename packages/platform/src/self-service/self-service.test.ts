@@ -2,7 +2,14 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { type EndpointSchema, type JsonObject, ResponseCode } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { createPartner, expectCode, ingest, partnerFor, type TestPartner } from '@earshot/test-kit/calls'
+import {
+  adminCall,
+  createPartner,
+  expectCode,
+  ingest,
+  partnerFor,
+  type TestPartner,
+} from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { callbackSender, startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import type { Static } from 'typebox'
@@ -120,6 +127,43 @@ for (const backend of testBackends) {
       )
       const [still] = await endpoints(beta)
       assert.equal(still?.enabled, true)
+    })
+
+    test("a URL another enterprise pushes to is refused: its health and failures are that enterprise's", async () => {
+      const first = await createPartner(platform, 'Owner of the URL')
+      const second = await createPartner(platform, 'Other')
+      const url = 'http://127.0.0.1:9/shared-receiver'
+      await data(first, 'endpoints/add', { url })
+      const added = await second.call('/openapi/v1/endpoints/add', { url })
+      expectCode(added, ResponseCode.INVALID_PARAMETER)
+      assert.match(added.body.msg as string, /^url: .*another enterprise/)
+      const own = await data<Endpoint>(second, 'endpoints/add', { url: 'http://127.0.0.1:9/own-receiver' })
+      const moved = await second.call('/openapi/v1/endpoints/update', { endpointId: own.endpointId, url })
+      expectCode(moved, ResponseCode.INVALID_PARAMETER)
+      assert.deepEqual(
+        (await endpoints(second)).map((endpoint) => endpoint.url),
+        ['http://127.0.0.1:9/own-receiver'],
+      )
+      // An operator may still share one URL between enterprises.
+      const shared = await adminCall(platform, 'addEndpoint', {
+        params: { enterpriseId: second.enterpriseId },
+        body: { url },
+      })
+      assert.equal(shared.url, url)
+    })
+
+    test('two enterprises adding one URL at once: exactly one has it', async () => {
+      const url = `http://127.0.0.1:9/race-${backend}`
+      const racers = [await createPartner(platform, 'Racer A'), await createPartner(platform, 'Racer B')]
+      const replies = await Promise.all(
+        racers.map((racer) => racer.call('/openapi/v1/endpoints/add', { url })),
+      )
+      assert.deepEqual(replies.map((reply) => reply.body.code).sort(), [2000, ResponseCode.INVALID_PARAMETER])
+      const owners = await platform.context.db.query(
+        'SELECT DISTINCT enterprise_id FROM endpoints WHERE url = $1 AND removed_at IS NULL',
+        [url],
+      )
+      assert.equal(owners.length, 1)
     })
 
     test("deliveries: a failed attempt shows the receiver's answer; replay since a time confirms them", async () => {

@@ -14,8 +14,8 @@ export type LevelWindow = '24h' | '7d'
 
 const WINDOW_MS: Record<LevelWindow, number> = { '24h': 24 * HOUR_MS, '7d': 7 * 24 * HOUR_MS }
 
-/** The states a backlog counts: waiting to be pushed, or being pushed. */
-export const BACKLOG_STATES = ['pending', 'held', 'queued', 'in_flight'] as const
+/** The states a backlog counts: waiting to be pushed, or being pushed (the predicate of sql/000027.sql's index). */
+const BACKLOG_STATES = ['pending', 'held', 'queued', 'in_flight'] as const
 
 /**
  * The levels of both windows ending at nowMs. marginMs: how long after the time it carries an attempt's or
@@ -47,7 +47,8 @@ export async function computeLevels(
     const from = firstWholeHour(window)
     const counts = addCounts(emptyCounts(), current)
     addCounts(counts, await countSpan(db, enterpriseId, windowStart(window), from))
-    for (const [hour, each] of rollup.hours) if (hour >= from && hour < currentHour) addCounts(counts, each)
+    for (const [hour, each] of rollup.hours)
+      if (hour >= from && hour < currentHour) addCounts(counts, each.counts)
     return levelsOf(counts, row?.backlog ?? 0)
   }
   return { levels: { '24h': await levels('24h'), '7d': await levels('7d') }, rollup }
@@ -57,8 +58,10 @@ export async function computeLevels(
 export const LEVELS_MAX_LAG_MS = 10_000
 /** Past this age, a read answers the figures it has and reads them again behind it. */
 const REFRESH_AFTER_MS = LEVELS_MAX_LAG_MS / 2
-/** Past this many enterprises' figures held, those too old to answer are let go. */
-const MAX_HELD = 1000
+/** Enterprises whose figures and counted hours an instance holds at most; the least recently counted go first. */
+const _MAX_HELD = 100
+/** Counted hours not looked at for this long would be counted anew: they are let go. */
+const _HELD_FOR_MS = 10 * 60_000
 
 interface Held {
   levels: Record<LevelWindow, Levels>
@@ -98,8 +101,9 @@ export class LevelsCache {
     const before = this.#held.get(enterpriseId)?.rollup
     const reading = computeLevels(this.db, enterpriseId, computedAt, this.marginMs, before)
       .then(({ levels, rollup }) => {
-        if (this.#held.size >= MAX_HELD) this.#forgetStale()
+        this.#forgetStale()
         const held = { levels, rollup, computedAt }
+        this.#held.delete(enterpriseId)
         this.#held.set(enterpriseId, held)
         return held
       })
