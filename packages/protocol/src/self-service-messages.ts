@@ -10,7 +10,7 @@ import {
   ReceiverCheckRequestSchema,
 } from './endpoint-messages.js'
 import { RULE } from './message-parser.js'
-import { DEFAULT_PAGE_SIZE, EVENT_TYPES, IssuedAtField, MAX_PAGE_SIZE } from './messages.js'
+import { DEFAULT_PAGE_SIZE, EVENT_TYPES, IssuedAtField, MAX_PAGE_SIZE, shortEventType } from './messages.js'
 import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE } from './time.js'
 
 /*
@@ -32,7 +32,7 @@ const EndpointId = Type.Integer({
 })
 
 /** An event type by its full name or its short one (`transcript_ready` for `recording.transcript_ready`). */
-export const SHORT_EVENT_TYPES = EVENT_TYPES.map((type) => type.replace(/^recording\./, ''))
+export const SHORT_EVENT_TYPES = EVENT_TYPES.map(shortEventType)
 const AnyEventTypeName = Type.Enum([...EVENT_TYPES, ...SHORT_EVENT_TYPES])
 const EventTypeNames = Type.Array(AnyEventTypeName, {
   minItems: 1,

@@ -1,17 +1,14 @@
-import { EVENT_TYPES, type PushEventTypeValue } from '@earshot/protocol'
+import { EVENT_TYPES, eventTypeNamed, type PushEventTypeValue, shortEventType } from '@earshot/protocol'
 import { InvalidArgumentError } from 'commander'
 
-/** `recording.transcript_ready` as `transcript_ready`: how tables show an event type. */
-export function shortEventType(eventType: string): string {
-  return eventType.replace(/^recording\./, '')
-}
+export { shortEventType }
 
 export const EVENT_NAMES = EVENT_TYPES.map(shortEventType).join(', ')
 
 /** An event type by its short name (transcript_ready) or full one (recording.transcript_ready). */
 export function eventTypeArgument(raw: string): PushEventTypeValue {
   const name = raw.trim()
-  const found = EVENT_TYPES.find((type) => type === name || shortEventType(type) === name)
+  const found = eventTypeNamed(name)
   if (!found) {
     throw new InvalidArgumentError(
       `unknown event type ${name}: give one of ${EVENT_NAMES} (or ${EVENT_TYPES[0]} and so on)`,

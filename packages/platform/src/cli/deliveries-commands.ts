@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline/promises'
+import { shortEventType } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { AdminClient, Delivery, DeliveryAttempt } from '../admin-client/admin-client.js'
 import { DELIVERY_STATES } from '../deliveries/delivery-store.js'
@@ -305,11 +306,6 @@ function limitArgument(raw: string): number {
     throw new InvalidArgumentError(`the limit is an integer from 1 to ${MAX_LIMIT}`)
   }
   return Number(raw)
-}
-
-/** An event type without its `recording.` prefix: audio_ready for recording.audio_ready. */
-export function shortEventType(eventType: string): string {
-  return eventType.replace(/^recording\./, '')
 }
 
 /** The last attempt in a few words: its outcome, HTTP status, response code and error. */

@@ -1,4 +1,10 @@
-import { EVENT_TYPES, type PushEventTypeValue, ResponseCode } from '@earshot/protocol'
+import {
+  EVENT_TYPES,
+  eventTypeNamed,
+  type PushEventTypeValue,
+  ResponseCode,
+  shortEventType,
+} from '@earshot/protocol'
 import { positiveInteger } from '@earshot/support/cli'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import {
@@ -17,7 +23,7 @@ import {
   runClient,
   table,
 } from './client-command.js'
-import { deliveryTable, shortEventType } from './deliveries-commands.js'
+import { deliveryTable } from './deliveries-commands.js'
 import { deliveries, describeTrouble, pushUrlsCommand } from './push-url-commands.js'
 import { receiverCheckCommand } from './receiver-check-command.js'
 
@@ -306,9 +312,7 @@ function eventTypesArgument(raw: string): PushEventTypeValue[] {
     .split(',')
     .map((name) => name.trim())
     .filter(Boolean)
-  const eventTypeOf = (name: string) =>
-    EVENT_TYPES.find((type) => type === name || shortEventType(type) === name)
-  const unknown = names.filter((name) => !eventTypeOf(name))
+  const unknown = names.filter((name) => !eventTypeNamed(name))
   if (names.length === 0 || unknown.length > 0) {
     const what =
       unknown.length === 0
@@ -318,7 +322,7 @@ function eventTypesArgument(raw: string): PushEventTypeValue[] {
       `${what}: give one or more of ${EVENT_NAMES} (or ${EVENT_TYPES[0]} and so on), comma-separated`,
     )
   }
-  return [...new Set(names.map((name) => eventTypeOf(name) as PushEventTypeValue))]
+  return [...new Set(names.map((name) => eventTypeNamed(name) as PushEventTypeValue))]
 }
 
 const RATE_RULE = 'the rate is a whole number of deliveries a second, at least 1'

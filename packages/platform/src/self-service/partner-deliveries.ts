@@ -2,6 +2,7 @@ import {
   DEFAULT_PAGE_SIZE,
   DeliveryListRequestSchema,
   DeliveryReplayRequestSchema,
+  eventTypeNamed,
   InvalidParameterError,
   messageParser,
   type PartnerDelivery,
@@ -12,8 +13,8 @@ import { replayDeliveries } from '../deliveries/delivery-replays.js'
 import { REPLAYABLE_STATES } from '../deliveries/delivery-store.js'
 import { type DeliveryView, getDelivery, listDeliveries } from '../deliveries/delivery-views.js'
 import { ApiError } from '../http/api-error.js'
+import type { EventType } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
-import { fullEventType } from './event-type-names.js'
 
 /* A partner's own deliveries: a page of them with their attempts, and replaying them. */
 
@@ -37,7 +38,7 @@ export async function listPartnerDeliveries(
   const rows = await listDeliveries(db, {
     enterpriseId,
     state: request.state,
-    eventType: request.eventType === undefined ? undefined : fullEventType(request.eventType),
+    eventType: request.eventType === undefined ? undefined : (eventTypeNamed(request.eventType) as EventType),
     audioId: request.audioId,
     from: request.since,
     to: request.until,

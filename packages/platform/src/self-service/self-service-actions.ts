@@ -5,6 +5,7 @@ import {
   EndpointListRequestSchema,
   EndpointRemoveRequestSchema,
   EndpointUpdateRequestSchema,
+  eventTypeNamed,
   KeyRotateRequestSchema,
   LevelsRequestSchema,
   listDeliveriesContract,
@@ -26,7 +27,7 @@ import { listEndpoints, removeEndpoint } from '../endpoints/endpoint-store.js'
 import { rotateEnterpriseKey } from '../enterprises/enterprise-routes.js'
 import { ApiError } from '../http/api-error.js'
 import { runReceiverCheck } from '../receiver-check/receiver-check-route.js'
-import { fullEventType } from './event-type-names.js'
+import type { EventType } from '../recordings/recording-events.js'
 import { listPartnerDeliveries, replayPartnerDeliveries } from './partner-deliveries.js'
 import { LevelsCache } from './service-levels.js'
 
@@ -77,7 +78,7 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
     changes: true,
     async run({ context, enterpriseId }, body) {
       const { eventTypes, issuedAt: _issuedAt, ...settings } = EndpointAddRequest.parse(body)
-      const named = { ...settings, eventTypes: eventTypes?.map(fullEventType) }
+      const named = { ...settings, eventTypes: eventTypes?.map(knownEventType) }
       return addEndpointOf(context, enterpriseId, named, { ownUrl: true })
     },
   },
@@ -92,7 +93,7 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
           context,
           enterpriseId,
           endpointId,
-          { ...changes, ...(eventTypes && { eventTypes: eventTypes.map(fullEventType) }) },
+          { ...changes, ...(eventTypes && { eventTypes: eventTypes.map(knownEventType) }) },
           { ownUrl: true },
         ),
       )
@@ -160,6 +161,11 @@ export const selfServiceActions: readonly SelfServiceAction[] = [
 /** How long after the time it carries an attempt's row may commit: its push's timeout, then a minute. */
 function levelsMargin(context: PlatformContext): number {
   return (context.config.pushTimeoutSeconds + 60) * 1000
+}
+
+/** An event type its schema has already checked, by its full or short name. */
+function knownEventType(name: string): EventType {
+  return eventTypeNamed(name) as EventType
 }
 
 function unknownEndpoint(endpointId: number): ApiError {
