@@ -44,6 +44,7 @@ export {
   InvalidSecretError,
   ProtocolError,
 } from './errors.js'
+export * from './event-type-names.js'
 export { type EnvelopeKey, generateSecret, KEY_BYTES, loadKey, SECRET_RULE } from './key.js'
 export * from './message-parser.js'
 export * from './messages.js'

@@ -227,16 +227,6 @@ export const PushEventType = {
 export const EVENT_TYPES: readonly PushEventTypeValue[] = Object.values(PushEventType)
 export type PushEventTypeValue = (typeof PushEventType)[keyof typeof PushEventType]
 
-/** An event type without its `recording.` prefix (`transcript_ready`): how tables and short names write it. */
-export function shortEventType(eventType: string): string {
-  return eventType.replace(/^recording\./, '')
-}
-
-/** The event type named by its full name or its short one; undefined for no event type. */
-export function eventTypeNamed(name: string): PushEventTypeValue | undefined {
-  return EVENT_TYPES.find((type) => type === name || shortEventType(type) === name)
-}
-
 const pushEventHead = {
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),
   audioId: Type.String({ minLength: 1 }),
