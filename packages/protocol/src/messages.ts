@@ -204,12 +204,21 @@ export type RecordingList = Static<typeof RecordingListSchema>
 
 /** The receipt callback's plaintext. */
 export const CallbackPlaintextSchema = Type.Object(
-  { audioId: Id('id of the received recording'), ...IssuedAtField },
+  {
+    audioId: Id('id of the received recording'),
+    ...IssuedAtField,
+    erased: Type.Optional(
+      Type.Boolean({
+        description:
+          "true confirms that the partner erased a deleted recording: it removed the recording and its audio from its store after the recording.deleted push. Only for a deleted recording the partner had; a plain receipt (erased absent or false) is not an erasure confirmation",
+      }),
+    ),
+  },
   {
     ...closed,
     ...plaintext(
       'CallbackPlaintext',
-      'The receipt callback: the audioId of a recording the partner stored from a push.',
+      'The receipt callback: the audioId of a recording the partner stored from a push, or (erased: true) of a deleted one it erased.',
     ),
   },
 )
