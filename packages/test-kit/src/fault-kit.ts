@@ -470,7 +470,10 @@ export function callbackQueue(
     }
     const reply = await post(
       '/openapi/v1/callback',
-      seal(key, credentials.keyVersion, `cb-${process.pid}-${++counter}`, { audioId, ...(erased && { erased }) }),
+      seal(key, credentials.keyVersion, `cb-${process.pid}-${++counter}`, {
+        audioId,
+        ...(erased && { erased }),
+      }),
       token,
     )
     if (reply.code === 4010 || reply.code === 4011) token = undefined

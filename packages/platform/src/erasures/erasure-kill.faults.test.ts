@@ -110,13 +110,20 @@ for (const backend of testBackends) {
       })
       const withAudio = [...batch.erased.slice(0, 10), ...batch.kept.slice(0, 5)]
       for (const audioId of withAudio) {
-        await adminClientOf(running.current).uploadAudio(credentials.enterpriseId, audioId, audioOf(audioId), {
-          contentType: 'audio/wav',
-        })
+        await adminClientOf(running.current).uploadAudio(
+          credentials.enterpriseId,
+          audioId,
+          audioOf(audioId),
+          {
+            contentType: 'audio/wav',
+          },
+        )
       }
       // Two parts a recording (audio, transcript), and an update for each with stored audio.
       const events = 2 * (ERASED + KEPT) + withAudio.length
-      await allInState(() => running.current, credentials.enterpriseId, 'confirmed', events, { timeoutMs: 120_000 })
+      await allInState(() => running.current, credentials.enterpriseId, 'confirmed', events, {
+        timeoutMs: 120_000,
+      })
 
       const { erasureId, recordings } = await adminClientOf(running.current).call('createErasure', {
         params: { enterpriseId: credentials.enterpriseId },
@@ -126,7 +133,11 @@ for (const backend of testBackends) {
       const deletions = () => ledger.pushes.filter((push) => push.eventType === PushEventType.DELETED).length
       for (let kill = 0; kill < KILLS; kill++) {
         const after = Math.min(ERASED - 1, deletions() + random.int(1, 40))
-        await waitFor(() => `${after} deletion pushes`, async () => deletions() >= after, { intervalMs: 20 })
+        await waitFor(
+          () => `${after} deletion pushes`,
+          async () => deletions() >= after,
+          { intervalMs: 20 },
+        )
         t.diagnostic(`kill ${kill + 1} after ${deletions()} deletion pushes`)
         await running.kill()
         await running.start()
@@ -141,7 +152,11 @@ for (const backend of testBackends) {
       )
       assert.equal(shown.recordings, ERASED)
       assert.deepEqual(
-        shown.endpoints.map(({ deletions, acknowledged, confirmed }) => ({ deletions, acknowledged, confirmed })),
+        shown.endpoints.map(({ deletions, acknowledged, confirmed }) => ({
+          deletions,
+          acknowledged,
+          confirmed,
+        })),
         [{ deletions: ERASED, acknowledged: ERASED, confirmed: ERASED }],
       )
       const deleted = new Set(
@@ -154,7 +169,9 @@ for (const backend of testBackends) {
         query: { size: 100 },
       })
       assert.equal(listed.total, KEPT)
-      const files = readdirSync(mediaDir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
+      const files = readdirSync(mediaDir, { recursive: true, withFileTypes: true }).filter((entry) =>
+        entry.isFile(),
+      )
       const bytes = files.map((entry) => readFileSync(join(entry.parentPath, entry.name)).toString('latin1'))
       assert.equal(bytes.filter((content) => content.includes(`AUDIO-BYTES-OF-kill-erase-`)).length, 5)
       for (const audioId of batch.erased.slice(0, 10)) {
