@@ -143,7 +143,8 @@ async function measureBackend(backend: Backend): Promise<Report> {
           dataDir,
         },
       })
-      const { db } = platform.context
+      const { db, recordingEvents } = platform.context
+      const { partnerUrl } = platform
       const retained = await createEnterprise(db, 'retained', null)
       const other = await createEnterprise(db, 'other', null)
       log(`  ${backend}: ${format(recordings)} recordings over 90 days`)
@@ -154,12 +155,7 @@ async function measureBackend(backend: Backend): Promise<Report> {
       ] as const) {
         for (let start = 0; start < list.length; start += 1000) {
           await db.transaction((tx) =>
-            insertRecordings(
-              tx,
-              enterprise.enterpriseId,
-              list.slice(start, start + 1000),
-              platform?.context.recordingEvents,
-            ),
+            insertRecordings(tx, enterprise.enterpriseId, list.slice(start, start + 1000), recordingEvents),
           )
         }
       }
@@ -168,7 +164,7 @@ async function measureBackend(backend: Backend): Promise<Report> {
         [retained.enterpriseId, `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/push`],
       )
       const clients = [retained, other].map(
-        (credentials) => new EarshotClient({ baseUrl: platform?.partnerUrl, ...credentials }),
+        (credentials) => new EarshotClient({ baseUrl: partnerUrl, ...credentials }),
       )
       for (const client of clients) await client.queryAudios({ size: 20 })
 
