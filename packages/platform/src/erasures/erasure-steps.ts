@@ -3,7 +3,7 @@ import {
   forgetAttemptAnswers,
   recordingsThePartnerHad,
 } from '../deliveries/delivery-erasure.js'
-import { filesAwaitingRemoval, storeKeysOf } from '../media/stored-audio.js'
+import { filesAwaitingRemoval, storeKeysOf, uploadsClaimedFor } from '../media/stored-audio.js'
 import { deleteRecordings, recordedBefore } from '../recordings/recording-erasure.js'
 import type { RecordingEvents } from '../recordings/recording-events.js'
 import type { Database, Queryable } from '../storage/database.js'
@@ -94,10 +94,10 @@ async function nextBatch(tx: Queryable, erasure: ClaimedErasure, size: number): 
 }
 
 /**
- * Completes the erasure when every endpoint has acknowledged every deletion and every audio file is gone
- * from the store: the answers kept from its pushes are dropped once more (an attempt on the wire during the
- * deletion may have written one since), and which recordings the partner had is recorded. True when it
- * completed; false when it still waits.
+ * Completes the erasure when every endpoint has acknowledged every deletion, every audio file is gone from
+ * the store and no upload for one of its recordings holds a claim: the answers kept from its pushes are
+ * dropped once more (an attempt on the wire during the deletion may have written one since), and which
+ * recordings the partner had is recorded. True when it completed; false when it still waits.
  */
 export async function completeWhenAcknowledged(
   db: Database,
@@ -116,6 +116,11 @@ export async function completeWhenAcknowledged(
     )) > 0
   )
     return false
+  // An upload that began before the deletion removes its file when it ends; one cut off by a crash leaves
+  // its claim until the media sweep removes the file.
+  for await (const audioIds of coveredChunks(db, erasure.erasureId)) {
+    if ((await uploadsClaimedFor(db, audioIds)) > 0) return false
+  }
   // A chunk per transaction, so that a large erasure never holds the database for long; each is idempotent.
   for await (const audioIds of coveredChunks(db, erasure.erasureId)) {
     const held = await db.transaction(async (tx) => {

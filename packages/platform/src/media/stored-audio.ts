@@ -54,3 +54,12 @@ export async function filesAwaitingRemoval(db: Queryable, storeKeys: readonly st
   )
   return row?.n ?? 0
 }
+
+/** How many uploads for these recordings hold a claim: their file may still be stored (or being stored). */
+export async function uploadsClaimedFor(db: Queryable, audioIds: readonly string[]): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM media_uploads WHERE audio_id = ANY($1::text[])',
+    [audioIds],
+  )
+  return row?.n ?? 0
+}
