@@ -8,6 +8,7 @@ import {
 } from './enterprises/enterprise-store.js'
 import type { Database } from './storage/database.js'
 
+export { adminContracts } from './admin-client/admin-contracts.js'
 export { accessTokens } from './auth/access-tokens.js'
 export { nonceGuard } from './auth/replay-guard.js'
 export { tokenSigningKey } from './auth/token-signing-key.js'
