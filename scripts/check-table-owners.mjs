@@ -21,6 +21,7 @@ const OWNERS = {
   deliveries: ['deliveries', 'delivery_attempts', 'delivery_rechecks', 'receipts'],
   endpoints: ['endpoints', 'push_endpoints'],
   enterprises: ['enterprises', 'enterprise_keys'],
+  erasures: ['erasures', 'erasure_recordings', 'erasure_deletions', 'erasure_confirmations'],
   media: ['recording_audio', 'media_garbage', 'media_link_keys', 'media_uploads'],
   'push-urls': ['push_url_health'],
   portal: ['portal_links', 'portal_sessions'],
@@ -54,6 +55,10 @@ const SHARED_READS = {
   'deliveries/delivery-receipts.ts': {
     tables: ['recordings', 'recording_tombstones'],
     why: 'a receipt is matched to its recording in the statement that confirms its deliveries',
+  },
+  'deliveries/delivery-erasure.ts': {
+    tables: ['endpoints', 'recording_tombstones'],
+    why: "an erasure's deletion pushes, each with whether its endpoint was removed since; which deleted recordings the partner had, judged as the receipt callback judges them",
   },
   'endpoints/endpoint-store.ts': {
     tables: ['enterprises', 'deliveries', 'push_url_health'],

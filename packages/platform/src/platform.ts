@@ -1,3 +1,4 @@
+import { hostname } from 'node:os'
 import { randomBytes as systemRandomBytes } from '@earshot/protocol'
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify'
 import { forgetStaleSignIns } from './access/access-upkeep.js'
@@ -17,6 +18,9 @@ import { pruneConfirmedDeliveries } from './deliveries/delivery-store.js'
 import { type Dispatcher, startDispatcher } from './dispatch/dispatcher.js'
 import { registerPushMetrics } from './dispatch/push-metrics.js'
 import { addFirstEndpoint } from './endpoints/endpoint-store.js'
+import { startErasureRunner } from './erasures/erasure-runner.js'
+import { erasureSigningKey } from './erasures/erasure-signing-key.js'
+import { startRetention } from './erasures/retention.js'
 import { type Lifecycle, type RouteSummary, registeredRoutes } from './http/create-server.js'
 import { buildAdminApi } from './listeners/admin-listener.js'
 import { buildPartnerApi } from './listeners/partner-listener.js'
@@ -79,6 +83,7 @@ export async function startPlatform({
     const media = await openMedia(config, db, clock, randomBytes)
     closeMedia = () => media.close()
     await media.watchChanges(db)
+    let wakeErasures = () => {}
     const metrics = createMetrics()
     registerFeedLagMetric(metrics.registry, db)
     const pushMetrics = registerPushMetrics(metrics.registry, db)
@@ -94,6 +99,7 @@ export async function startPlatform({
       recordingEvents: deliveriesOfRecordings,
       firstEndpoint: addFirstEndpoint,
       media,
+      erasures: { key: await erasureSigningKey(db), wake: () => wakeErasures() },
       logDestination,
     }
     const lifecycle: Lifecycle = { shuttingDown: false }
@@ -123,6 +129,7 @@ export async function startPlatform({
       : undefined
 
     const chores = await startChores(context, partner.log)
+    wakeErasures = chores.wakeErasures
 
     let closing: Promise<void> | undefined
     return {
@@ -162,7 +169,7 @@ export async function startPlatform({
 async function startChores(
   context: PlatformContext,
   log: FastifyBaseLogger,
-): Promise<{ stop(): Promise<void> }> {
+): Promise<{ stop(): Promise<void>; wakeErasures(): void }> {
   const { db, config, clock, media } = context
   const restored = await adoptRestoredChanges(db)
   if (restored > 0) {
@@ -194,12 +201,42 @@ async function startChores(
     { clock, claimGraceSeconds: config.mediaUploadGraceSeconds },
     log.child({ component: 'media' }),
   )
+  const erasures = startErasureWork(context, log.child({ component: 'erasures' }))
   return {
+    wakeErasures: erasures.wake,
     async stop() {
       clearInterval(janitor)
+      await erasures.stop()
       feedWatch.stop()
       await upkeep.stop()
       await mediaUpkeep.stop()
+    },
+  }
+}
+
+/** This instance's erasure runner and its look for retention policies that are due. */
+function startErasureWork(
+  context: PlatformContext,
+  log: FastifyBaseLogger,
+): { wake(): void; stop(): Promise<void> } {
+  const runner = startErasureRunner({
+    db: context.db,
+    events: context.recordingEvents,
+    log,
+    runner: `${hostname()}:${process.pid}:${context.randomBytes(6).toString('hex')}`,
+    batchSize: context.config.erasureBatch,
+    leaseMs: context.config.erasureLeaseSeconds * 1000,
+  })
+  const retention = startRetention({ db: context.db, clock: context.clock, log, onStarted: runner.wake })
+  retention.wake()
+  return {
+    wake() {
+      retention.wake()
+      runner.wake()
+    },
+    async stop() {
+      await retention.stop()
+      await runner.stop()
     },
   }
 }

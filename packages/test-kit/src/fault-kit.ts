@@ -419,8 +419,11 @@ export function tcpPortsOf(pid: number): Set<number> {
 // --- the partner's receipt callbacks ----------------------------------------------------------------
 
 export interface CallbackQueue {
-  /** Queues a receipt callback for the audioId (merged with one queued and not yet started). */
-  send(audioId: string): void
+  /**
+   * Queues a receipt callback for the audioId (merged with one queued and not yet started); with
+   * `erased`, the partner's confirmation that it erased the deleted recording.
+   */
+  send(audioId: string, options?: { erased?: boolean }): void
   /** Callbacks the platform answered 2000. */
   confirmed(): number
   /** Queued or in flight. */
@@ -440,7 +443,7 @@ export function callbackQueue(
   { concurrency = 16, retryMs = 100 }: { concurrency?: number; retryMs?: number } = {},
 ): CallbackQueue {
   const key = loadKey(credentials.secret)
-  const queue: string[] = []
+  const queue: { audioId: string; erased: boolean }[] = []
   const queued = new Set<string>()
   let running = 0
   let confirmed = 0
@@ -456,7 +459,7 @@ export function callbackQueue(
     })
     return (await response.json()) as { code: number; data?: { accessToken: string } }
   }
-  const once = async (audioId: string): Promise<boolean> => {
+  const once = async ({ audioId, erased }: { audioId: string; erased: boolean }): Promise<boolean> => {
     if (!token) {
       const reply = await post('/openapi/v1/token', {
         ...seal(key, credentials.keyVersion, `cb-token-${process.pid}-${++counter}`, {}),
@@ -467,7 +470,7 @@ export function callbackQueue(
     }
     const reply = await post(
       '/openapi/v1/callback',
-      seal(key, credentials.keyVersion, `cb-${process.pid}-${++counter}`, { audioId }),
+      seal(key, credentials.keyVersion, `cb-${process.pid}-${++counter}`, { audioId, ...(erased && { erased }) }),
       token,
     )
     if (reply.code === 4010 || reply.code === 4011) token = undefined
@@ -475,12 +478,12 @@ export function callbackQueue(
   }
   const pump = () => {
     while (!stopped && running < concurrency && queue.length > 0) {
-      const audioId = queue.shift() as string
-      queued.delete(audioId)
+      const callback = queue.shift() as { audioId: string; erased: boolean }
+      queued.delete(`${callback.erased}:${callback.audioId}`)
       running++
       void (async () => {
         while (!stopped) {
-          if (await once(audioId).catch(() => false)) {
+          if (await once(callback).catch(() => false)) {
             confirmed++
             break
           }
@@ -492,10 +495,10 @@ export function callbackQueue(
     }
   }
   return {
-    send(audioId) {
-      if (stopped || queued.has(audioId)) return
-      queued.add(audioId)
-      queue.push(audioId)
+    send(audioId, { erased = false } = {}) {
+      if (stopped || queued.has(`${erased}:${audioId}`)) return
+      queued.add(`${erased}:${audioId}`)
+      queue.push({ audioId, erased })
       pump()
     },
     confirmed: () => confirmed,

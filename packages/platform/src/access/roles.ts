@@ -14,6 +14,7 @@ const reads: Permission[] = [
   'endpoints.read',
   'operations.read',
   'portal.view',
+  'erasures.read',
 ]
 
 export const roles = {

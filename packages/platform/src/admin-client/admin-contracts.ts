@@ -21,6 +21,7 @@ import type { AdminRouteContract } from '../http/admin-contract.js'
 import { healthContract, metricsContract } from '../http/operations-contract.js'
 import { importRecordingsContract } from '../imports/import-contract.js'
 import { mediaContracts } from '../media/media-contract.js'
+import { erasureAdminContracts } from '../erasures/erasure-contract.js'
 import { portalAdminContracts } from '../portal/portal-admin-contract.js'
 import { pushUrlContracts } from '../push-urls/push-url-contract.js'
 import { checkReceiverContract } from '../receiver-check/receiver-check-contract.js'
@@ -42,6 +43,7 @@ export const adminContracts = [
   checkReceiverContract,
   ...pushUrlContracts,
   ...portalAdminContracts,
+  ...erasureAdminContracts,
   ...consoleContracts,
   signInContract,
   completeSetupContract,

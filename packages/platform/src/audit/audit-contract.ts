@@ -3,7 +3,7 @@ import Type from 'typebox'
 
 /* The audit trail, read: a filtered page, the chain's verification, and every row as JSON Lines. */
 
-const ActorSchema = Type.Object({
+export const ActorSchema = Type.Object({
   kind: Type.Enum(['operator', 'key', 'partner', 'platform', 'break-glass']),
   id: Type.String(),
   name: Type.String(),

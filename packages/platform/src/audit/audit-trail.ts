@@ -147,4 +147,5 @@ export async function pruneAuditTrail(
   return pruned
 }
 
-const PLATFORM_ACTOR = { kind: 'platform', id: 'platform', name: 'Earshot' } as const
+/** The platform acting on its own (pruning, retention), as the trail names it. */
+export const PLATFORM_ACTOR = { kind: 'platform', id: 'platform', name: 'Earshot' } as const

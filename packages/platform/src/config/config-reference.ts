@@ -80,6 +80,10 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_PORTAL_SESSION_TTL: 'Seconds a partner portal session lasts once its link was opened.',
   EARSHOT_AUDIT_RETENTION:
     'Days the audit trail keeps its rows. Older rows are pruned; the last pruned hash is kept, so `earshot audit verify` still checks the chain.',
+  EARSHOT_ERASURE_BATCH:
+    'Recordings an erasure or a retention run deletes per transaction. Between batches the runner rests as long as the batch took, so that partner requests are never kept waiting behind it.',
+  EARSHOT_ERASURE_LEASE:
+    'Seconds an instance holds an erasure it is running; if it dies, another instance (or this one restarted) takes the erasure over after this and finishes it.',
   EARSHOT_KEY_GRACE: 'Seconds a rotated-out keyVersion keeps working after `earshot enterprise rotate-key`.',
   EARSHOT_RATE_LIMIT:
     'Token, query, change feed and callback requests per enterprise per minute, on each instance; above it 4290 with `Retry-After`. `0` turns the limit off.',

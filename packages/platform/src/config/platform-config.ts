@@ -107,6 +107,10 @@ export interface PlatformConfig {
   portalSessionSeconds: number
   /** Days the audit trail keeps its rows; older ones are pruned, their last hash kept as the chain's anchor. */
   auditRetentionDays: number
+  /** Recordings an erasure deletes per transaction (EARSHOT_ERASURE_BATCH). */
+  erasureBatch: number
+  /** Seconds an instance holds an erasure it runs before another may take it over (EARSHOT_ERASURE_LEASE). */
+  erasureLeaseSeconds: number
   /** The OpenID Connect provider of single sign-on, by its issuer URL; unset: no single sign-on. */
   oidcIssuer: string | undefined
   /** The client id the platform is registered with at the provider. */

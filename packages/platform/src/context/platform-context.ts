@@ -3,16 +3,16 @@ import type { CredentialCache } from '../auth/credential-cache.js'
 import type { NonceGuard } from '../auth/replay-guard.js'
 import type { PlatformConfig } from '../config/config.js'
 import type { FirstEndpoint } from '../enterprises/enterprise-store.js'
+/**
+ * What a running platform hands its features: passed in, never global. The features that it is built from
+ * (auth, config, media, metrics, recordings, storage, http) never import it: each names the part it needs.
+ */ import type { ErasureSigningKey } from '../erasures/erasure-signing-key.js'
 import type { LogDestination } from '../http/log-destination.js'
 import type { Media } from '../media/media-service.js'
 import type { PlatformMetrics } from '../metrics/metrics.js'
 import type { RecordingEvents } from '../recordings/recording-events.js'
 import type { Database } from '../storage/database.js'
 
-/**
- * What a running platform hands its features: passed in, never global. The features that it is built from
- * (auth, config, media, metrics, recordings, storage, http) never import it: each names the part it needs.
- */
 export interface PlatformContext {
   config: PlatformConfig
   db: Database
@@ -31,6 +31,8 @@ export interface PlatformContext {
   firstEndpoint: FirstEndpoint
   /** Stored audio and the links to it. */
   media: Media
+  /** The key that signs erasure reports, and a nudge to this instance's erasure runner and retention. */
+  erasures: { key: ErasureSigningKey; wake(): void }
   /** Where the JSON log lines go (stderr unless the embedding process gives another destination). */
   logDestination: LogDestination
 }

@@ -35,13 +35,7 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                     UNION ALL
                     SELECT t.audio_id, t.enterprise_id
                       FROM recording_tombstones t JOIN asked ON t.audio_id = asked.a AND t.enterprise_id = asked.e
-                     WHERE EXISTS (SELECT 1 FROM receipts
-                                    WHERE audio_id = t.audio_id AND confirmed_at <= t.deleted_at)
-                        OR EXISTS (SELECT 1 FROM deliveries d
-                                    WHERE d.audio_id = t.audio_id AND d.event_type <> '${PushEventType.DELETED}'
-                                      AND (d.acks > 0 OR EXISTS (SELECT 1 FROM delivery_attempts a
-                                                                  WHERE a.delivery_id = d.delivery_id
-                                                                    AND a.outcome = 'acked')))),
+                     WHERE ${partnerHadSql('t')}),
           added AS (INSERT INTO receipts (audio_id, enterprise_id)
                     SELECT audio_id, enterprise_id FROM owned ORDER BY audio_id
                     ON CONFLICT (audio_id) DO NOTHING),
@@ -61,6 +55,19 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   )
   const owned = new Set(rows.map((row) => `${row.enterprise_id}:${row.audio_id}`))
   return receipts.map((receipt) => owned.has(`${receipt.enterpriseId}:${receipt.audioId}`))
+}
+
+/**
+ * Whether the partner had the deleted recording of tombstone row `t`: a push of its data was acknowledged
+ * (an attempt's ack is recorded even when the deletion had made its claim stale), or a receipt for it came
+ * before the deletion.
+ */
+export function partnerHadSql(t: string): string {
+  return `(EXISTS (SELECT 1 FROM receipts WHERE audio_id = ${t}.audio_id AND confirmed_at <= ${t}.deleted_at)
+           OR EXISTS (SELECT 1 FROM deliveries d
+                       WHERE d.audio_id = ${t}.audio_id AND d.event_type <> '${PushEventType.DELETED}'
+                         AND (d.acks > 0 OR EXISTS (SELECT 1 FROM delivery_attempts a
+                                                     WHERE a.delivery_id = d.delivery_id AND a.outcome = 'acked'))))`
 }
 
 const DEADLOCK_DETECTED = '40P01'

@@ -42,6 +42,10 @@ export const EnterpriseSummarySchema = Type.Object(
     requireIssuedAt: Type.Boolean({
       description: 'its sealed requests must carry issuedAt; without it they are refused with 4001',
     }),
+    retentionDays: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+      description:
+        'its recordings are erased this many days after their recordedAt; null: kept until deleted',
+    }),
     createdAt: Time('when it was created'),
     keys: Type.Array(
       Type.Object({

@@ -50,14 +50,23 @@ export const EnterpriseChangesSchema = Type.Object(
         [RULE]: 'must be true or false',
       }),
     ),
+    retentionDays: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 36500,
+        description:
+          'recordings whose recordedAt is older than this many days are erased by the platform (pushed as deleted to every endpoint); 0 removes the policy',
+        [RULE]: 'must be a whole number of days from 0 (no policy) to 36500',
+      }),
+    ),
   },
   {
     additionalProperties: false,
-    [UNKNOWN_FIELD_RULE]: 'is not a field an update changes; give requireIssuedAt',
+    [UNKNOWN_FIELD_RULE]: 'is not a field an update changes; give requireIssuedAt or retentionDays',
   },
 )
 export const EnterpriseChanges = messageParser(EnterpriseChangesSchema, (changes) => {
-  if (changes.requireIssuedAt === undefined) {
-    throw new InvalidParameterError('', 'give at least one change: requireIssuedAt')
+  if (changes.requireIssuedAt === undefined && changes.retentionDays === undefined) {
+    throw new InvalidParameterError('', 'give at least one change: requireIssuedAt or retentionDays')
   }
 })

@@ -33,6 +33,8 @@ interface EnterprisesContext {
   randomBytes: (size: number) => Buffer
   /** Adds the endpoint of a push URL given at creation (the endpoints slice's). */
   firstEndpoint: FirstEndpoint
+  /** Told when a retention policy changed, so that it is applied now. */
+  erasures: { wake(): void }
 }
 
 /*
@@ -74,6 +76,7 @@ const updateEnterpriseRoute = defineRoute(
       const updated = await updateEnterprise(context.db, enterpriseId, changes)
       if (!updated) throw noSuchEnterprise(enterpriseId)
       context.credentials.invalidate(enterpriseId)
+      if (changes.retentionDays !== undefined) context.erasures.wake()
       return updated
     },
 )

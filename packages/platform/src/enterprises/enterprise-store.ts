@@ -25,6 +25,8 @@ export interface EnterpriseSummary {
   disabled: boolean
   /** Its sealed requests must carry issuedAt; 4001 otherwise. */
   requireIssuedAt: boolean
+  /** Recordings are erased this many days after their recordedAt; null keeps them. */
+  retentionDays: number | null
   createdAt: string
   keys: EnterpriseKeySummary[]
 }
@@ -32,6 +34,8 @@ export interface EnterpriseSummary {
 /** What `earshot enterprise update` changes; a field left out stays as it is. */
 export interface EnterpriseChanges {
   requireIssuedAt?: boolean | undefined
+  /** 0 removes the policy. */
+  retentionDays?: number | undefined
 }
 
 export interface RotatedKey extends EnterpriseCredentials {
@@ -76,7 +80,7 @@ export async function listEnterprises(db: Queryable, only?: number): Promise<Ent
             (SELECT url FROM endpoints WHERE enterprise_id = e.enterprise_id AND removed_at IS NULL
               ORDER BY endpoint_id LIMIT 1) AS "pushUrl",
             e.disabled_at IS NOT NULL AS disabled, e.require_issued_at AS "requireIssuedAt",
-            ${isoTime('e.created_at')} AS "createdAt",
+            e.retention_days AS "retentionDays", ${isoTime('e.created_at')} AS "createdAt",
             (SELECT json_agg(json_build_object('keyVersion', k.key_version, 'createdAt', ${isoTime('k.created_at')},
                                                'retiresAt', ${isoTime('k.retires_at')}) ORDER BY k.key_version)
                FROM enterprise_keys k WHERE k.enterprise_id = e.enterprise_id) AS keys
@@ -120,15 +124,20 @@ export async function updateEnterprise(
   changes: EnterpriseChanges,
 ): Promise<EnterpriseSummary | undefined> {
   const rows = await db.transaction(async (tx) => {
-    const [before] = await tx.query<{ requireIssuedAt: boolean }>(
-      'SELECT require_issued_at AS "requireIssuedAt" FROM enterprises WHERE enterprise_id = $1 FOR UPDATE',
+    const [before] = await tx.query<{ requireIssuedAt: boolean; retentionDays: number | null }>(
+      `SELECT require_issued_at AS "requireIssuedAt", retention_days AS "retentionDays"
+         FROM enterprises WHERE enterprise_id = $1 FOR UPDATE`,
       [enterpriseId],
     )
     noteAudit({ before: before ?? null })
+    // A policy set or changed is looked at now (erasures/retention.ts).
     return tx.query(
-      `UPDATE enterprises SET require_issued_at = coalesce($2, require_issued_at)
+      `UPDATE enterprises SET require_issued_at = coalesce($2, require_issued_at),
+              retention_days = CASE WHEN $3::int IS NULL THEN retention_days ELSE nullif($3::int, 0) END,
+              retention_due_at = CASE WHEN nullif($3::int, 0) IS DISTINCT FROM retention_days AND $3::int IS NOT NULL
+                                      THEN now() ELSE retention_due_at END
         WHERE enterprise_id = $1 RETURNING 1`,
-      [enterpriseId, changes.requireIssuedAt ?? null],
+      [enterpriseId, changes.requireIssuedAt ?? null, changes.retentionDays ?? null],
     )
   })
   if (rows.length === 0) return undefined
@@ -188,3 +197,25 @@ export async function rotateKey(
     }
   })
 }
+
+/**
+ * Takes the enterprise whose retention policy is due to be looked at, if any, and makes it due again in
+ * RETENTION_RELOOK_MINUTES (one instance takes it: the others skip its locked row); answers it with the
+ * cutoff its policy sets now.
+ */
+export async function takeDueRetention(
+  db: Queryable,
+): Promise<{ enterpriseId: number; cutoff: string } | undefined> {
+  const [due] = await db.query<{ enterpriseId: number; cutoff: string }>(
+    `UPDATE enterprises e SET retention_due_at = now() + interval '${RETENTION_RELOOK_MINUTES} minutes'
+      WHERE e.enterprise_id = (SELECT enterprise_id FROM enterprises
+                                WHERE retention_days IS NOT NULL AND (retention_due_at IS NULL OR retention_due_at <= now())
+                                ORDER BY retention_due_at NULLS FIRST LIMIT 1 FOR UPDATE SKIP LOCKED)
+      RETURNING e.enterprise_id AS "enterpriseId",
+                ${isoTime('(now() - make_interval(days => e.retention_days))')} AS cutoff`,
+  )
+  return due && { ...due, enterpriseId: Number(due.enterpriseId) }
+}
+
+/** A retention policy is looked at again this long after it was last. */
+const RETENTION_RELOOK_MINUTES = 5

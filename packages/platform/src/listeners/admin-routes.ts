@@ -6,6 +6,7 @@ import { ssoRoutes } from '../access/sso-routes.js'
 import { consoleRoutes } from '../console/console-routes.js'
 import type { PlatformContext } from '../context/platform-context.js'
 import { deliveryRoutes } from '../deliveries/delivery-routes.js'
+import { erasureAdminRoutes } from '../erasures/erasure-routes.js'
 import { endpointRoutes } from '../endpoints/endpoint-routes.js'
 import { enterpriseRoutes } from '../enterprises/enterprise-routes.js'
 import type { RouteSpec } from '../http/route-spec.js'
@@ -34,6 +35,7 @@ export const adminRoutes: readonly RouteSpec<PlatformContext>[] = [
   receiverCheckRoute,
   ...pushUrlRoutes,
   ...portalAdminRoutes,
+  ...erasureAdminRoutes,
   ...consoleRoutes,
   ...sessionRoutes,
   ...ssoRoutes,

@@ -3,6 +3,7 @@ import type { PartnerEnv } from '../auth/envelope-request.js'
 import { tokenRoute } from '../auth/token-route.js'
 import { changeRoute } from '../changes/change-route.js'
 import type { RouteSpec } from '../http/route-spec.js'
+import { erasureKeyRoute } from '../erasures/erasure-routes.js'
 import { mediaRoute } from '../media/media-route.js'
 import { portalLinkRoute } from '../portal/portal-link-route.js'
 import { portalRoutes } from '../portal/portal-routes.js'
@@ -21,6 +22,7 @@ export const partnerRoutes: readonly RouteSpec<PartnerEnv>[] = [
   ...selfServiceRoutes,
   portalLinkRoute,
   ...portalRoutes,
+  erasureKeyRoute,
   healthRoute('health', [ResponseCode.UNAVAILABLE]),
   readinessRoute,
 ]

@@ -36,3 +36,21 @@ export async function saveStoredAudio(tx: Queryable, files: readonly StoredAudio
     ],
   )
 }
+
+/** The store keys of these recordings' files, by audioId (those with stored audio only). */
+export async function storeKeysOf(tx: Queryable, audioIds: readonly string[]): Promise<Map<string, string>> {
+  const rows = await tx.query<{ audio_id: string; store_key: string }>(
+    'SELECT audio_id, store_key FROM recording_audio WHERE audio_id = ANY($1::text[])',
+    [audioIds],
+  )
+  return new Map(rows.map((row) => [row.audio_id, row.store_key]))
+}
+
+/** How many of these files are listed for removal and not yet removed from the store. */
+export async function filesAwaitingRemoval(db: Queryable, storeKeys: readonly string[]): Promise<number> {
+  const [row] = await db.query<{ n: number }>(
+    'SELECT count(*)::int AS n FROM media_garbage WHERE store_key = ANY($1::text[])',
+    [storeKeys],
+  )
+  return row?.n ?? 0
+}
