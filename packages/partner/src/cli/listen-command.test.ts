@@ -351,6 +351,11 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
       60_000,
       'the erasure confirmed after the restart',
     )
+    const confirmed = await platform.context.db.query(
+      'SELECT 1 FROM erasure_confirmations WHERE audio_id = $1',
+      [audioId],
+    )
+    assert.equal(confirmed.length, 1, 'the platform recorded the erasure confirmation')
     second.child.kill('SIGTERM')
     assert.equal(await second.exited, 0, second.stderr())
   })

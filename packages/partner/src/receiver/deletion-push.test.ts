@@ -97,7 +97,8 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
       30_000,
       'the outbox to record both confirmations',
     )
-    // The deletion's callback confirms the erasure; the platform answered it 2000 (the partner had it).
+    // The deletion's callback confirms the erasure; the platform answered it 2000 (the partner had it)
+    // and recorded the confirmation.
     assert.deepEqual(
       (await outbox.callbacks({ audioId })).map((callback) => [callback.eventType, callback.erased]).sort(),
       [
@@ -105,5 +106,10 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
         ['recording.deleted', true],
       ],
     )
+    const confirmed = await platform.context.db.query(
+      'SELECT 1 FROM erasure_confirmations WHERE audio_id = $1',
+      [audioId],
+    )
+    assert.equal(confirmed.length, 1)
   })
 })
