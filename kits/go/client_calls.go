@@ -93,10 +93,25 @@ func (c *Client) EachChangePage(ctx context.Context, cursor string, size int, fn
 // ConfirmReceipt is the receipt callback: it tells the platform the pushed recording audioID is
 // stored. Idempotent. The Receiver's outbox calls it for you, after each answer.
 func (c *Client) ConfirmReceipt(ctx context.Context, audioID string) error {
+	return c.callback(ctx, audioID, false)
+}
+
+// ConfirmErasure is the erasure confirmation: the receipt callback with erased: true, telling the
+// platform the partner removed the deleted recording audioID, its audio included, from its store.
+// Idempotent. The Receiver's outbox calls it for you, after the answer to the recording.deleted push.
+func (c *Client) ConfirmErasure(ctx context.Context, audioID string) error {
+	return c.callback(ctx, audioID, true)
+}
+
+func (c *Client) callback(ctx context.Context, audioID string, erased bool) error {
 	if audioID == "" || utf8.RuneCountInString(audioID) > 128 || strings.ContainsRune(audioID, 0) {
 		return localRefusal("audioId", "must be 1 to 128 characters, without U+0000")
 	}
-	_, err := c.authorized(ctx, callOptions{}, callbackPath, newEventID(), map[string]string{"audioId": audioID})
+	plaintext := map[string]interface{}{"audioId": audioID}
+	if erased {
+		plaintext["erased"] = true
+	}
+	_, err := c.authorized(ctx, callOptions{}, callbackPath, newEventID(), plaintext)
 	return err
 }
 

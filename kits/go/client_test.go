@@ -31,6 +31,8 @@ type fakePlatform struct {
 	// callback answers the n-th callback (from 1) sent with token: a code, or 0 to hang.
 	callback  func(n int, token string) int
 	callbacks int
+	// callbackPlaintexts are the callbacks' plaintexts, in the order they arrived.
+	callbackPlaintexts []map[string]interface{}
 	// issuedAt is each request's plaintext issuedAt, in the order they arrived (nil when it had none).
 	issuedAt []interface{}
 	// sealed answers any other path: a code, and the data to seal when it is 2000 (0 to hang).
@@ -92,6 +94,7 @@ func (f *fakePlatform) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
 		f.callbacks++
 		n := f.callbacks
+		f.callbackPlaintexts = append(f.callbackPlaintexts, fields)
 		f.mu.Unlock()
 		code := f.callback(n, r.Header.Get("Authorization")[len("Bearer "):])
 		if code == 0 {
@@ -171,6 +174,30 @@ func TestEveryRequestCarriesIssuedAtFromTheClientsClock(t *testing.T) {
 	want := fmt.Sprint([]interface{}{1793491200.0, 1793491200.0, 1793491207.0})
 	if got := fmt.Sprint(fake.issuedAt); got != want {
 		t.Fatalf("issuedAt sent: %s, want %s", got, want)
+	}
+}
+
+func TestAnErasureConfirmationIsTheCallbackWithErasedTrue(t *testing.T) {
+	fake, client := newFakePlatform(t)
+	fake.callback = func(int, string) int { return CodeOK }
+	ctx := testContext(t, 10*time.Second)
+	if err := client.ConfirmReceipt(ctx, "aud_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.ConfirmErasure(ctx, "aud_2"); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, fields := range fake.callbackPlaintexts {
+		delete(fields, "issuedAt")
+		encoded, _ := json.Marshal(fields)
+		sent = append(sent, string(encoded))
+	}
+	if want := `[{"audioId":"aud_1"} {"audioId":"aud_2","erased":true}]`; fmt.Sprint(sent) != want {
+		t.Fatalf("callbacks sent: %v, want %s", sent, want)
+	}
+	if err := client.ConfirmErasure(ctx, ""); err == nil || len(fake.callbackPlaintexts) != 2 {
+		t.Fatalf("an empty audioId: %v", err)
 	}
 }
 

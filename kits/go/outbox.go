@@ -31,7 +31,8 @@ const (
 	CallbackConfirmed = "confirmed"
 	// CallbackFailed: refused for good (4040, 4012, 4030…): no retry can turn it into 2000.
 	CallbackFailed = "failed"
-	// CallbackSkipped: a recording.deleted push, whose acknowledgement alone confirms it.
+	// CallbackSkipped: the receiver check's recording.deleted push (and any deletion recorded before
+	// erasure confirmations), whose acknowledgement alone confirms it.
 	CallbackSkipped = "skipped"
 )
 
@@ -56,6 +57,9 @@ type OutboxConfig struct {
 	Dialect Dialect
 	// Confirm sends one receipt callback, e.g. client.ConfirmReceipt.
 	Confirm func(ctx context.Context, audioID string) error
+	// ConfirmErasure sends one erasure confirmation (the callback with erased: true) once a
+	// recording.deleted push was stored, that is its recording removed; e.g. client.ConfirmErasure.
+	ConfirmErasure func(ctx context.Context, audioID string) error
 	// RetrySchedule: delays after the 1st, 2nd… failed attempt, ±10%; the last repeats for ever.
 	// Default 0.5 s doubling to 60 s.
 	RetrySchedule []time.Duration
@@ -100,6 +104,7 @@ type callbackJob struct {
 	eventID, audioID string
 	claimNo, rearms  int
 	failures         int
+	erased           bool // an erasure confirmation
 }
 
 type heldCallback struct {
@@ -112,6 +117,8 @@ type Callback struct {
 	EventID   string
 	AudioID   string
 	EventType string
+	// Erased: an erasure confirmation, the callback of a recording.deleted push.
+	Erased    bool
 	State     string
 	Attempts  int
 	LastError string
@@ -145,8 +152,8 @@ func OpenOutbox(ctx context.Context, cfg OutboxConfig) (*Outbox, error) {
 }
 
 func (cfg *OutboxConfig) withDefaults() error {
-	if cfg.DB == nil || cfg.Confirm == nil {
-		return errors.New("earshot: OutboxConfig needs DB and Confirm")
+	if cfg.DB == nil || cfg.Confirm == nil || cfg.ConfirmErasure == nil {
+		return errors.New("earshot: OutboxConfig needs DB, Confirm and ConfirmErasure")
 	}
 	if cfg.Dialect != Postgres && cfg.Dialect != SQLite {
 		return errors.New("earshot: OutboxConfig.Dialect must be Postgres or SQLite")
@@ -180,7 +187,7 @@ func randomClaimant() string {
 
 // Callbacks lists the callbacks stored, oldest first; only those of audioID when it is not "".
 func (o *Outbox) Callbacks(ctx context.Context, audioID string) ([]Callback, error) {
-	rows, err := o.db.QueryContext(ctx, o.sql(`SELECT event_id, audio_id, event_type, state, attempts, last_error,
+	rows, err := o.db.QueryContext(ctx, o.sql(`SELECT event_id, audio_id, event_type, erased, state, attempts, last_error,
 		due_at, received_at, done_at FROM `+callbacksTable+` WHERE ? = '' OR audio_id = ?
 		ORDER BY received_at, event_id`), audioID, audioID)
 	if err != nil {
@@ -192,10 +199,12 @@ func (o *Outbox) Callbacks(ctx context.Context, audioID string) ([]Callback, err
 		var c Callback
 		var lastError sql.NullString
 		var due, received, done sql.NullInt64
-		if err := rows.Scan(&c.EventID, &c.AudioID, &c.EventType, &c.State, &c.Attempts, &lastError,
+		var erased int
+		if err := rows.Scan(&c.EventID, &c.AudioID, &c.EventType, &erased, &c.State, &c.Attempts, &lastError,
 			&due, &received, &done); err != nil {
 			return nil, err
 		}
+		c.Erased = erased != 0
 		c.LastError, c.ReceivedAt = lastError.String, time.UnixMilli(received.Int64)
 		c.DueAt, c.DoneAt = optionalTime(due), optionalTime(done)
 		list = append(list, c)

@@ -52,8 +52,12 @@ func (o *Outbox) send(job callbackJob, renew bool) {
 		o.finished(job.eventID)
 		return
 	}
+	confirm := o.cfg.Confirm
+	if job.erased {
+		confirm = o.cfg.ConfirmErasure
+	}
 	ctx, cancel := context.WithTimeout(o.ctx, o.cfg.AttemptTimeout)
-	err := callWithin(ctx, o.cfg.Confirm, job.audioID)
+	err := callWithin(ctx, confirm, job.audioID)
 	cancel()
 	o.settle(job, err)
 	if o.finished(job.eventID) {
@@ -116,11 +120,11 @@ func (o *Outbox) settle(job callbackJob, sendErr error) {
 	case sendErr == nil:
 	case permanentRefusal(sendErr):
 		state, failures, lastError = CallbackFailed, job.failures+1, sendErr.Error()
-		o.cfg.Logf("earshot: receipt callback of %s refused for good: %v", job.audioID, sendErr)
+		o.cfg.Logf("earshot: %s of %s refused for good: %v", job.what(), job.audioID, sendErr)
 	default:
 		delay := o.retryDelay(job.failures)
 		state, dueAt, failures, lastError, doneAt = CallbackPending, millis(now.Add(delay)), job.failures+1, sendErr.Error(), nil
-		o.cfg.Logf("earshot: receipt callback of %s failed, retrying in %v: %v", job.audioID, delay.Round(time.Millisecond), sendErr)
+		o.cfg.Logf("earshot: %s of %s failed, retrying in %v: %v", job.what(), job.audioID, delay.Round(time.Millisecond), sendErr)
 	}
 	n, err := o.exec(ctx, `UPDATE `+callbacksTable+` SET state = ?, due_at = ?, claimed_by = NULL, failures = ?,
 		attempts = attempts + 1, last_error = ?, done_at = ? WHERE event_id = ? AND claim_no = ? AND rearms = ?`,
@@ -156,4 +160,11 @@ func (o *Outbox) retryDelay(failures int) time.Duration {
 	}
 	d := float64(schedule[failures])
 	return time.Duration(d * (0.9 + 0.2*mathrand.Float64()))
+}
+
+func (job callbackJob) what() string {
+	if job.erased {
+		return "erasure confirmation"
+	}
+	return "receipt callback"
 }

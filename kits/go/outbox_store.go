@@ -19,11 +19,13 @@ var schema = []string{
 		PRIMARY KEY (key_version, nonce))`,
 	// One row per eventId ever stored (the record that dedups repeated pushes), with its callback.
 	// due_at: when a pending callback is due, or a sending one's claim ends (NULL once done).
-	// claim_no fences each claim's result; rearms counts the pushes repeated since.
+	// claim_no fences each claim's result; rearms counts the pushes repeated since. erased: 1 for an
+	// erasure confirmation (a deletion's callback).
 	`CREATE TABLE IF NOT EXISTS ` + callbacksTable + ` (
 		event_id VARCHAR(255) NOT NULL PRIMARY KEY,
 		audio_id TEXT NOT NULL,
 		event_type TEXT NOT NULL,
+		erased INTEGER NOT NULL DEFAULT 0,
 		received_at BIGINT NOT NULL,
 		state VARCHAR(16) NOT NULL,
 		due_at BIGINT,
@@ -59,7 +61,18 @@ func (o *Outbox) createTables(ctx context.Context) error {
 			return err
 		}
 	}
-	return nil
+	return o.addErased(ctx)
+}
+
+// addErased gives a table made before erasure confirmations its erased column (its rows are receipts,
+// and skipped deletions). Two receivers adding it at once: one fails, and createSchema tries again.
+func (o *Outbox) addErased(ctx context.Context) error {
+	rows, err := o.db.QueryContext(ctx, `SELECT erased FROM `+callbacksTable+` WHERE 1 = 0`)
+	if err == nil {
+		return rows.Close()
+	}
+	_, err = o.db.ExecContext(ctx, `ALTER TABLE `+callbacksTable+` ADD COLUMN erased INTEGER NOT NULL DEFAULT 0`)
+	return err
 }
 
 // sql writes a statement's ? placeholders in the dialect's style.
@@ -122,23 +135,28 @@ func (o *Outbox) known(ctx context.Context, eventID string) (bool, error) {
 }
 
 // record stores a push's receipt callback, held by this outbox until wake(eventID) says its answer
-// went out; a deletion needs none. False when the eventId was already recorded.
-func (o *Outbox) record(ctx context.Context, event *PushEvent) (bool, error) {
+// went out. A deletion's, recorded once Store removed the recording, confirms its erasure; the receiver
+// check's deletion removed nothing and needs none. False when the eventId was already recorded.
+func (o *Outbox) record(ctx context.Context, event *PushEvent, check bool) (bool, error) {
 	now := time.Now()
 	state, dueAt, claimedBy, claimNo := CallbackSending, interface{}(millis(now.Add(o.cfg.AnswerGrace))), interface{}(o.claimant), 1
-	if event.Deleted() {
+	skipped, erased := event.Deleted() && check, 0
+	if skipped {
 		state, dueAt, claimedBy, claimNo = CallbackSkipped, nil, nil, 0
+	} else if event.Deleted() {
+		erased = 1
 	}
 	created, err := o.exec(ctx, `INSERT INTO `+callbacksTable+`
-		(event_id, audio_id, event_type, received_at, state, due_at, claimed_by, claim_no)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
-		event.EventID, event.AudioID, event.EventType, millis(now), state, dueAt, claimedBy, claimNo)
+		(event_id, audio_id, event_type, erased, received_at, state, due_at, claimed_by, claim_no)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING`,
+		event.EventID, event.AudioID, event.EventType, erased, millis(now), state, dueAt, claimedBy, claimNo)
 	if err != nil || created == 0 {
 		return false, err
 	}
-	if !event.Deleted() {
+	if !skipped {
+		job := callbackJob{eventID: event.EventID, audioID: event.AudioID, claimNo: 1, erased: erased == 1}
 		o.mu.Lock()
-		o.held[event.EventID] = heldCallback{job: callbackJob{eventID: event.EventID, audioID: event.AudioID, claimNo: 1}, at: now}
+		o.held[event.EventID] = heldCallback{job: job, at: now}
 		o.mu.Unlock()
 	}
 	return true, nil

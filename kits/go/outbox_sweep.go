@@ -34,7 +34,7 @@ func (o *Outbox) claimDue() {
 		return
 	}
 	now := millis(time.Now())
-	rows, err := o.db.QueryContext(o.ctx, o.sql(`SELECT event_id, audio_id, claim_no, rearms, failures FROM `+callbacksTable+`
+	rows, err := o.db.QueryContext(o.ctx, o.sql(`SELECT event_id, audio_id, claim_no, rearms, failures, erased FROM `+callbacksTable+`
 		WHERE state IN ('pending', 'sending') AND due_at <= ? ORDER BY due_at LIMIT `+strconv.Itoa(free)), now)
 	if err != nil {
 		o.logUnlessClosing("looking for due receipt callbacks", err)
@@ -52,7 +52,7 @@ func (o *Outbox) claimDue() {
 
 // claimPending claims eventID's callback if it is pending, due or not: its push was just answered.
 func (o *Outbox) claimPending(eventID string) {
-	rows, err := o.db.QueryContext(o.ctx, o.sql(`SELECT event_id, audio_id, claim_no, rearms, failures FROM `+callbacksTable+`
+	rows, err := o.db.QueryContext(o.ctx, o.sql(`SELECT event_id, audio_id, claim_no, rearms, failures, erased FROM `+callbacksTable+`
 		WHERE event_id = ? AND state = 'pending'`), eventID)
 	if err != nil {
 		o.logUnlessClosing("claiming a receipt callback", err)
@@ -98,9 +98,11 @@ func scanJobs(rows *sql.Rows) ([]callbackJob, error) {
 	var jobs []callbackJob
 	for rows.Next() {
 		var job callbackJob
-		if err := rows.Scan(&job.eventID, &job.audioID, &job.claimNo, &job.rearms, &job.failures); err != nil {
+		var erased int
+		if err := rows.Scan(&job.eventID, &job.audioID, &job.claimNo, &job.rearms, &job.failures, &erased); err != nil {
 			return nil, err
 		}
+		job.erased = erased != 0
 		jobs = append(jobs, job)
 	}
 	return jobs, rows.Err()

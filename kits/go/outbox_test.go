@@ -2,7 +2,9 @@ package earshot
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -50,5 +52,10 @@ func TestOutboxRetryDelayFollowsTheScheduleWithJitter(t *testing.T) {
 func TestOutboxConfigIsChecked(t *testing.T) {
 	if _, err := OpenOutbox(context.Background(), OutboxConfig{}); err == nil {
 		t.Fatal("an outbox without a database or callback")
+	}
+	confirm := func(context.Context, string) error { return nil }
+	withoutErasure := OutboxConfig{DB: &sql.DB{}, Dialect: Postgres, Confirm: confirm}
+	if _, err := OpenOutbox(context.Background(), withoutErasure); err == nil || !strings.Contains(err.Error(), "ConfirmErasure") {
+		t.Fatalf("an outbox without ConfirmErasure: %v", err)
 	}
 }

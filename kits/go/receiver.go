@@ -34,7 +34,8 @@ type ReceiverConfig struct {
 	// Outbox records the pushes' nonces and receipts, and sends the receipt callbacks.
 	Outbox *Outbox
 	// Store stores a pushed event durably before it is acknowledged: an upsert keyed by audioId
-	// (compare OccurredAt), or, for recording.deleted, the removal of your copy. The push is answered
+	// (compare OccurredAt), or, for recording.deleted, the removal of your copy, its audio and any other
+	// copy included: the deletion's callback then confirms the erasure (erased: true). The push is answered
 	// 2000 only once it returned nil; an error is answered 5000 and the platform pushes again. It is
 	// called once per eventId, except when the process stops between it and the outbox's record, or
 	// receivers sharing the database get one event at once: store idempotently. A push of the operator's
@@ -231,7 +232,7 @@ func (r *Receiver) storeOnce(ctx context.Context, event *PushEvent, check bool) 
 	// Stored: recorded even when the platform gave up waiting, so that its next push is a duplicate.
 	recordCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := r.outbox.record(recordCtx, event); err != nil {
+	if _, err := r.outbox.record(recordCtx, event, check); err != nil {
 		return r.databaseFailure(event, err)
 	}
 	return pushAnswer{code: CodeOK, msg: "success", eventID: event.EventID}

@@ -18,7 +18,7 @@ func TestReceiverPassesThePlatformsCheck(t *testing.T) {
 	creds, client := newEnterprise(ctx, t, p)
 	var mu sync.Mutex
 	var stored []string
-	pushURL := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
+	pushURL, _ := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		stored = append(stored, event.AudioID+" "+event.EventType)
@@ -56,7 +56,7 @@ func TestReceiverPassesTheCheckThePartnerRuns(t *testing.T) {
 	creds, client := newEnterprise(ctx, t, p)
 	var mu sync.Mutex
 	stored := 0
-	pushURL := serveReceiver(t, db, creds, client, func(context.Context, *earshot.PushEvent) error {
+	pushURL, _ := serveReceiver(t, db, creds, client, func(context.Context, *earshot.PushEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		stored++

@@ -116,10 +116,10 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 }
 
 // fastOutbox is an outbox with timings short enough for tests.
-func fastOutbox(t *testing.T, db *sql.DB, confirm func(context.Context, string) error) *earshot.Outbox {
+func fastOutbox(t *testing.T, db *sql.DB, confirm, confirmErasure func(context.Context, string) error) *earshot.Outbox {
 	t.Helper()
 	outbox, err := earshot.OpenOutbox(testContext(t, 10*time.Second), earshot.OutboxConfig{
-		DB: db, Dialect: earshot.Postgres, Confirm: confirm,
+		DB: db, Dialect: earshot.Postgres, Confirm: confirm, ConfirmErasure: confirmErasure,
 		RetrySchedule:  []time.Duration{50 * time.Millisecond},
 		AttemptTimeout: 2 * time.Second,
 		AnswerGrace:    300 * time.Millisecond,
@@ -147,13 +147,15 @@ func newEnterprise(ctx context.Context, t *testing.T, p *platformtest.Platform) 
 	return creds, newClient(t, p, creds)
 }
 
-// serveReceiver serves the kit's receiver, over a fast outbox on db, on loopback; it returns its push URL.
+// serveReceiver serves the kit's receiver, over a fast outbox on db, on loopback; it returns its push URL
+// and its outbox.
 func serveReceiver(t *testing.T, db *sql.DB, creds platformtest.Credentials, client *earshot.Client,
-	store func(context.Context, *earshot.PushEvent) error) string {
+	store func(context.Context, *earshot.PushEvent) error) (string, *earshot.Outbox) {
 	t.Helper()
+	outbox := fastOutbox(t, db, client.ConfirmReceipt, client.ConfirmErasure)
 	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
 		Secrets: map[int]string{creds.KeyVersion: creds.Secret},
-		Outbox:  fastOutbox(t, db, client.ConfirmReceipt),
+		Outbox:  outbox,
 		Store:   store,
 		Logf:    t.Logf,
 	})
@@ -164,7 +166,7 @@ func serveReceiver(t *testing.T, db *sql.DB, creds platformtest.Credentials, cli
 	mux.Handle(earshot.DefaultPushPath, receiver)
 	server := httptest.NewServer(mux)
 	t.Cleanup(server.Close)
-	return server.URL + earshot.DefaultPushPath
+	return server.URL + earshot.DefaultPushPath, outbox
 }
 
 // kitEnv is the environment of a receiver process: its database and the enterprise's credentials.

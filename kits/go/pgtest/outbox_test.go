@@ -66,11 +66,12 @@ func TestAnotherOutboxSendsWhatAClosedOneHeld(t *testing.T) {
 	ctx := testContext(t, 20*time.Second)
 	db, _ := testDB(t)
 	blocked := make(chan string, 1)
-	first := fastOutbox(t, db, func(ctx context.Context, audioID string) error {
+	block := func(ctx context.Context, audioID string) error {
 		blocked <- audioID
 		<-ctx.Done()
 		return ctx.Err()
-	})
+	}
+	first := fastOutbox(t, db, block, block)
 	receiver, _ := earshot.NewReceiver(earshot.ReceiverConfig{
 		Secrets: map[int]string{1: secret}, Outbox: first, Logf: t.Logf,
 		Store: func(context.Context, *earshot.PushEvent) error { return nil },
@@ -87,7 +88,8 @@ func TestAnotherOutboxSendsWhatAClosedOneHeld(t *testing.T) {
 		t.Fatal(err)
 	}
 	confirmed := make(chan string, 1)
-	second := fastOutbox(t, db, func(_ context.Context, audioID string) error { confirmed <- audioID; return nil })
+	confirm := func(_ context.Context, audioID string) error { confirmed <- audioID; return nil }
+	second := fastOutbox(t, db, confirm, confirm)
 	select {
 	case got := <-confirmed:
 		if got != "aud_handover" {
@@ -106,7 +108,8 @@ func TestReceiversSharingADatabase(t *testing.T) {
 	var stores int32
 	urls := make([]string, 2)
 	for i := range urls {
-		outbox := fastOutbox(t, db, func(context.Context, string) error { return nil })
+		confirm := func(context.Context, string) error { return nil }
+		outbox := fastOutbox(t, db, confirm, confirm)
 		receiver, _ := earshot.NewReceiver(earshot.ReceiverConfig{
 			Secrets: map[int]string{1: secret}, Outbox: outbox, Logf: t.Logf,
 			Store: func(context.Context, *earshot.PushEvent) error { atomic.AddInt32(&stores, 1); return nil },

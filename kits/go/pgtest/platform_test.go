@@ -42,7 +42,7 @@ func TestPlatformPushesAreStoredAndConfirmed(t *testing.T) {
 	creds, client := newEnterprise(ctx, t, p)
 	var mu sync.Mutex
 	stored := map[string]*earshot.PushEvent{}
-	pushURL := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
+	pushURL, outbox := serveReceiver(t, db, creds, client, func(_ context.Context, event *earshot.PushEvent) error {
 		mu.Lock()
 		defer mu.Unlock()
 		stored[event.AudioID+" "+event.EventType] = event
@@ -81,6 +81,10 @@ func TestPlatformPushesAreStoredAndConfirmed(t *testing.T) {
 	mu.Unlock()
 	if deleted == nil || !deleted.Deleted() {
 		t.Fatalf("the deletion: %+v", deleted)
+	}
+	// Its callback confirms the erasure, and the platform answered it 2000: the partner had the recording.
+	if c := waitState(t, ctx, outbox, deleted.EventID, earshot.CallbackConfirmed); !c.Erased || c.Attempts != 1 {
+		t.Fatalf("the erasure confirmation: %+v", c)
 	}
 }
 
@@ -132,7 +136,8 @@ func TestPlatformKillBetweenAnswerAndCallback(t *testing.T) {
 		t.Fatalf("after the kill: %+v", deliveries)
 	}
 
-	fastOutbox(t, db, newClient(t, p, creds).ConfirmReceipt)
+	client := newClient(t, p, creds)
+	fastOutbox(t, db, client.ConfirmReceipt, client.ConfirmErasure)
 	if _, err := p.WaitForDeliveries(ctx, creds.EnterpriseID, 1, ofPrefix(prefix), "confirmed"); err != nil {
 		t.Fatal(err)
 	}

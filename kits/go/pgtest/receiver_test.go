@@ -27,19 +27,22 @@ type partner struct {
 	stored   []*earshot.PushEvent
 	posted   map[string]string // audioIds by eventId, of the pushes posted that open with secret
 	flushed  map[string]bool   // eventIds whose answer was written and flushed
-	calls    chan string       // audioIds called back
+	calls    chan string       // audioIds called back, "erased <audioId>" for an erasure confirmation
 	failWith error             // Store's error, when set
 }
 
-// newPartner serves a Receiver; confirm (nil: record the callback) is the outbox's callback.
+// newPartner serves a Receiver; confirm (nil: record the callback) is the outbox's callback, erasure
+// confirmations included.
 func newPartner(t *testing.T, confirm func(context.Context, string) error) *partner {
 	t.Helper()
 	db, _ := testDB(t)
 	p := &partner{t: t, flushed: map[string]bool{}, calls: make(chan string, 100)}
+	confirmErasure := confirm
 	if confirm == nil {
 		confirm = p.confirm
+		confirmErasure = func(ctx context.Context, audioID string) error { return p.confirm(ctx, "erased "+audioID) }
 	}
-	p.outbox = fastOutbox(t, db, confirm)
+	p.outbox = fastOutbox(t, db, confirm, confirmErasure)
 	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
 		Secrets: map[int]string{1: secret},
 		Outbox:  p.outbox,
@@ -72,7 +75,7 @@ func (p *partner) confirm(_ context.Context, audioID string) error {
 	p.mu.Lock()
 	answered := false
 	for eventID, posted := range p.posted {
-		answered = answered || (posted == audioID && p.flushed[eventID])
+		answered = answered || (posted == strings.TrimPrefix(audioID, "erased ") && p.flushed[eventID])
 	}
 	p.mu.Unlock()
 	if !answered {
@@ -392,7 +395,8 @@ func TestReceiverKeysByVersionDuringARotation(t *testing.T) {
 	ctx := testContext(t, 20*time.Second)
 	db, _ := testDB(t)
 	calls := make(chan string, 10)
-	outbox := fastOutbox(t, db, func(_ context.Context, audioID string) error { calls <- audioID; return nil })
+	confirm := func(_ context.Context, audioID string) error { calls <- audioID; return nil }
+	outbox := fastOutbox(t, db, confirm, confirm)
 	receiver, err := earshot.NewReceiver(earshot.ReceiverConfig{
 		Secrets: map[int]string{1: secret, 2: "0123456789abcdefghijklmnopqrstuv"},
 		Outbox:  outbox, Logf: t.Logf,

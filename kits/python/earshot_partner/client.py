@@ -191,11 +191,17 @@ class Client(SelfService):
                 return
             cursor = page["nextCursor"]
 
-    def confirm_receipt(self, audio_id: str) -> None:
-        """The receipt callback of a pushed recording; repeating it is harmless."""
+    def confirm_receipt(self, audio_id: str, erased: bool = False) -> None:
+        """The receipt callback of a pushed recording; repeating it is harmless. With ``erased``, the
+        confirmation that the partner erased the deleted recording instead (``confirm_erasure``)."""
         if not isinstance(audio_id, str) or not 1 <= len(audio_id) <= 128:
             raise EarshotError(4001, "audioId: must be a non-empty string of at most 128 characters")
-        self._authorized(CALLBACK_PATH, str(uuid.uuid4()), {"audioId": audio_id})
+        plaintext = {"audioId": audio_id, "erased": True} if erased else {"audioId": audio_id}
+        self._authorized(CALLBACK_PATH, str(uuid.uuid4()), plaintext)
+
+    def confirm_erasure(self, audio_id: str) -> None:
+        """Confirms that the partner erased the deleted recording: removed it and its audio from its store."""
+        self.confirm_receipt(audio_id, erased=True)
 
     def download_audio(self, audio_id: str, path: Union[str, "os.PathLike[str]"], *,
                        on_progress: Optional[Progress] = None) -> DownloadedAudio:

@@ -1,10 +1,11 @@
 """The receiver's durable store on sqlite3: accepted nonces, received events and their receipt callbacks.
 
-Every acknowledged push of a recording gets its own callback, recorded ``held`` before the push is
-answered and held until that answer went out (``release``); it is then ``pending`` and sent by the
-outbox's threads, retried with backoff until the platform answers 2000. Everything is in one sqlite
-file, so a process started on it after a crash or a kill sends what an earlier one left: a callback is
-never lost. A deletion's acknowledgement alone confirms it: it gets no callback.
+Every acknowledged push gets its own callback, recorded ``held`` before the push is answered and held
+until that answer went out (``release``); it is then ``pending`` and sent by the outbox's threads,
+retried with backoff until the platform answers 2000. Everything is in one sqlite file, so a process
+started on it after a crash or a kill sends what an earlier one left: a callback is never lost. A
+deletion's callback is recorded once on_event removed the recording, and confirms its erasure
+(``erased``).
 
 Callback states: held -> pending -> in_flight -> confirmed (or failed, for a refusal no retry can
 change); in_flight goes back to pending for a retry. This module runs the outbox (its threads, claims
@@ -14,6 +15,7 @@ and retries); the schema and its statements are in store.py.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import logging
 import queue
 import random
@@ -57,8 +59,9 @@ _PRUNE_EVERY_SECONDS = 600.0
 class Outbox:
     """Durable nonces, events and receipt callbacks in the sqlite file ``path``.
 
-    ``confirm(audio_id)`` sends one callback (``Client.confirm_receipt``); it returns once the
-    platform answered 2000 and raises otherwise. Several processes may share the file (a WSGI server's
+    ``confirm(audio_id)`` sends one callback (``Client.confirm_receipt``), and ``confirm(audio_id,
+    erased=True)`` an erasure confirmation; it returns once the platform answered 2000 and raises
+    otherwise. Several processes may share the file (a WSGI server's
     workers): each claims callbacks under a lease, and a process started on it takes over what a
     dead process on this machine had claimed.
     """
@@ -66,7 +69,7 @@ class Outbox:
     def __init__(
         self,
         path: str,
-        confirm: Callable[[str], None],
+        confirm: Callable[..., None],
         *,
         retry_schedule: Sequence[float] = DEFAULT_RETRY_SCHEDULE,
         answer_grace: float = 10.0,
@@ -79,6 +82,9 @@ class Outbox:
     ) -> None:
         if not retry_schedule or any(delay < 0 for delay in retry_schedule):
             raise ValueError("retry_schedule must be a non-empty list of delays >= 0")
+        if not _takes_erased(confirm):
+            raise ValueError("confirm must take erased=True (an erasure confirmation), as"
+                             " Client.confirm_receipt does")
         self.path = path
         self._confirm = confirm
         self._schedule = tuple(retry_schedule)
@@ -113,12 +119,14 @@ class Outbox:
         with self._transaction() as db:
             return store.admit(db, key_version, nonce, event_id, now, self._replay_window)
 
-    def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True) -> Optional[int]:
+    def record(self, event_id: str, audio_id: str, event_type: str, *, callback: bool = True,
+               erased: bool = False) -> Optional[int]:
         """Records the event (once) and, with ``callback``, a receipt callback held until release(),
-        in one transaction. Returns the callback's id."""
+        in one transaction; ``erased``: the callback confirms the recording's erasure. Returns the
+        callback's id."""
         now = self._clock()
         with self._transaction() as db:
-            return store.record(db, event_id, audio_id, event_type, now, callback=callback,
+            return store.record(db, event_id, audio_id, event_type, now, callback=callback, erased=erased,
                                 answer_grace=self._answer_grace, claimant=self._claimant)
 
     def is_received(self, event_id: str) -> bool:
@@ -141,9 +149,9 @@ class Outbox:
         """The callbacks as stored, oldest first, for operators and tests."""
         with self._transaction(write=False) as db:
             rows = store.callbacks(db, state, audio_id)
-        names = ("callbackId", "eventId", "audioId", "state", "attempts", "failures", "lastError",
+        names = ("callbackId", "eventId", "audioId", "erased", "state", "attempts", "failures", "lastError",
                  "createdAt", "doneAt", "dueAt")
-        return [dict(zip(names, row)) for row in rows]
+        return [{**dict(zip(names, row)), "erased": bool(row[3])} for row in rows]
 
     # Running
 
@@ -231,10 +239,10 @@ class Outbox:
         now = self._clock()
         with self._transaction() as db:
             rows, next_due = store.claim_due(db, now, free, self._claimant, self._lease)
-        for callback_id, event_id, audio_id, claim_no, failures in rows:
+        for callback_id, event_id, audio_id, claim_no, failures, erased in rows:
             with self._busy_lock:
                 self._busy += 1
-            self._jobs.put(_Claim(callback_id, event_id, audio_id, claim_no + 1, failures))
+            self._jobs.put(_Claim(callback_id, event_id, audio_id, claim_no + 1, failures, bool(erased)))
         if len(rows) == free:
             return self._poll_interval  # more may be due: a finishing attempt wakes the dispatcher
         if next_due is None:
@@ -255,7 +263,10 @@ class Outbox:
 
     def _attempt(self, claim: _Claim) -> None:
         try:
-            self._confirm(claim.audio_id)
+            if claim.erased:
+                self._confirm(claim.audio_id, erased=True)
+            else:
+                self._confirm(claim.audio_id)
         except EarshotError as error:
             permanent = error.code in PERMANENT_REFUSALS
             self._settle(claim, "failed" if permanent else "retry", str(error))
@@ -269,12 +280,13 @@ class Outbox:
         now = self._clock()
         delay = self._retry_delay(claim.failures)
         ids = f"audioId {claim.audio_id} (eventId {claim.event_id})"
+        what = "erasure confirmation" if claim.erased else "receipt callback"
         if outcome == "confirmed":
-            logger.info("receipt confirmed: %s", ids)
+            logger.info("%s: %s", "erasure confirmed" if claim.erased else "receipt confirmed", ids)
         elif outcome == "failed":
-            logger.error("receipt callback refused for good: %s: %s", ids, error)
+            logger.error("%s refused for good: %s: %s", what, ids, error)
         else:
-            logger.warning("receipt callback failed, retried in %.1f s: %s: %s", delay, ids, error)
+            logger.warning("%s failed, retried in %.1f s: %s: %s", what, delay, ids, error)
         try:
             with self._transaction() as db:
                 self._store_outcome(db, claim, outcome, error, now, delay)
@@ -301,3 +313,15 @@ class Outbox:
         self._pruned_at = now
         with self._transaction() as db:
             store.prune_nonces(db, now)
+
+
+def _takes_erased(confirm: Callable[..., None]) -> bool:
+    """Whether ``confirm`` can be called with ``erased=True``; a callable whose signature cannot be read
+    is taken at its word."""
+    try:
+        parameters = inspect.signature(confirm).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(parameter.kind is inspect.Parameter.VAR_KEYWORD
+               or (parameter.name == "erased" and parameter.kind is not inspect.Parameter.POSITIONAL_ONLY)
+               for parameter in parameters)

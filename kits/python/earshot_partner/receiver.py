@@ -97,16 +97,17 @@ class _Storing:
 class Receiver:
     """Opens pushes, refuses replays, hands each new event to ``on_event`` once, answers, then calls back.
 
-    Every push of a recording answered 2000, a repeated one included (the platform pushes again when it
-    still waits for a callback), gets a receipt callback of its own, sent once its answer went out.
+    Every push answered 2000, a repeated one included (the platform pushes again when it still waits for
+    a callback), gets a receipt callback of its own, sent once its answer went out.
 
     ``on_event(event)`` must store the event durably before it returns (an upsert keyed by audioId:
     a push is delivered at least once); the push is acknowledged only once it returned, and answered
     5000 when it raises, so that the platform pushes it again. A ``recording.deleted`` is handed to it
-    too (``event.is_deletion``): delete your copy. A push of the operator's receiver check (header
-    X-Earshot-Check: 1, audioId ``check_…``) is answered and called back but never handed to it. Give
-    ``secret`` (and optionally ``key_version``) or ``keys`` by keyVersion, e.g. ``{1: old_secret, 2:
-    new_secret}`` during a key rotation.
+    too (``event.is_deletion``): remove your copy, its audio and any other copy included, durably, before
+    returning; its callback then confirms the erasure (``erased: true``). A push of the operator's
+    receiver check (header X-Earshot-Check: 1, audioId ``check_…``) is answered (a data push is called
+    back) but never handed to it. Give ``secret`` (and optionally ``key_version``) or ``keys`` by
+    keyVersion, e.g. ``{1: old_secret, 2: new_secret}`` during a key rotation.
     """
 
     def __init__(
@@ -151,7 +152,7 @@ class Receiver:
         if admission == NONCE_REPLAYED:
             raise _Refusal(REPLAYED, "this envelope nonce was already used")
         if admission == DUPLICATE:
-            return self._acknowledge(event, repeated=True)
+            return self._acknowledge(event, repeated=True, check=check)
         return self._store_once(event, check)
 
     def _open(self, body: bytes) -> tuple[dict, PushEvent]:
@@ -182,17 +183,17 @@ class Receiver:
             if not mine:
                 storing.done.wait()
                 if storing.stored:
-                    return self._acknowledge(event, repeated=True)
+                    return self._acknowledge(event, repeated=True, check=check)
                 continue
             try:
                 # Another thread may have stored and recorded it since this push was admitted.
                 if self._outbox.is_received(event.event_id):
                     storing.stored = True
-                    return self._acknowledge(event, repeated=True)
+                    return self._acknowledge(event, repeated=True, check=check)
                 storing.stored = self._store(event, check)
                 if not storing.stored:
                     return answer(INTERNAL_ERROR, "the recording could not be stored; push again later")
-                return self._acknowledge(event, repeated=False)
+                return self._acknowledge(event, repeated=False, check=check)
             finally:
                 storing.done.set()
                 with self._lock:
@@ -217,13 +218,15 @@ class Receiver:
             return False
         return True
 
-    def _acknowledge(self, event: PushEvent, *, repeated: bool) -> PushAnswer:
+    def _acknowledge(self, event: PushEvent, *, repeated: bool, check: bool) -> PushAnswer:
         """Records the event (once) with a callback for this very answer, released once it was sent.
 
-        A deletion's acknowledgement alone confirms it: it gets no callback.
+        A deletion's callback, recorded once on_event removed the recording, confirms its erasure. The
+        receiver check's deletion removed nothing: its acknowledgement alone confirms it, without a callback.
         """
         callback_id = self._outbox.record(
-            event.event_id, event.audio_id, event.event_type, callback=not event.is_deletion
+            event.event_id, event.audio_id, event.event_type, callback=not (event.is_deletion and check),
+            erased=event.is_deletion,
         )
         logger.info(
             "push %s: %s %s (eventId %s)", "repeated, already received" if repeated else "received",

@@ -30,12 +30,14 @@ CREATE TABLE IF NOT EXISTS earshot_received_events (
   event_type TEXT NOT NULL,
   received_at REAL NOT NULL
 );
--- One receipt callback per acknowledged push of a recording. due_at: when a held or pending callback
--- may be sent, or when an in_flight claim's lease ends; NULL once confirmed or failed.
+-- One receipt callback per acknowledged push. due_at: when a held or pending callback may be sent, or
+-- when an in_flight claim's lease ends; NULL once confirmed or failed. erased: 1 for a deletion's, which
+-- confirms the erasure of the recording (sent with erased: true).
 CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
   callback_id INTEGER PRIMARY KEY AUTOINCREMENT,
   event_id TEXT NOT NULL,
   audio_id TEXT NOT NULL,
+  erased INTEGER NOT NULL DEFAULT 0,
   created_at REAL NOT NULL,
   state TEXT NOT NULL CHECK (state IN ('held', 'pending', 'in_flight', 'confirmed', 'failed')),
   due_at REAL,
@@ -72,6 +74,7 @@ class _Claim:
     audio_id: str
     claim_no: int
     failures: int
+    erased: bool = False
 
 
 def setup(db: sqlite3.Connection) -> None:
@@ -79,6 +82,21 @@ def setup(db: sqlite3.Connection) -> None:
     # FULL: a transaction that returned survives a power cut, not only a crash.
     db.execute("PRAGMA synchronous = FULL")
     db.executescript(_SCHEMA)
+    _add_erased(db)
+
+
+def _add_erased(db: sqlite3.Connection) -> None:
+    """A file made before callbacks carried the erased flag gets its column (each of its callbacks is a
+    receipt: deletions had none). Under the write lock, so that two processes do not both add it."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(earshot_receipt_callbacks)")}
+        if "erased" not in columns:
+            db.execute("ALTER TABLE earshot_receipt_callbacks ADD COLUMN erased INTEGER NOT NULL DEFAULT 0")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 def admit(db: sqlite3.Connection, key_version: int, nonce: str, event_id: str, now: float,
@@ -98,7 +116,7 @@ def admit(db: sqlite3.Connection, key_version: int, nonce: str, event_id: str, n
 
 
 def record(db: sqlite3.Connection, event_id: str, audio_id: str, event_type: str, now: float, *,
-           callback: bool, answer_grace: float, claimant: str) -> Optional[int]:
+           callback: bool, erased: bool, answer_grace: float, claimant: str) -> Optional[int]:
     db.execute(
         "INSERT OR IGNORE INTO earshot_received_events (event_id, audio_id, event_type, received_at)"
         " VALUES (?, ?, ?, ?)",
@@ -107,9 +125,9 @@ def record(db: sqlite3.Connection, event_id: str, audio_id: str, event_type: str
     if not callback:
         return None
     cursor = db.execute(
-        "INSERT INTO earshot_receipt_callbacks (event_id, audio_id, created_at, state, due_at, claimed_by)"
-        " VALUES (?, ?, ?, 'held', ?, ?)",
-        (event_id, audio_id, now, now + answer_grace, claimant),
+        "INSERT INTO earshot_receipt_callbacks (event_id, audio_id, erased, created_at, state, due_at,"
+        " claimed_by) VALUES (?, ?, ?, ?, 'held', ?, ?)",
+        (event_id, audio_id, int(erased), now, now + answer_grace, claimant),
     )
     return cursor.lastrowid
 
@@ -129,7 +147,7 @@ def release(db: sqlite3.Connection, callback_id: int, now: float) -> None:
 
 def callbacks(db: sqlite3.Connection, state: Optional[str], audio_id: Optional[str]) -> list:
     return db.execute(
-        "SELECT callback_id, event_id, audio_id, state, attempts, failures, last_error,"
+        "SELECT callback_id, event_id, audio_id, erased, state, attempts, failures, last_error,"
         "       created_at, done_at, due_at"
         "  FROM earshot_receipt_callbacks"
         " WHERE (? IS NULL OR state = ?) AND (? IS NULL OR audio_id = ?)"
@@ -167,7 +185,7 @@ def claim_due(db: sqlite3.Connection, now: float, limit: int, claimant: str,
               lease: float) -> tuple:
     """Claims up to ``limit`` due callbacks under ``claimant``: (their rows, the next due_at or None)."""
     rows = db.execute(
-        f"SELECT callback_id, event_id, audio_id, claim_no, failures FROM earshot_receipt_callbacks"
+        f"SELECT callback_id, event_id, audio_id, claim_no, failures, erased FROM earshot_receipt_callbacks"
         f" WHERE state IN {_OPEN_STATES} AND due_at <= ? ORDER BY due_at LIMIT ?",
         (now, limit),
     ).fetchall()

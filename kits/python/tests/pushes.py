@@ -45,19 +45,23 @@ def sealed(plaintext: dict, secret: str = SECRET, key_version: int = 1) -> bytes
 
 
 class Callbacks:
-    """A receipt callback (``confirm``) recording each call; ``fail_with`` scripts failures first."""
+    """A receipt callback (``confirm``) recording each call; ``fail_with`` scripts failures first.
+    ``erasures`` lists the audioIds of the calls with erased=True (in ``calls`` too)."""
 
     def __init__(self) -> None:
         self.calls: list[str] = []
+        self.erasures: list[str] = []
         self.fail_with: list[Exception] = []
         self.before_call: Optional[Callable[[str], None]] = None
         self._changed = threading.Condition()
 
-    def __call__(self, audio_id: str) -> None:
+    def __call__(self, audio_id: str, erased: bool = False) -> None:
         if self.before_call:
             self.before_call(audio_id)
         with self._changed:
             self.calls.append(audio_id)
+            if erased:
+                self.erasures.append(audio_id)
             self._changed.notify_all()
             failure = self.fail_with.pop(0) if self.fail_with else None
         if failure is not None:

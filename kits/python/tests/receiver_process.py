@@ -2,8 +2,8 @@
 
 Serves the receiver with wsgiref on loopback, the outbox in the sqlite file RECEIVER_DATABASE, the
 credentials in EARSHOT_BASE_URL, EARSHOT_ENTERPRISE_ID, EARSHOT_KEY_VERSION and EARSHOT_SECRET. Prints
-one JSON line per step on stdout: {"listening": port}, {"stored": audioId} and {"callback": audioId}
-when a receipt callback starts. With RECEIVER_HOLD_CALLBACKS=1, every callback then waits for ever.
+one JSON line per step on stdout: {"listening": port}, {"stored": audioId, "eventType": …} and
+{"callback": audioId, "erased": …} when a receipt callback starts. With RECEIVER_HOLD_CALLBACKS=1, every callback then waits for ever.
 
     python -m tests.receiver_process   (from kits/python)
 """
@@ -33,11 +33,11 @@ def main() -> None:
     client = Client.from_env()
     hold = os.environ.get("RECEIVER_HOLD_CALLBACKS") == "1"
 
-    def confirm(audio_id: str) -> None:
-        emit({"callback": audio_id})
+    def confirm(audio_id: str, erased: bool = False) -> None:
+        emit({"callback": audio_id, "erased": erased})
         if hold:
             threading.Event().wait()
-        client.confirm_receipt(audio_id)
+        client.confirm_receipt(audio_id, erased=erased)
 
     def store(event: PushEvent) -> None:
         emit({"stored": event.audio_id, "eventType": event.event_type})

@@ -38,6 +38,15 @@ class ClientTest(TimedTestCase):
         self.assertEqual(request["plaintext"], {"issuedAt": 1_793_491_200})
         self.assertIsNone(request["token"])
 
+    def test_an_erasure_confirmation_is_the_callback_with_erased_true_a_receipt_has_no_erased(self) -> None:
+        self.client.confirm_receipt("aud_1")
+        self.client.confirm_erasure("aud_2")
+        self.client.confirm_receipt("aud_3", erased=True)
+        self.assertEqual([each["plaintext"] for each in self.fake.requests_to("/openapi/v1/callback")],
+                         [{"audioId": "aud_1", "issuedAt": 1_793_491_200},
+                          {"audioId": "aud_2", "erased": True, "issuedAt": 1_793_491_200},
+                          {"audioId": "aud_3", "erased": True, "issuedAt": 1_793_491_200}])
+
     def test_concurrent_threads_share_one_token_request(self) -> None:
         arrived, release = threading.Event(), threading.Event()
 

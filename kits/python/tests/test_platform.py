@@ -3,10 +3,12 @@ Python receiver and confirmed by its callback, and a receiver killed between ans
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -169,7 +171,7 @@ class PushTest(PlatformTestCase):
         # Answered and called back, yet never handed to on_event: the check leaves no recording behind.
         self.assertEqual([(each.audio_id, each.event_type) for each in list(self.stored.queue)], [])
 
-    def test_a_deletion_is_acknowledged_and_confirmed_without_a_callback(self) -> None:
+    def test_a_deletion_is_acknowledged_and_its_erasure_confirmed_by_the_callback(self) -> None:
         admin, enterprise_id = self.platform.admin, self.enterprise["enterpriseId"]
         admin.import_recordings(enterprise_id, [recording("aud_pyp_deleted")])
         self.assertEqual(self.stored.get(timeout=30).event_type, "recording.audio_ready")
@@ -180,9 +182,12 @@ class PushTest(PlatformTestCase):
         wait_for(lambda: [each for each in admin.deliveries(enterprise_id, "aud_pyp_deleted")
                           if each["eventType"] == "recording.deleted" and each["state"] == "confirmed"],
                  30.0, "the deletion's delivery confirmed")
-        self.assertTrue(self.outbox.is_received(deletion.event_id))
-        [audio_ready] = self.outbox.callbacks(audio_id="aud_pyp_deleted")  # none for the deletion
-        self.assertEqual((audio_ready["eventId"] == deletion.event_id, audio_ready["state"]), (False, "confirmed"))
+        # The platform answered the erasure confirmation 2000: the partner had the recording.
+        wait_for(lambda: [each["state"] for each in self.outbox.callbacks(audio_id="aud_pyp_deleted")]
+                 == ["confirmed", "confirmed"], 30.0, "the receipt and the erasure confirmed")
+        receipt, erasure = self.outbox.callbacks(audio_id="aud_pyp_deleted")
+        self.assertEqual((receipt["erased"], erasure["eventId"], erasure["erased"]),
+                         (False, deletion.event_id, True))
 
 
 class KilledReceiverTest(PlatformTestCase):
@@ -228,3 +233,36 @@ class KilledReceiverTest(PlatformTestCase):
         self.assertEqual(self.next_line(second, "callback")["callback"], "aud_pyk_1")
         delivery = admin.wait_for_delivery(enterprise_id, "aud_pyk_1", "confirmed")
         self.assertEqual(len(delivery["attempts"]), 1)  # confirmed without being pushed again
+
+    def test_a_receiver_killed_between_a_deletion_and_its_erasure_confirmation_leaves_it_to_the_next(self) -> None:
+        platform = self.platform
+        enterprise = platform.new_enterprise("python-kit kill erasure")
+        admin, enterprise_id = platform.admin, enterprise["enterpriseId"]
+        env = {**enterprise["env"], "RECEIVER_DATABASE": temporary_database(self)}
+        first = self.start_receiver(env)
+        port = self.next_line(first, "listening")["listening"]
+        admin.set_push_url(enterprise_id, f"http://127.0.0.1:{port}/earshot/push")
+        admin.import_recordings(enterprise_id, [recording("aud_pyk_erased")])
+        admin.wait_for_delivery(enterprise_id, "aud_pyk_erased", "confirmed")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+
+        holding = self.start_receiver({**env, "RECEIVER_HOLD_CALLBACKS": "1"})
+        port = self.next_line(holding, "listening")["listening"]
+        admin.set_push_url(enterprise_id, f"http://127.0.0.1:{port}/earshot/push")
+        admin.call("DELETE", f"/admin/v1/enterprises/{enterprise_id}/recordings/aud_pyk_erased")
+        self.assertEqual(self.next_line(holding, "stored")["eventType"], "recording.deleted")
+        # The erasure confirmation started, so the deletion was answered after its removal.
+        self.assertEqual(self.next_line(holding, "callback"), {"callback": "aud_pyk_erased", "erased": True})
+        holding.send_signal(signal.SIGKILL)
+        holding.wait(10)
+
+        second = self.start_receiver(env)
+        self.assertEqual(self.next_line(second, "callback"), {"callback": "aud_pyk_erased", "erased": True})
+        def erasure_states() -> list:
+            with contextlib.closing(sqlite3.connect(env["RECEIVER_DATABASE"])) as db:
+                return [row[0] for row in db.execute(
+                    "SELECT state FROM earshot_receipt_callbacks WHERE audio_id = 'aud_pyk_erased' AND erased = 1")]
+
+        # The platform answered it 2000: the partner had the recording.
+        wait_for(lambda: erasure_states() == ["confirmed"], 30.0, "the erasure confirmed by the platform")

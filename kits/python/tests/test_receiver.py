@@ -63,14 +63,17 @@ class AcknowledgedTest(ReceiverCase):
         self.assertEqual(stored.raw["traceId"], "t-1")
         self.assertEqual(stored.sentences, [{"text": "Hello.", "beginTime": 0, "endTime": 900}])
 
-    def test_a_deletion_is_handed_over_and_acknowledged_but_needs_no_callback(self) -> None:
+    def test_a_deletion_is_handed_over_and_its_callback_confirms_the_erasure_after_the_answer(self) -> None:
         pushed = event("aud_gone", "recording.deleted")
         answer = self.receiver.handle_push(sealed(pushed), JSON)
         self.assertEqual(code_of(answer), 2000)
-        answer.after_response()
         self.assertTrue(self.events[0].is_deletion)
-        self.assertTrue(self.outbox.is_received(pushed["eventId"]))
-        self.assertEqual(self.outbox.callbacks(), [])  # so nothing can ever be sent for it
+        self.assertEqual(self.state_of(pushed["eventId"]), "held")
+        answer.after_response()
+        self.assertEqual(self.confirm.wait_for(1), ["aud_gone"])
+        self.assertEqual(self.confirm.erasures, ["aud_gone"])
+        self.wait_for_state(pushed["eventId"], "confirmed")
+        self.assertEqual([each["erased"] for each in self.outbox.callbacks()], [True])
 
     def test_a_push_under_either_key_of_a_rotation_is_accepted_and_a_third_refused(self) -> None:
         receiver = self.make_receiver(secret=None, keys={1: SECRET, 2: OTHER_SECRET})

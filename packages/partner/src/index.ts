@@ -13,6 +13,7 @@ export {
   type ChangeItem,
   type ChangePage,
   type ChangesRequest,
+  type ConfirmOptions,
   type DownloadAudioOptions,
   type DownloadedAudio,
   type DownloadProgress,

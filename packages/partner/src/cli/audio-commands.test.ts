@@ -245,7 +245,7 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
       )
     })
 
-    test('a deletion removes the audio before it is answered', async () => {
+    test('a deletion removes the recording and its audio before it is answered, then confirms the erasure', async () => {
       const { id } = recording()
       assert.equal(
         (await push(recordingEvent(id, 'recording.audio_ready', '2026-03-01T10:00:00Z'))).code,
@@ -264,6 +264,28 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
       assert.deepEqual(
         (await readdir(audioDir)).filter((name) => name.startsWith(`${id}.`)),
         [],
+      )
+      const recordings = join(dir, 'listen-data', 'recordings')
+      assert.deepEqual(
+        (await readdir(recordings)).filter((name) => name.startsWith(`${id}.`)),
+        [`${id}.recording.deleted.json`],
+      )
+      // Only then, after the answer, the erasure confirmed: the callback with erased: true.
+      await eventually(
+        async () =>
+          api.calls.some(
+            (call) =>
+              call.path === '/openapi/v1/callback' &&
+              call.plaintext.audioId === id &&
+              call.plaintext.erased === true,
+          ),
+        30_000,
+        'the erasure confirmed',
+      )
+      await eventually(
+        async () => listener.stderr().includes(`confirmed the erasure of ${id}`),
+        30_000,
+        'the erasure confirmation logged',
       )
       listener.child.kill('SIGTERM')
       assert.equal(await listener.exited, 0, listener.stderr())

@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises'
 import type { EarshotClient } from '../client/earshot-client.js'
 import type { CallbackOutbox } from '../outbox/callback-outbox.js'
-import { hasAudioFile, removeAudioFiles, saveAudio } from './audio-files.js'
+import { eraseAudioFiles, hasAudioFile, saveAudio } from './audio-files.js'
 
 export interface AudioFetcherOptions {
   client: EarshotClient
@@ -90,7 +90,7 @@ export class AudioFetcher {
     held.start()
   }
 
-  /** The recording was deleted: its download is stopped and its audio files removed. */
+  /** The recording was deleted: its download is stopped and its audio files removed, durably. */
   async remove(audioId: string): Promise<void> {
     this.#deleted.add(audioId)
     for (const [eventId, held] of this.#held) {
@@ -100,7 +100,7 @@ export class AudioFetcher {
       }
     }
     this.#running.get(audioId)?.abort()
-    await this.#chain(audioId, () => removeAudioFiles(this.#options.directory, audioId))
+    await this.#chain(audioId, () => eraseAudioFiles(this.#options.directory, audioId))
   }
 
   /** Resolves once every download queued (not those still waiting for an answer) has ended. */

@@ -1,5 +1,5 @@
 /** Where the CLI keeps recordings' audio: DIR/<audioId>.<extension of its Content-Type>. */
-import { access, rm } from 'node:fs/promises'
+import { access, open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
   type AudioDestination,
@@ -76,6 +76,17 @@ export async function removeAudioFiles(directory: string, audioId: string, keep?
   const { partPath } = audioDestination(directory, audioId)
   for (const file of [...audioFilesOf(directory, audioId), partPath, `${partPath}.etag`]) {
     if (file !== keep) await rm(file, { force: true })
+  }
+}
+
+/** Removes all of the recording's audio, durably: a deleted recording's erasure is confirmed after it. */
+export async function eraseAudioFiles(directory: string, audioId: string): Promise<void> {
+  await removeAudioFiles(directory, audioId)
+  const dir = await open(directory, 'r')
+  try {
+    await dir.sync()
+  } finally {
+    await dir.close()
   }
 }
 

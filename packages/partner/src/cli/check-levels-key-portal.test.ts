@@ -64,7 +64,7 @@ describe('earshot-partner check, levels, rotate-key and portal against a platfor
     database = await openDatabase({})
     outbox = await openCallbackOutbox({
       database,
-      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      confirm: (audioId, options) => client.confirmReceipt(audioId, options),
     })
     const kit = createPushReceiver({
       secret: partner.secret,

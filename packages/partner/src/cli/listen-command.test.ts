@@ -276,11 +276,21 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
       30_000,
       'the deletion logged',
     )
+    // The erasure confirmed after the removal, and answered 2000 by the platform: the partner had it.
+    await eventually(
+      async () => listener.stderr().includes(`confirmed the erasure of ${audioId}`),
+      30_000,
+      'the erasure confirmed',
+    )
 
     listener.child.kill('SIGTERM')
     assert.equal(await listener.exited, 0, listener.stderr())
     const db = await openDatabase({ dataDir: join(data, 'db') })
     try {
+      const erasures = await db.query<{ audio_id: string; state: string }>(
+        'SELECT audio_id, state FROM earshot_receipt_callbacks WHERE erased',
+      )
+      assert.deepEqual(erasures, [{ audio_id: audioId, state: 'confirmed' }])
       const stored = await db.query<{ audio_id: string }>('SELECT audio_id FROM recordings')
       assert.deepEqual(
         stored.map((row) => row.audio_id),
@@ -294,6 +304,60 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
     } finally {
       await db.close()
     }
+  })
+
+  test('kill -9 after the deletion was answered, before its erasure confirmation: the restart sends it', async () => {
+    const partner = await createPartner(platform, 'Crash Erasure Co')
+    const data = join(dir, 'crash-erasure')
+    // The platform's partner API is out of reach at first, so no callback can get through.
+    const unreachable = `http://127.0.0.1:${await closedPort()}`
+    const first = await listen(['--data', data, '--store', 'files'], credentials(partner, unreachable))
+    await setPushUrl(partner, first.url)
+    const audioId = await ingest(platform, partner.enterpriseId, {
+      deviceUid: 'DEV-CRASH',
+      title: 'erased before the crash',
+      recordedAt: '2026-03-01T10:00:00+08:00',
+      denoiseUrl: 'https://media.example/crash-erasure.mp3',
+      recordDuration: 5000,
+    })
+    await eventually(
+      async () => (await deliveryStates(partner.enterpriseId))[0]?.state === 'acked',
+      60_000,
+      'the push acknowledged',
+    )
+    await adminCall(platform, 'deleteRecording', { params: { enterpriseId: partner.enterpriseId, audioId } })
+    // The deletion answered (a deletion's delivery is confirmed by its ack), its erasure tried in vain.
+    await eventually(
+      async () => {
+        const [row] = await platform.context.db.query<{ state: string }>(
+          `SELECT state FROM deliveries WHERE audio_id = $1 AND event_type = 'recording.deleted'`,
+          [audioId],
+        )
+        return row?.state === 'confirmed' && first.stderr().includes(`deleted ${audioId} (event `)
+      },
+      60_000,
+      'the deletion answered',
+    )
+    first.child.kill('SIGKILL')
+    assert.equal(await first.exited, null)
+    assert.deepEqual(await readdir(join(data, 'recordings')), [`${audioId}.recording.deleted.json`])
+
+    const second = await listen(
+      ['--data', data, '--store', 'files'],
+      credentials(partner, platform.partnerUrl),
+    )
+    await eventually(
+      async () => second.stderr().includes(`confirmed the erasure of ${audioId}`),
+      60_000,
+      'the erasure confirmed after the restart',
+    )
+    const confirmed = await platform.context.db.query(
+      'SELECT 1 FROM erasure_confirmations WHERE audio_id = $1',
+      [audioId],
+    )
+    assert.equal(confirmed.length, 1, 'the platform recorded the erasure confirmation')
+    second.child.kill('SIGTERM')
+    assert.equal(await second.exited, 0, second.stderr())
   })
 
   test('refuses to start without credentials, or on a data directory in use', async () => {

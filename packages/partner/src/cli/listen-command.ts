@@ -127,11 +127,14 @@ async function openReceiver(options: ListenOptions, context: ReceiverContext): P
   const store = await storeFor(options, db)
   const outbox = await openCallbackOutbox({
     database: db,
-    confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+    confirm: (audioId, options) => client.confirmReceipt(audioId, options),
     log: {
       ...logger,
-      info: (details, message) =>
-        message === 'receipt confirmed' && log(`confirmed ${(details as { audioId?: string }).audioId}`),
+      info: (details, message) => {
+        const { audioId } = details as { audioId?: string }
+        if (message === 'receipt confirmed') log(`confirmed ${audioId}`)
+        else if (message === 'erasure confirmed') log(`confirmed the erasure of ${audioId}`)
+      },
     },
   })
   cleanup.push(() => outbox.close())
@@ -143,7 +146,7 @@ async function openReceiver(options: ListenOptions, context: ReceiverContext): P
     outbox: audio ? observeAnswers(outbox, (eventId) => audio.answered(eventId)) : outbox,
     log: logger,
     onRecording: async (push) => {
-      await store.save(push)
+      if (!(await store.save(push))) return log(`ignored ${push.audioId} ${push.eventType}: deleted since`)
       log(`stored ${push.audioId} ${push.eventType} (event ${push.eventId}) in ${store.describe(push)}`)
       if (audio && push.data.denoiseUrl) {
         const ifMissing = push.eventType === PushEventType.TRANSCRIPT_READY

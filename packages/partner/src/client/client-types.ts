@@ -29,6 +29,11 @@ export interface RequestOptions {
   timeoutMs?: number
 }
 
+export interface ConfirmOptions extends RequestOptions {
+  /** An erasure confirmation: the partner removed the deleted recording and its audio from its store. */
+  erased?: boolean | undefined
+}
+
 export interface AudioItem {
   audioId: string
   data: RecordingData

@@ -23,6 +23,7 @@ import type {
   AudioPage,
   ChangePage,
   ChangesRequest,
+  ConfirmOptions,
   EarshotClientOptions,
   RequestOptions,
 } from './client-types.js'
@@ -52,6 +53,7 @@ export type {
   ChangeItem,
   ChangePage,
   ChangesRequest,
+  ConfirmOptions,
   EarshotClientOptions,
   RequestOptions,
 } from './client-types.js'
@@ -162,7 +164,7 @@ export class EarshotClient extends IntegrationCalls {
     const plaintext = checkFilter(filter)
     const eventId = randomUUID()
     const reply = await this.#authorized(AUDIOS_PATH, eventId, plaintext, options)
-    return this.#openList(reply, eventId)
+    return audioPageOf(this.#openData(reply, eventId, 'query'), reply.httpStatus)
   }
 
   /** Every page from `filter.page` (default 1) until all `total` matching recordings were seen. */
@@ -204,10 +206,15 @@ export class EarshotClient extends IntegrationCalls {
     }
   }
 
-  /** Tells the platform a pushed recording was received; repeating it is harmless. */
-  async confirmReceipt(audioId: string, options: RequestOptions = {}): Promise<void> {
-    const plaintext = checkMessage(CallbackPlaintext, { audioId })
+  /** Tells the platform a pushed recording was received; harmless to repeat. With erased: confirmErasure. */
+  async confirmReceipt(audioId: string, { erased, ...options }: ConfirmOptions = {}): Promise<void> {
+    const plaintext = checkMessage(CallbackPlaintext, erased ? { audioId, erased } : { audioId })
     await this.#authorized(CALLBACK_PATH, randomUUID(), plaintext, options)
+  }
+
+  /** Confirms that the partner erased the deleted recording: removed it and its audio from its store. */
+  confirmErasure(audioId: string, options: RequestOptions = {}): Promise<void> {
+    return this.confirmReceipt(audioId, { ...options, erased: true })
   }
 
   /**
@@ -387,9 +394,5 @@ export class EarshotClient extends IntegrationCalls {
       throw refuse('answers another request: its eventId or keyVersion is not the request’s')
     }
     return opened.plaintext
-  }
-
-  #openList(reply: Answer, eventId: string): AudioPage {
-    return audioPageOf(this.#openData(reply, eventId, 'query'), reply.httpStatus)
   }
 }

@@ -9,6 +9,8 @@ export interface ReceivedEvent {
   eventId: string
   eventType: string
   audioId: string
+  /** Its callback confirms the erasure of the deleted recording (`erased: true`). */
+  erased?: boolean | undefined
 }
 
 /** On PostgreSQL, batches of pushes run on this many pool connections at once. */
@@ -29,6 +31,7 @@ export interface AdmissionSettings {
 export interface HeldCallback {
   audioId: string
   eventType: string
+  erased: boolean
   at: number
 }
 
@@ -85,8 +88,10 @@ export class Admissions {
     for (const { event, index } of records) {
       const isNew = created.has(event.eventId)
       results[index] = isNew
-      if (isNew)
-        this.#held.set(event.eventId, { audioId: event.audioId, eventType: event.eventType, at: now })
+      if (isNew) {
+        const { audioId, eventType } = event
+        this.#held.set(event.eventId, { audioId, eventType, erased: event.erased === true, at: now })
+      }
     }
     const repeated: string[] = []
     for (const { item, index } of admits) {

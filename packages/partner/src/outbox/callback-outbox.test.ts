@@ -254,6 +254,54 @@ for (const backend of backends)
       assert.equal(tries.get('a404'), 1, 'not retried')
     })
 
+    test('a receipt and an erasure confirmation of one recording are two callbacks, each sent with its erased', async () => {
+      const sent: string[] = []
+      const outbox = await openOutbox({
+        confirm: async (audioId, { erased }) => void sent.push(`${audioId} erased=${erased}`),
+      })
+      const receipt = event('kept-apart')
+      const erasure = { ...event('kept-apart'), eventType: 'recording.deleted', erased: true }
+      await outbox.recordReceived(receipt)
+      await outbox.recordReceived(erasure)
+      outbox.wake(receipt.eventId)
+      outbox.wake(erasure.eventId)
+      await eventually(
+        async () => (await outbox.callbacks({ audioId: 'kept-apart', state: 'confirmed' })).length === 2,
+        10_000,
+        'both confirmed',
+      )
+      assert.deepEqual(sent.sort(), ['kept-apart erased=false', 'kept-apart erased=true'])
+      const erasedOf = new Map((await outbox.callbacks()).map((c) => [c.eventId, c.erased]))
+      assert.deepEqual([erasedOf.get(receipt.eventId), erasedOf.get(erasure.eventId)], [false, true])
+    })
+
+    test('an erasure confirmation refused with 4040 (never had it) or 4001 (not deleted) is final', async () => {
+      const tries: string[] = []
+      const outbox = await openOutbox({
+        confirm: async (audioId) => {
+          tries.push(audioId)
+          const code = audioId === 'never-had' ? 4040 : 4001
+          throw new EarshotApiError({
+            code,
+            msg: `refused with ${code}`,
+            requestId: 'r',
+            httpStatus: code / 10,
+          })
+        },
+      })
+      for (const audioId of ['never-had', 'not-deleted']) {
+        const e = { ...event(audioId), eventType: 'recording.deleted', erased: true }
+        await outbox.recordReceived(e)
+        outbox.wake(e.eventId)
+      }
+      await eventually(
+        async () => (await outbox.callbacks({ state: 'failed' })).length === 2,
+        10_000,
+        'both failed for good',
+      )
+      assert.deepEqual(tries.sort(), ['never-had', 'not-deleted'])
+    })
+
     test('an attempt that hangs is abandoned after attemptTimeoutMs and retried', async () => {
       let n = 0
       const outbox = await openOutbox({
@@ -275,7 +323,7 @@ for (const backend of backends)
       assert.equal(n, 2)
     })
 
-    test('survives a restart: a recorded callback is sent by the next outbox on the same database', async () => {
+    test('survives a restart: a recorded callback (an erasure confirmation too) is sent by the next outbox on the same database', async () => {
       const dir = mkdtempSync(join(tmpdir(), 'earshot-outbox-'))
       // PGlite: a data directory on disk, opened again. PostgreSQL: the same database, whose held callback
       // falls due once its answer grace and attempt timeout have passed (short here).
@@ -295,6 +343,8 @@ for (const backend of backends)
         })
         const e = event()
         await first.recordReceived(e)
+        const erasure = { ...event(), eventType: 'recording.deleted', erased: true }
+        await first.recordReceived(erasure)
         // Closed before the answer went out, so never attempted; a crash would leave the same rows.
         await first.close()
 
@@ -302,15 +352,15 @@ for (const backend of backends)
         const second = await openCallbackOutbox({
           ...fast,
           ...where,
-          confirm: async (audioId) => void sent.push(audioId),
+          confirm: async (audioId, { erased }) => void sent.push(erased ? `${audioId} erased` : audioId),
         })
         try {
           await eventually(
-            async () => (await second.callbacks({ state: 'confirmed' })).length === 1,
+            async () => (await second.callbacks({ state: 'confirmed' })).length === 2,
             10_000,
             'sent after restart',
           )
-          assert.deepEqual(sent, [e.audioId])
+          assert.deepEqual(sent.sort(), [e.audioId, `${erasure.audioId} erased`].sort())
         } finally {
           await second.close()
         }

@@ -28,8 +28,14 @@ import { createOutboxSchema } from './schema.js'
 
 export type { Admission, CallbackState, ReceiptCallback, ReceivedEvent }
 
-/** Sends one receipt callback; resolves when the platform confirmed it (code 2000). */
-export type ConfirmReceipt = (audioId: string, options: { signal: AbortSignal }) => Promise<void>
+/**
+ * Sends one receipt callback, with `erased: true` when `options.erased` (an erasure confirmation);
+ * resolves when the platform confirmed it (code 2000).
+ */
+export type ConfirmReceipt = (
+  audioId: string,
+  options: { signal: AbortSignal; erased: boolean },
+) => Promise<void>
 
 export interface CallbackOutboxOptions extends LoggerOptions {
   /** PGlite data directory; undefined (and no databaseUrl or database) keeps everything in memory. */
@@ -38,7 +44,10 @@ export interface CallbackOutboxOptions extends LoggerOptions {
   databaseUrl?: string | undefined
   /** A database opened by the caller (e.g. to store recordings beside the outbox); not closed by close(). */
   database?: Database | undefined
-  /** The receipt callback, e.g. `(audioId, { signal }) => client.confirmReceipt(audioId, { signal })`. */
+  /**
+   * The receipt callback, e.g. `(audioId, options) => client.confirmReceipt(audioId, options)`: pass
+   * `options.erased` on, or the erasures of deleted recordings are never confirmed.
+   */
   confirm: ConfirmReceipt
   /**
    * Delays in ms after the 1st, 2nd, ... failed attempt; the last one repeats for ever. Default 0.5 s
@@ -159,7 +168,7 @@ export async function openCallbackOutbox(options: CallbackOutboxOptions): Promis
       if (closed) return
       const mine = eventId === undefined ? undefined : admissions.take(eventId)
       if (eventId === undefined || !mine) return runner.wake(eventId === undefined ? undefined : [eventId])
-      const job = { audioId: mine.audioId, eventType: mine.eventType, failures: 0 }
+      const job = { audioId: mine.audioId, eventType: mine.eventType, erased: mine.erased, failures: 0 }
       runner.adopt([{ id: eventId, fence: { claimant, claimNo: 1 }, group: null, job }])
     },
     callbacks: (filter = {}) => listCallbacks(db, filter),
@@ -197,8 +206,9 @@ async function startCallbackRunner(db: Database, settings: Settings, claimant: s
     work: (claim, stopped) => sendCallback(settings, claim, stopped),
     next: (claim, attempt) => callbackNext(settings, holdSeconds, claim, attempt),
     observe(claim, attempt) {
-      if (attempt.kind === 'done')
-        settings.logger.info({ audioId: claim.job.audioId, eventId: claim.id }, 'receipt confirmed')
+      if (attempt.kind !== 'done') return
+      const { audioId, erased } = claim.job
+      settings.logger.info({ audioId, eventId: claim.id }, erased ? 'erasure confirmed' : 'receipt confirmed')
     },
   })
 }
@@ -221,7 +231,7 @@ async function sendCallback(
   try {
     const { signal } = attempt
     await untilAborted(
-      Promise.resolve().then(() => settings.confirm(claim.job.audioId, { signal })),
+      Promise.resolve().then(() => settings.confirm(claim.job.audioId, { signal, erased: claim.job.erased })),
       signal,
     )
     return { ok: true }
@@ -247,7 +257,7 @@ function callbackNext(
     // A deletion of a recording the platform never got to push here: nothing was stored to confirm.
     if (claim.job.eventType === PushEventType.DELETED && codeOf(attempt.error) === ResponseCode.NOT_FOUND) {
       logger.info(ids, 'receipt callback of a deletion: the recording was never received here')
-    } else logger.error({ ...ids, error }, 'receipt callback refused for good')
+    } else logger.error({ ...ids, erased: claim.job.erased, error }, 'receipt callback refused for good')
     return { state: 'failed', delaySeconds: holdSeconds }
   }
   const delayMs = retryDelay(settings.retrySchedule, claim.job.failures, Math.random, {

@@ -42,6 +42,8 @@ export interface CallbackJob {
   audioId: string
   /** The event whose receipt this is. */
   eventType: string
+  /** An erasure confirmation (`erased: true`): the recording was deleted and removed from the store. */
+  erased: boolean
   /** Failed attempts in a row before this one: the position in the retry schedule. */
   failures: number
 }
@@ -62,10 +64,11 @@ export const callbackQueue = defineQueue<StoredState, string, CallbackJob>({
   machine: callbackMachine,
   channel: CALLBACKS,
   claimed: {
-    select: 'j.audio_id, j.event_type, j.failures',
+    select: 'j.audio_id, j.event_type, j.erased, j.failures',
     parse: (row) => ({
       audioId: row.audio_id as string,
       eventType: row.event_type as string,
+      erased: row.erased as boolean,
       failures: row.failures as number,
     }),
   },
@@ -96,7 +99,7 @@ export interface EnvelopeSeen {
 export async function admitAndRecord(
   db: Queryable,
   admits: readonly EnvelopeSeen[],
-  records: readonly { eventId: string; eventType: string; audioId: string }[],
+  records: readonly { eventId: string; eventType: string; audioId: string; erased?: boolean | undefined }[],
   at: { now: Date; nonceExpiresAt: Date; holdSeconds: number; claimant: string },
 ): Promise<{ taken: Set<string>; known: Set<string>; created: Set<string> }> {
   const rows = await db.query<{
@@ -111,10 +114,10 @@ export async function admitAndRecord(
          WHERE earshot_seen_nonces.expires_at <= $4
        RETURNING key_version, nonce
      ), created AS (
-       INSERT INTO ${CALLBACKS} (event_id, audio_id, event_type, received_at, state, due_at, claim_no,
-                                claimed_by, claimed_at)
-       SELECT e, a, t, $4, 'in_flight', now() + make_interval(secs => $9::float8), 1, $10, now()
-         FROM unnest($6::text[], $7::text[], $8::text[]) AS x(e, a, t)
+       INSERT INTO ${CALLBACKS} (event_id, audio_id, event_type, erased, received_at, state, due_at,
+                                claim_no, claimed_by, claimed_at)
+       SELECT e, a, t, d, $4, 'in_flight', now() + make_interval(secs => $9::float8), 1, $10, now()
+         FROM unnest($6::text[], $7::text[], $8::text[], $11::boolean[]) AS x(e, a, t, d)
        ON CONFLICT (event_id) DO NOTHING
        RETURNING event_id
      )
@@ -136,6 +139,7 @@ export async function admitAndRecord(
       records.map((r) => r.eventType),
       at.holdSeconds,
       at.claimant,
+      records.map((r) => r.erased === true),
     ],
   )
   const taken = new Set<string>()
@@ -200,6 +204,8 @@ export interface ReceiptCallback {
   eventId: string
   audioId: string
   eventType: string
+  /** An erasure confirmation: sent with `erased: true`. */
+  erased: boolean
   state: CallbackState
   /** Attempts that moved it (a late result of a claim no longer current is only in the attempts log). */
   attempts: number
@@ -219,6 +225,7 @@ export async function listCallbacks(
     event_id: string
     audio_id: string
     event_type: string
+    erased: boolean
     state: CallbackState
     attempts: number
     due_at: Date | null
@@ -226,7 +233,7 @@ export async function listCallbacks(
     received_at: Date
     done_at: Date | null
   }>(
-    `SELECT event_id, audio_id, event_type, shown AS state, attempts, due_at, last_error, received_at, done_at
+    `SELECT event_id, audio_id, event_type, erased, shown AS state, attempts, due_at, last_error, received_at, done_at
        FROM (SELECT *, CASE state WHEN 'in_flight' THEN 'pending' ELSE state END AS shown
                FROM ${CALLBACKS}) c
       WHERE ($1::text IS NULL OR shown = $1) AND ($2::text IS NULL OR audio_id = $2)
@@ -237,6 +244,7 @@ export async function listCallbacks(
     eventId: row.event_id,
     audioId: row.audio_id,
     eventType: row.event_type,
+    erased: row.erased,
     state: row.state,
     attempts: row.attempts,
     nextAttemptAt: row.due_at,

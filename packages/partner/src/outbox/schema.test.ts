@@ -73,4 +73,52 @@ for (const backend of testBackends)
         await scratch?.drop()
       }
     })
+
+    test('a store made before the erased flag opens; its callbacks of deletions confirm erasures', async () => {
+      const scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
+      const db: Database = await openDatabase(scratch ? { databaseUrl: scratch.url } : {})
+      try {
+        // The layout this change started from: today's, without the column.
+        await (await openCallbackOutbox({ database: db, log: silentLogger, confirm: async () => {} })).close()
+        await db.query('ALTER TABLE earshot_receipt_callbacks DROP COLUMN erased')
+        await db.query(
+          `INSERT INTO earshot_receipt_callbacks (event_id, audio_id, event_type, received_at, state, due_at)
+           VALUES ('evt-receipt', 'audio-old', 'recording.audio_ready', now(), 'pending', now()),
+                  ('evt-deleted', 'audio-old', 'recording.deleted', now(), 'pending', now()),
+                  ('evt-check', 'check_run_deleted', 'recording.deleted', now(), 'pending', now())`,
+        )
+        const sent: string[] = []
+        const outbox = await openCallbackOutbox({
+          database: db,
+          log: silentLogger,
+          confirm: async (audioId, { erased }) => void sent.push(`${audioId} erased=${erased}`),
+        })
+        try {
+          await eventually(
+            async () => (await outbox.callbacks({ state: 'confirmed' })).length === 3,
+            10_000,
+            'the three callbacks confirmed',
+          )
+          assert.deepEqual(sent.sort(), [
+            'audio-old erased=false',
+            'audio-old erased=true',
+            'check_run_deleted erased=false',
+          ])
+          const erased = (await outbox.callbacks()).map((c) => [c.eventId, c.erased])
+          assert.deepEqual(
+            erased.sort(([a], [b]) => String(a).localeCompare(String(b))),
+            [
+              ['evt-check', false],
+              ['evt-deleted', true],
+              ['evt-receipt', false],
+            ],
+          )
+        } finally {
+          await outbox.close()
+        }
+      } finally {
+        await db.close()
+        await scratch?.drop()
+      }
+    })
   })

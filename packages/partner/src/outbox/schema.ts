@@ -1,3 +1,4 @@
+import { CHECK_AUDIO_ID_PREFIX, PushEventType } from '@earshot/protocol'
 import { dueCheckSql, stateCheckSql, sweepIndexSql } from '@earshot/support/queue'
 import type { Database } from '../storage/database.js'
 import { callbackMachine, callbackQueue } from './outbox-store.js'
@@ -19,10 +20,12 @@ const statements = [
   // take it back when its claim's lease ends when in_flight; NULL once confirmed or failed). claim_no
   // counts claims and fences results. failures: failed attempts in a row. attempts and last_error: of
   // the attempts that moved it. rearmed_at: when a repeated event last asked for the callback again.
+  // erased: the callback confirms the erasure of a deleted recording (sent with `erased: true`).
   `CREATE TABLE IF NOT EXISTS earshot_receipt_callbacks (
     event_id text PRIMARY KEY,
     audio_id text NOT NULL,
     event_type text NOT NULL,
+    erased boolean NOT NULL DEFAULT false,
     received_at timestamptz NOT NULL,
     state text NOT NULL CHECK (${stateCheckSql(callbackMachine)}),
     due_at timestamptz,
@@ -87,13 +90,30 @@ const fromFirstLayout = {
             FROM earshot_first_layout`,
 }
 
+/*
+ * A store made before callbacks carried the erased flag gets the column. A deletion's callback was
+ * recorded only once onDeleted had removed the recording: those of recordings (not of the receiver
+ * check) confirm its erasure.
+ */
+const withoutErased = {
+  detect: `SELECT 1 FROM pg_class c WHERE c.oid = to_regclass('earshot_receipt_callbacks') AND relkind = 'r'
+             AND NOT EXISTS (SELECT 1 FROM pg_attribute
+                              WHERE attrelid = c.oid AND attname = 'erased' AND NOT attisdropped)`,
+  add: 'ALTER TABLE earshot_receipt_callbacks ADD COLUMN erased boolean NOT NULL DEFAULT false',
+}
+const markErasures = `UPDATE earshot_receipt_callbacks SET erased = true
+  WHERE event_type = '${PushEventType.DELETED}' AND NOT starts_with(audio_id, '${CHECK_AUDIO_ID_PREFIX}')`
+
 export async function createOutboxSchema(db: Database): Promise<void> {
   await db.transaction(async (tx) => {
     // Receivers starting together on one PostgreSQL would otherwise race on CREATE ... IF NOT EXISTS.
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext('earshot_partner_schema'))`)
     const upgrading = (await tx.query(fromFirstLayout.detect)).length > 0
     if (upgrading) for (const sql of fromFirstLayout.before) await tx.query(sql)
+    const addingErased = !upgrading && (await tx.query(withoutErased.detect)).length > 0
+    if (addingErased) await tx.query(withoutErased.add)
     for (const sql of statements) await tx.query(sql)
     if (upgrading) await tx.query(fromFirstLayout.after)
+    if (upgrading || addingErased) await tx.query(markErasures)
   })
 }

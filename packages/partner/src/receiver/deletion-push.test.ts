@@ -25,11 +25,11 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
     await platform?.stop()
   })
 
-  test('reaches onDeleted exactly once, and the platform confirms it by the callback', async () => {
+  test('reaches onDeleted exactly once, and the erasure is confirmed by the callback', async () => {
     const partner = await createPartner(platform, 'Deleting Co')
     const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
     outbox = await openCallbackOutbox({
-      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      confirm: (audioId, options) => client.confirmReceipt(audioId, options),
       log: silentLogger,
     })
     const stored: ReceivedPush[] = []
@@ -97,9 +97,19 @@ describe('a deletion pushed by a real platform', { timeout: 120_000 }, () => {
       30_000,
       'the outbox to record both confirmations',
     )
-    assert.deepEqual((await outbox.callbacks({ audioId })).map((callback) => callback.eventType).sort(), [
-      'recording.audio_ready',
-      'recording.deleted',
-    ])
+    // The deletion's callback confirms the erasure; the platform answered it 2000 (the partner had it)
+    // and recorded the confirmation.
+    assert.deepEqual(
+      (await outbox.callbacks({ audioId })).map((callback) => [callback.eventType, callback.erased]).sort(),
+      [
+        ['recording.audio_ready', false],
+        ['recording.deleted', true],
+      ],
+    )
+    const confirmed = await platform.context.db.query(
+      'SELECT 1 FROM erasure_confirmations WHERE audio_id = $1',
+      [audioId],
+    )
+    assert.equal(confirmed.length, 1)
   })
 })

@@ -83,7 +83,7 @@ describe('receipt callback against a real platform that is down for a while', { 
       },
     }
     outbox = await openCallbackOutbox({
-      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      confirm: (audioId, options) => client.confirmReceipt(audioId, options),
       retrySchedule: [100, 200],
       log: logger,
     })

@@ -68,6 +68,8 @@ describe('push receiver', { timeout: 120_000 }, () => {
   let confirmedAt: Map<string, number>
   /** Every confirm call in order: the audioId, with " failed" when it was made to fail. */
   let confirmCalls: string[]
+  /** The audioIds of the confirm calls with erased: true (erasure confirmations), in order. */
+  let erasedCalls: string[]
   /** AudioIds whose next confirm fails. */
   let failConfirm: Set<string>
   let failNextStore: boolean
@@ -94,11 +96,13 @@ describe('push receiver', { timeout: 120_000 }, () => {
     deleted = []
     confirmedAt = new Map()
     confirmCalls = []
+    erasedCalls = []
     failConfirm = new Set()
     failNextStore = false
     outbox = await openCallbackOutbox({
       database: shared,
-      confirm: async (audioId) => {
+      confirm: async (audioId, { erased }) => {
+        if (erased) erasedCalls.push(audioId)
         if (failConfirm.delete(audioId)) {
           confirmCalls.push(`${audioId} failed`)
           throw new Error('the platform is restarting')
@@ -211,6 +215,8 @@ describe('push receiver', { timeout: 120_000 }, () => {
       "the check push's callback confirmed",
     )
     assert.deepEqual([stored, deleted], [[], []])
+    // Nothing was removed for the check's deletion: its callback is no erasure confirmation.
+    assert.equal((await outbox.callbacks({ audioId: deletion.audioId }))[0]?.erased, false)
     // Either alone is a real push: a header cannot make the receiver skip a recording, nor can a name.
     const named = pushEvent({ audioId: 'check_without_header' })
     const marked = pushEvent()
@@ -401,7 +407,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
     assert.equal(stored.length, 1)
   })
 
-  test('a deletion is handed to onDeleted once, answered 2000, and confirmed after the answer', async () => {
+  test('a deletion is handed to onDeleted once, answered 2000, and its erasure confirmed after the answer', async () => {
     await setUp()
     const event = deletionEvent('audio-gone')
     failNextStore = true
@@ -422,6 +428,8 @@ describe('push receiver', { timeout: 120_000 }, () => {
     )
     const [callback] = await outbox.callbacks({ audioId: event.audioId })
     assert.equal(callback?.eventType, 'recording.deleted')
+    assert.equal(callback?.erased, true)
+    assert.deepEqual(erasedCalls, [event.audioId])
 
     // Pushed again (fresh nonce, same eventId): answered, not handed over again.
     const again = await receiver.handle({ body: body(sealed(event)), headers: json })

@@ -40,7 +40,9 @@ interface CommonOptions extends LoggerOptions {
    */
   onRecording(event: ReceivedPush): Promise<void>
   /**
-   * Removes the recording `event.audioId` from your storage: the platform deleted it. Called, answered
+   * Removes the recording `event.audioId` from your storage, its audio and any other copy included: the
+   * platform deleted it. Resolve only once all of it is durably gone: the receipt callback then sent
+   * carries `erased: true`, the partner's confirmation that it erased the recording. Called, answered
    * and confirmed like onRecording, and as idempotent: a recording already gone is no error. A push
    * of the same audioId arriving after it (a retry overtaken by the deletion) must not bring the
    * recording back: compare its occurredAt with the deletion's. Without onDeleted a deletion is
@@ -248,6 +250,8 @@ class Receiver {
       eventId: event.eventId,
       eventType: event.eventType,
       audioId: event.audioId,
+      // onDeleted resolved: the recording is gone from the store, and its callback confirms the erasure.
+      erased: event.eventType === PushEventType.DELETED && !check,
     })
     return true
   }

@@ -97,7 +97,7 @@ describe('the receiver check', { timeout: 120_000 }, () => {
     const store = await databaseRecordingStore(partnerDb)
     outbox = await openCallbackOutbox({
       database: partnerDb,
-      confirm: (audioId, { signal }) => client.confirmReceipt(audioId, { signal }),
+      confirm: (audioId, options) => client.confirmReceipt(audioId, options),
     })
     const handed: string[] = []
     const receiver = createPushReceiver({

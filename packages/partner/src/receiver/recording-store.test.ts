@@ -66,7 +66,7 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
 
   /** Runs the same story on a store; `held` lists the audioIds it holds a recording of. */
   async function story(store: RecordingStore, held: () => Promise<string[]>) {
-    await store.save(push('a', '2026-03-01T10:00:00Z'))
+    assert.equal(await store.save(push('a', '2026-03-01T10:00:00Z')), true)
     await store.save(push('b', '2026-03-01T10:00:00Z'))
     assert.deepEqual(await held(), ['a', 'b'])
     await store.delete(deletion('a', '2026-03-02T10:00:00Z'))
@@ -74,10 +74,10 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
     await store.delete(deletion('never-stored', '2026-03-02T10:00:00Z'))
     assert.deepEqual(await held(), ['b'])
     // A retry of a push older than the deletion, arriving after it, does not bring the recording back.
-    await store.save(push('a', '2026-03-01T10:00:00Z', 'late retry'))
+    assert.equal(await store.save(push('a', '2026-03-01T10:00:00Z', 'late retry')), false)
     assert.deepEqual(await held(), ['b'])
     // A recording of that audioId made after the deletion is stored.
-    await store.save(push('a', '2026-03-03T10:00:00Z', 'made again'))
+    assert.equal(await store.save(push('a', '2026-03-03T10:00:00Z', 'made again')), true)
     assert.deepEqual(await held(), ['a', 'b'])
   }
 

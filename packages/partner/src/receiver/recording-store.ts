@@ -16,9 +16,10 @@ const RECORDING_EVENT_TYPES = Object.values(PushEventType).filter((type) => type
 export interface RecordingStore {
   /**
    * Stores the push's recording; a later event of the same (audioId, eventType) replaces it. A push
-   * that occurred before the recording's deletion was stored (a retry overtaken by it) is ignored.
+   * that occurred before the recording's deletion was stored (a retry overtaken by it) is ignored:
+   * false then, so that nothing of the recording (its audio) is fetched again.
    */
-  save(push: ReceivedPush): Promise<void>
+  save(push: ReceivedPush): Promise<boolean>
   /** Removes what was stored of the recording and keeps the deletion; one never stored is no error. */
   delete(deletion: ReceivedDeletion): Promise<void>
   describe(push: ReceivedPush | ReceivedDeletion): string
@@ -49,23 +50,26 @@ export async function databaseRecordingStore(db: Database): Promise<RecordingSto
   // A push and the recording's deletion stored at once (receivers sharing a PostgreSQL) would each miss
   // the other's uncommitted row, and the recording would come back: one recording is written at a time,
   // and the statement runs after the lock, so it sees what the other committed.
-  const oneAtATime = (audioId: string, write: (tx: Queryable) => Promise<unknown>) =>
+  const oneAtATime = <T>(audioId: string, write: (tx: Queryable) => Promise<T>) =>
     db.transaction(async (tx) => {
       await tx.query('SELECT pg_advisory_xact_lock(hashtext($1))', [audioId])
-      await write(tx)
+      return write(tx)
     })
   return {
     async save(push) {
       // A push repeated (same eventId) changes nothing; a newer event of the same kind replaces the row.
-      await oneAtATime(push.audioId, (tx) =>
-        tx.query(
-          `INSERT INTO recordings (audio_id, event_type, event_id, occurred_at, data, sentences)
-         SELECT $1, $2, $3, $4::timestamptz, $5::jsonb, $6::jsonb
-          WHERE NOT EXISTS (SELECT 1 FROM deleted_recordings WHERE audio_id = $1 AND occurred_at >= $4)
-         ON CONFLICT (audio_id, event_type) DO UPDATE
-           SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, data = EXCLUDED.data,
-               sentences = EXCLUDED.sentences, stored_at = now()
-         WHERE recordings.event_id <> EXCLUDED.event_id AND recordings.occurred_at <= EXCLUDED.occurred_at`,
+      return oneAtATime(push.audioId, async (tx) => {
+        const [outcome] = await tx.query<{ deleted: boolean }>(
+          `WITH deletion AS (SELECT 1 FROM deleted_recordings WHERE audio_id = $1 AND occurred_at >= $4),
+           stored AS (
+             INSERT INTO recordings (audio_id, event_type, event_id, occurred_at, data, sentences)
+             SELECT $1, $2, $3, $4::timestamptz, $5::jsonb, $6::jsonb WHERE NOT EXISTS (SELECT 1 FROM deletion)
+             ON CONFLICT (audio_id, event_type) DO UPDATE
+               SET event_id = EXCLUDED.event_id, occurred_at = EXCLUDED.occurred_at, data = EXCLUDED.data,
+                   sentences = EXCLUDED.sentences, stored_at = now()
+             WHERE recordings.event_id <> EXCLUDED.event_id AND recordings.occurred_at <= EXCLUDED.occurred_at
+           )
+           SELECT EXISTS (SELECT 1 FROM deletion) AS deleted`,
           [
             push.audioId,
             push.eventType,
@@ -74,8 +78,9 @@ export async function databaseRecordingStore(db: Database): Promise<RecordingSto
             JSON.stringify(push.data),
             push.sentences === undefined ? null : JSON.stringify(push.sentences),
           ],
-        ),
-      )
+        )
+        return outcome?.deleted !== true
+      })
     },
     async delete(deletion) {
       await oneAtATime(deletion.audioId, (tx) =>
@@ -145,7 +150,7 @@ export function fileRecordingStore(directory: string): RecordingStore {
   // are handled concurrently) would miss that file and the recording would come back. One recording's
   // writes run one after another; the directory's lock keeps other processes out.
   const queues = new Map<string, Promise<unknown>>()
-  const oneAtATime = (audioId: string, work: () => Promise<void>): Promise<void> => {
+  const oneAtATime = <T>(audioId: string, work: () => Promise<T>): Promise<T> => {
     const next = (queues.get(audioId) ?? Promise.resolve()).catch(() => {}).then(work)
     queues.set(audioId, next)
     const forget = () => {
@@ -159,13 +164,14 @@ export function fileRecordingStore(directory: string): RecordingStore {
       oneAtATime(push.audioId, async () => {
         const deletedAt = await occurredAtOf(fileOf(push.audioId, PushEventType.DELETED))
         const occurredAt = parseInstantMicros(push.occurredAt) as bigint
-        if (deletedAt !== undefined && deletedAt >= occurredAt) return
+        if (deletedAt !== undefined && deletedAt >= occurredAt) return false
         const target = fileOf(push.audioId, push.eventType)
         // Updates of one recording may arrive out of order (a retry overtaken by a later one): the latest stays.
         const storedAt = await occurredAtOf(target)
-        if (storedAt !== undefined && storedAt > occurredAt) return
+        if (storedAt !== undefined && storedAt > occurredAt) return true
         const { sentences, ...event } = push
         await write(target, sentences === undefined ? event : push)
+        return true
       }),
     delete: (deletion) => oneAtATime(deletion.audioId, () => removeRecording(deletion)),
     describe: (event) => fileOf(event.audioId, event.eventType),

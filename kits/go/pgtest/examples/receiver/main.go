@@ -45,7 +45,7 @@ func main() {
 		log.Fatal(err)
 	}
 	outbox, err := earshot.OpenOutbox(ctx, earshot.OutboxConfig{
-		DB: db, Dialect: earshot.Postgres, Confirm: client.ConfirmReceipt,
+		DB: db, Dialect: earshot.Postgres, Confirm: client.ConfirmReceipt, ConfirmErasure: client.ConfirmErasure,
 	})
 	if err != nil {
 		log.Fatal(err)

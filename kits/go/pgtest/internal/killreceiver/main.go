@@ -1,6 +1,7 @@
 // Command killreceiver is a push receiver whose receipt callbacks never go out: its Confirm prints
-// "BLOCKED <audioId>" and waits for ever. The kill test pushes to it, SIGKILLs it between the answer
-// and the callback, and checks that a fresh receiver on the same database sends the callback.
+// "BLOCKED <audioId>" (its ConfirmErasure "ERASURE BLOCKED <audioId>") and waits for ever. The kill
+// tests push to it, SIGKILL it between the answer and the callback, and check that a fresh receiver on
+// the same database sends the callback.
 //
 // It reads DATABASE_URL and EARSHOT_KEY_VERSION / EARSHOT_SECRET, and prints "LISTENING <push URL>".
 package main
@@ -30,11 +31,8 @@ func main() {
 	}
 	outbox, err := earshot.OpenOutbox(context.Background(), earshot.OutboxConfig{
 		DB: db, Dialect: earshot.Postgres,
-		Confirm: func(ctx context.Context, audioID string) error {
-			fmt.Printf("BLOCKED %s\n", audioID)
-			<-ctx.Done()
-			return ctx.Err()
-		},
+		Confirm:        blocked("BLOCKED "),
+		ConfirmErasure: blocked("ERASURE BLOCKED "),
 		AttemptTimeout: time.Second, AnswerGrace: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond,
 	})
 	if err != nil {
@@ -56,4 +54,13 @@ func main() {
 	mux.Handle(earshot.DefaultPushPath, receiver)
 	fmt.Printf("LISTENING http://%s%s\n", listener.Addr(), earshot.DefaultPushPath)
 	log.Fatal(http.Serve(listener, mux))
+}
+
+// blocked is a callback that prints its line and waits until its attempt is abandoned.
+func blocked(line string) func(ctx context.Context, audioID string) error {
+	return func(ctx context.Context, audioID string) error {
+		fmt.Printf("%s%s\n", line, audioID)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 }
