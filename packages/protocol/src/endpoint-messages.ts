@@ -1,7 +1,7 @@
 import Type from 'typebox'
 import { component } from './component.js'
+import { EVENT_TYPES } from './event-type-names.js'
 import { RULE, UNKNOWN_FIELD_RULE } from './message-parser.js'
-import { EVENT_TYPES } from './messages.js'
 
 /*
  * A push endpoint and the receiver check as both APIs speak of them: operators through the admin API, a

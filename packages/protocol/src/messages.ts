@@ -2,6 +2,7 @@ import Type, { type Static } from 'typebox'
 import { component, PLAINTEXT_EXTENSION, SEALED_EXTENSION } from './component.js'
 import { ALG, MAX_EVENT_ID_LENGTH, MAX_KEY_VERSION, SPEC_VERSION } from './envelope.js'
 import { InvalidParameterError } from './errors.js'
+import { PushEventType } from './event-type-names.js'
 import { checkInstant, type MessageParser, messageParser, NO_NUL_PATTERN, RULE } from './message-parser.js'
 import { ISO_INSTANT_PATTERN } from './time.js'
 
@@ -202,17 +203,15 @@ export const RecordingListSchema = Type.Object(
 )
 export type RecordingList = Static<typeof RecordingListSchema>
 
+const ERASED_FIELD =
+  'true: the partner erased this deleted recording (removed it and its audio after its recording.deleted push); only for a deleted recording it had. A plain receipt is no erasure confirmation'
+
 /** The receipt callback's plaintext. */
 export const CallbackPlaintextSchema = Type.Object(
   {
     audioId: Id('id of the received recording'),
     ...IssuedAtField,
-    erased: Type.Optional(
-      Type.Boolean({
-        description:
-          "true confirms that the partner erased a deleted recording: it removed the recording and its audio from its store after the recording.deleted push. Only for a deleted recording the partner had; a plain receipt (erased absent or false) is not an erasure confirmation",
-      }),
-    ),
+    erased: Type.Optional(Type.Boolean({ description: ERASED_FIELD })),
   },
   {
     ...closed,
@@ -223,18 +222,6 @@ export const CallbackPlaintextSchema = Type.Object(
   },
 )
 export type CallbackPlaintext = Static<typeof CallbackPlaintextSchema>
-
-export const PushEventType = {
-  AUDIO_READY: 'recording.audio_ready',
-  TRANSCRIPT_READY: 'recording.transcript_ready',
-  DELETED: 'recording.deleted',
-  /** The recording changed after it was pushed (e.g. its audio was replaced); data is the recording as it is now. */
-  UPDATED: 'recording.updated',
-} as const
-
-/** Every event type a push may carry, in the order the API lists them: add one here, nowhere else in TypeScript. */
-export const EVENT_TYPES: readonly PushEventTypeValue[] = Object.values(PushEventType)
-export type PushEventTypeValue = (typeof PushEventType)[keyof typeof PushEventType]
 
 const pushEventHead = {
   eventId: Type.String({ minLength: 1, maxLength: MAX_EVENT_ID_LENGTH }),

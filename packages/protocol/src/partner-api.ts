@@ -1,11 +1,6 @@
 import type { Static, TSchema } from 'typebox'
-import {
-  ChangeKind,
-  EnvelopeSchema,
-  EVENT_TYPES,
-  type PushEventTypeValue,
-  TokenPlaintextSchema,
-} from './messages.js'
+import { EVENT_TYPES, type PushEventTypeValue } from './event-type-names.js'
+import { ChangeKind, EnvelopeSchema, TokenPlaintextSchema } from './messages.js'
 import { issueTokenContract, partnerContracts } from './partner-contracts.js'
 import type { Method, RouteContract } from './route-contract.js'
 import { AT_MOST_ONCE } from './self-service-contracts.js'

@@ -9,9 +9,9 @@ import {
   EndpointUrl,
   ReceiverCheckRequestSchema,
 } from './endpoint-messages.js'
-import { shortEventType } from './event-type-names.js'
+import { EVENT_TYPES, shortEventType } from './event-type-names.js'
 import { RULE } from './message-parser.js'
-import { DEFAULT_PAGE_SIZE, EVENT_TYPES, IssuedAtField, MAX_PAGE_SIZE } from './messages.js'
+import { DEFAULT_PAGE_SIZE, IssuedAtField, MAX_PAGE_SIZE } from './messages.js'
 import { ISO_INSTANT_PATTERN, ISO_INSTANT_RULE } from './time.js'
 
 /*

@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
-import { type JsonObject, PushEventType } from '@earshot/protocol'
 import { adminContracts } from '@earshot/platform/internal'
+import { type JsonObject, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
@@ -59,7 +59,10 @@ function recordingLines(): { text: string; erased: string[]; kept: string[] } {
 }
 
 /** Starts `earshot-partner listen` and waits for its "listening on" line. */
-async function startListen(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+async function startListen(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ child: ChildProcess; url: string }> {
   const child = spawnCli(partnerBin, ['listen', '--port', '0', ...args], env)
   let stdout = ''
   let stderr = ''
@@ -81,12 +84,16 @@ async function startListen(args: string[], env: Record<string, string>): Promise
 async function filesUnder(directory: string): Promise<string[]> {
   const entries = await readdir(directory, { recursive: true, withFileTypes: true }).catch(() => [])
   return Promise.all(
-    entries.filter((entry) => entry.isFile()).map((entry) => readFile(join(entry.parentPath, entry.name), 'latin1')),
+    entries
+      .filter((entry) => entry.isFile())
+      .map((entry) => readFile(join(entry.parentPath, entry.name), 'latin1')),
   )
 }
 
 for (const backend of testBackends) {
-  describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywhere`, { timeout: 600_000 }, () => {
+  describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywhere`, {
+    timeout: 600_000,
+  }, () => {
     const logs = new LogCapture()
     let platform: TestPlatform
     let partner: TestPartner
@@ -98,7 +105,12 @@ for (const backend of testBackends) {
       dir = await mkdtemp(join(tmpdir(), 'earshot-erasure-everywhere-'))
       platform = await startTestPlatform(
         backend,
-        { pushAllowPrivate: true, pushRetryScheduleSeconds: [0.2], pushConfirmWindowSeconds: 5, rateLimitPerMinute: 0 },
+        {
+          pushAllowPrivate: true,
+          pushRetryScheduleSeconds: [0.2],
+          pushConfirmWindowSeconds: 5,
+          rateLimitPerMinute: 0,
+        },
         { logDestination: logs.destination },
       )
       partner = await createPartner(platform, 'Everywhere')
@@ -125,7 +137,8 @@ for (const backend of testBackends) {
       echo = await startTestReceiver(partner.secret, {
         answer: (push) => ({ status: 200, body: { code: 2000, received: JSON.stringify(push.event.data) } }),
         afterAnswer: (push) => {
-          if (push.event.eventType !== PushEventType.DELETED) void partner.call('/openapi/v1/callback', { audioId: push.event.audioId })
+          if (push.event.eventType !== PushEventType.DELETED)
+            void partner.call('/openapi/v1/callback', { audioId: push.event.audioId })
         },
       })
       for (const url of [listened.url, echo.url]) await partner.call('/openapi/v1/endpoints/add', { url })
@@ -137,46 +150,84 @@ for (const backend of testBackends) {
       for (let start = 0; start < all.length; start += 20) {
         await Promise.all(
           all.slice(start, start + 20).map((audioId) =>
-            admin.uploadAudio(partner.enterpriseId, audioId, audioOf(audioId), { contentType: 'audio/wav' }),
+            admin.uploadAudio(partner.enterpriseId, audioId, audioOf(audioId), {
+              contentType: 'audio/wav',
+            }),
           ),
         )
       }
       // Per endpoint: the transcript part, then audio_ready once the audio is stored.
-      await allInState(() => platform, partner.enterpriseId, 'confirmed', 2 * 2 * all.length, { timeoutMs: 300_000 })
-      await eventually(async () => (await filesUnder(kitAudio)).length >= all.length, 120_000, 'the kit fetching the audio')
+      await allInState(() => platform, partner.enterpriseId, 'confirmed', 2 * 2 * all.length, {
+        timeoutMs: 300_000,
+      })
+      await eventually(
+        async () => (await filesUnder(kitAudio)).length >= all.length,
+        120_000,
+        'the kit fetching the audio',
+      )
       assert.ok((await findText(platform.context.db, [MARK])).length > 0, 'the content is there before')
 
       const erasure = JSON.parse(
         (
-          await runCli(platformBin, ['erasure', 'create', '--enterprise', String(partner.enterpriseId), '--device-uid', `DEV-${MARK}`, '--reason', 'subject request', '--json'], {
-            EARSHOT_ADMIN_URL: platform.adminUrl,
-            EARSHOT_ADMIN_TOKEN: platform.adminToken,
-          })
+          await runCli(
+            platformBin,
+            [
+              'erasure',
+              'create',
+              '--enterprise',
+              String(partner.enterpriseId),
+              '--device-uid',
+              `DEV-${MARK}`,
+              '--reason',
+              'subject request',
+              '--json',
+            ],
+            {
+              EARSHOT_ADMIN_URL: platform.adminUrl,
+              EARSHOT_ADMIN_TOKEN: platform.adminToken,
+            },
+          )
         ).stdout,
       ) as { erasureId: number; recordings: number }
       assert.equal(erasure.recordings, ERASED)
       const shown = await eventually(
         async () => {
-          const erasureNow = await adminCall(platform, 'showErasure', { params: { erasureId: erasure.erasureId } })
+          const erasureNow = await adminCall(platform, 'showErasure', {
+            params: { erasureId: erasure.erasureId },
+          })
           return erasureNow.state === 'confirmed' && erasureNow
         },
         300_000,
         'the erasure confirmed by the kit',
       )
       for (const progress of shown.endpoints) {
-        assert.deepEqual(progress, { endpointId: progress.endpointId, deletions: ERASED, acknowledged: ERASED, confirmed: ERASED })
+        assert.deepEqual(progress, {
+          endpointId: progress.endpointId,
+          deletions: ERASED,
+          acknowledged: ERASED,
+          confirmed: ERASED,
+        })
       }
 
       await assertNoTrace(platform, partner, erasure.erasureId, batch.erased)
       assert.deepEqual(await findText(platform.context.db, [MARK]), [], 'no text column holds erased content')
-      assert.ok((await findText(platform.context.db, [KEEP])).length > 0, 'what was not erased is still there')
+      assert.ok(
+        (await findText(platform.context.db, [KEEP])).length > 0,
+        'what was not erased is still there',
+      )
       assert.ok(!logs.text.some((line) => line.includes(MARK)), 'no log line holds erased content')
       const stored: string[] = []
       for await (const file of platform.context.media.store.list()) {
         stored.push(await new Response((await platform.context.media.store.read(file.key)) as never).text())
       }
       assert.equal(stored.length, KEPT)
-      assert.ok(!stored.some((bytes) => bytes.includes('AUDIO-OF-everywhere-') && batch.erased.some((id) => bytes.startsWith(`AUDIO-OF-${id}-`))))
+      assert.ok(
+        !stored.some(
+          (bytes) =>
+            bytes.includes('AUDIO-OF-everywhere-') &&
+            batch.erased.some((id) => bytes.startsWith(`AUDIO-OF-${id}-`)),
+        ),
+      )
       const kitFiles = [...(await filesUnder(kitDir)), ...(await filesUnder(kitAudio))]
       assert.ok(!kitFiles.some((text) => text.includes(MARK)), "the kit's store holds no erased recording")
       const kitAudioFiles = await filesUnder(kitAudio)
@@ -187,12 +238,19 @@ for (const backend of testBackends) {
 }
 
 /** The admin API's every GET route, the partner API and the CLI show nothing of the erased recordings. */
-async function assertNoTrace(platform: TestPlatform, partner: TestPartner, erasureId: number, erased: string[]) {
+async function assertNoTrace(
+  platform: TestPlatform,
+  partner: TestPartner,
+  erasureId: number,
+  erased: string[],
+) {
   const [deliveryOfErased] = await platform.context.db.query<{ delivery_id: number }>(
     'SELECT delivery_id FROM deliveries WHERE audio_id = $1 LIMIT 1',
     [erased[0]],
   )
-  const endpoints = await adminCall(platform, 'listEnterpriseEndpoints', { params: { enterpriseId: partner.enterpriseId } })
+  const endpoints = await adminCall(platform, 'listEnterpriseEndpoints', {
+    params: { enterpriseId: partner.enterpriseId },
+  })
   const values: Record<string, string> = {
     enterpriseId: String(partner.enterpriseId),
     erasureId: String(erasureId),
@@ -206,8 +264,13 @@ async function assertNoTrace(platform: TestPlatform, partner: TestPartner, erasu
     const names = [...contract.path.matchAll(/:(\w+)/g)].map((match) => match[1] as string)
     if (names.some((name) => !(name in values))) continue
     const path = contract.path.replace(/:(\w+)/g, (_, name: string) => values[name] as string)
-    const query = contract.path.startsWith('/admin/v1/recordings') || contract.operationId === 'listDeliveries' ? `?enterpriseId=${partner.enterpriseId}` : ''
-    const response = await fetch(`${platform.adminUrl}${path}${query}`, { headers: { authorization: `Bearer ${platform.adminToken}` } })
+    const query =
+      contract.path.startsWith('/admin/v1/recordings') || contract.operationId === 'listDeliveries'
+        ? `?enterpriseId=${partner.enterpriseId}`
+        : ''
+    const response = await fetch(`${platform.adminUrl}${path}${query}`, {
+      headers: { authorization: `Bearer ${platform.adminToken}` },
+    })
     const text = await response.text()
     assert.ok(!text.includes(MARK), `${contract.operationId} shows erased content`)
     read++
@@ -250,7 +313,9 @@ async function assertReportVerifies(platform: TestPlatform, erasureId: number) {
   const signed = await adminCall(platform, 'erasureReport', { params: { erasureId } })
   assert.equal(signed.report.state, 'confirmed')
   assert.equal(signed.report.audioIds.length, ERASED)
-  const jwk = (await (await fetch(`${platform.partnerUrl}/.well-known/earshot-erasure-key`)).json()) as JsonObject
+  const jwk = (await (
+    await fetch(`${platform.partnerUrl}/.well-known/earshot-erasure-key`)
+  ).json()) as JsonObject
   const key = createPublicKey({ key: jwk as never, format: 'jwk' })
   const signature = Buffer.from(signed.signature, 'base64url')
   assert.ok(verify(null, Buffer.from(canonicalize(signed.report) as string), key, signature))

@@ -1,4 +1,5 @@
 import { PARTNER_BODY_LIMIT } from '@earshot/protocol'
+import { erasureSettings } from './erasure-settings.js'
 import { oidcSettings } from './oidc-settings.js'
 import type { PlatformConfig } from './platform-config.js'
 import {
@@ -384,20 +385,7 @@ export const settings: { [K in keyof PlatformConfig]: Setting<K> } = {
     rule: 'a number of days from 1',
     fallback: 400,
   },
-  erasureBatch: {
-    key: 'erasureBatch',
-    env: 'EARSHOT_ERASURE_BATCH',
-    parse: integer(1, 1000),
-    rule: 'a number of recordings from 1 to 1000',
-    fallback: 50,
-  },
-  erasureLeaseSeconds: {
-    key: 'erasureLeaseSeconds',
-    env: 'EARSHOT_ERASURE_LEASE',
-    parse: integer(1, 3600),
-    rule: 'a number of seconds from 1 to 3600',
-    fallback: 30,
-  },
+  ...erasureSettings,
   ...oidcSettings,
 }
 
