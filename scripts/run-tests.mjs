@@ -30,6 +30,16 @@ const { values, positionals } = parseArgs({
   },
 })
 
+/** The files that take a minute or more: the other languages' kit suites, browser tests, the largest end-to-end ones. */
+const LONG = [
+  /language-kits/,
+  /\.browser\.test\.js$/,
+  /erasure-everywhere/,
+  /listen-command/,
+  /earshot-partner\.test/,
+]
+const isLong = (file) => LONG.some((pattern) => pattern.test(file))
+
 // Fault-injection suites (*.faults.test.js) restart services and kill processes: `npm run test:faults`.
 const isFaults = (file) => file.endsWith('.faults.test.js')
 const files = readdirSync(join(root, 'packages'))
@@ -45,6 +55,8 @@ const files = readdirSync(join(root, 'packages'))
   .filter((file) => (values['only-faults'] ? isFaults(file) : !values['no-faults'] || !isFaults(file)))
   .filter((file) => positionals.length === 0 || positionals.some((part) => file.includes(part)))
   .sort()
+  // The files that take longest start first, so that the run does not end with one of them alone.
+  .sort((a, b) => Number(isLong(b)) - Number(isLong(a)))
 
 if (files.length === 0) {
   console.error('run-tests: no test file matched (is the build missing? run `npm run build`)')
@@ -67,6 +79,8 @@ if (!Number.isInteger(concurrency) || concurrency < 1) {
  * their stderr. A test's events name the module that declared it, which may not be the test file, so
  * they are counted as a whole.
  */
+const durations = new Map()
+
 function runFiles(files) {
   const tally = { ran: 0, failed: 0 }
   const stderrTails = new Map()
@@ -76,8 +90,9 @@ function runFiles(files) {
     const lines = [...(stderrTails.get(file) ?? []), ...message.replace(/\n$/, '').split('\n')]
     stderrTails.set(file, lines.slice(-STDERR_LINES_KEPT))
   })
-  stream.on('test:pass', ({ details }) => {
+  stream.on('test:pass', ({ details, file, nesting }) => {
     if (details?.type !== 'suite') tally.ran++
+    if (nesting === 0) durations.set(file, (durations.get(file) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {
     if (details?.type !== 'suite') {
@@ -125,6 +140,10 @@ if (crashed.length > 0) {
   }
 }
 
+const slowest = [...durations].sort((a, b) => b[1] - a[1]).slice(0, 12)
+console.log(
+  `run-tests: the slowest files: ${slowest.map(([file, ms]) => `${file.slice(root.length)} ${(ms / 1000).toFixed(0)} s`).join(', ')}`,
+)
 const rerun = crashed.length > 0 ? ` (${crashed.length} of them run twice after a crash)` : ''
 const summary = `run-tests: ${ran} tests ran, ${failed} failed, in ${files.length} files${rerun}`
 if (ran === 0) {
