@@ -8,7 +8,8 @@
  *
  * 1. baseline: no erasure;
  * 2. the enterprise's retention set to 30 days: the platform erases the older two thirds in the background,
- *    batch by batch, and pushes each deletion; the phase lasts until every recording is deleted;
+ *    batch by batch, and pushes each deletion; the phase lasts until the run is complete (every recording
+ *    deleted, every deletion pushed and acknowledged);
  * 3. baseline again.
  *
  * The target: the queries' p99 during the run within 1.2x of the baselines' (the two pooled).
@@ -191,12 +192,12 @@ async function measureBackend(backend: Backend): Promise<Report> {
   )
 }
 
-/** Resolves once the enterprise's retention run has deleted what it covers. */
+/** Resolves once the enterprise's retention run is complete: deleted, every deletion pushed and acknowledged. */
 async function erasedAll(platform: RunningPlatform, enterpriseId: number): Promise<void> {
   for (;;) {
     await sleep(200)
     const [row] = await platform.context.db.query<{ done: boolean }>(
-      `SELECT bool_and(deleted_at IS NOT NULL) AND count(*) > 0 AS done FROM erasures WHERE enterprise_id = $1`,
+      `SELECT bool_and(completed_at IS NOT NULL) AND count(*) > 0 AS done FROM erasures WHERE enterprise_id = $1`,
       [enterpriseId],
     )
     if (row?.done) return
@@ -212,7 +213,7 @@ const rows = reports.map((report) => {
 })
 const section = sectionText(
   [
-    `Measured ${machine}. An enterprise with ${format(recordings)} recordings spread over 90 days (each with its transcript) and an endpoint acknowledging its deletion pushes; another enterprise with as many. Partner queries (a page of 20) at ${PACE_PER_SECOND}/s, half from each enterprise, for ${BASELINE_SECONDS} s before, during the retention run (${RETENTION_DAYS} days: the older two thirds erased, in batches of EARSHOT_ERASURE_BATCH with a rest as long as each batch after it), and ${BASELINE_SECONDS} s after. Target: the p99 during the run within ${TARGET_RATIO}x of the baselines' pooled p99.`,
+    `Measured ${machine}. An enterprise with ${format(recordings)} recordings spread over 90 days (each with its transcript) and an endpoint acknowledging its deletion pushes; another enterprise with as many. Partner queries (a page of 20) at ${PACE_PER_SECOND}/s, half from each enterprise, for ${BASELINE_SECONDS} s before, during the retention run until it is complete (${RETENTION_DAYS} days: the older two thirds erased in batches of EARSHOT_ERASURE_BATCH, each followed by a rest four times as long, and every deletion pushed and acknowledged), and ${BASELINE_SECONDS} s after. Target: the p99 during the run within ${TARGET_RATIO}x of the baselines' pooled p99.`,
     '| backend | p99 before, ms | p99 after | p99 during the run | ratio | within 1.2x | erased | p50 during / baseline |\n|---|---:|---:|---:|---:|---|---:|---:|\n' +
       rows.join('\n'),
   ],
