@@ -130,7 +130,7 @@ for (const backend of testBackends) {
       assert.equal(report.audioIds.length, 2)
       const jwk = (await (
         await fetch(`${platform.partnerUrl}/.well-known/earshot-erasure-key`)
-      ).json()) as JsonWebKeyInput["key"]
+      ).json()) as JsonWebKeyInput['key']
       const key = createPublicKey({ key: jwk, format: 'jwk' })
       assert.ok(
         verify(null, Buffer.from(canonicalize(report) as string), key, Buffer.from(signature, 'base64url')),

@@ -20,7 +20,8 @@ export const permissions = {
   'portal.manage':
     "Mint links into an enterprise's partner portal for its partner (view or manage), end portal sessions",
   'erasures.read': 'See erasure requests, their progress per endpoint and their signed reports',
-  'erasures.write': "Erase an enterprise's recordings by device or audioId, everywhere the platform keeps them",
+  'erasures.write':
+    "Erase an enterprise's recordings by device or audioId, everywhere the platform keeps them",
   'operations.read': "See the platform's metrics and overview",
   'audit.read': 'Read, verify and export the audit trail',
   'operators.manage': 'Add operators, change their role, scope or name, disable them, end their sessions',
