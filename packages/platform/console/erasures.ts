@@ -125,18 +125,28 @@ function filterForm(list: readonly Enterprise[], selected: string | null): HTMLF
   )
 }
 
-/** Lists the erasures and reads the open one; again in a moment while any of them still moves. */
+/**
+ * Lists the erasures and reads the open one (one that cannot be read, unknown or out of the role's scope,
+ * is said so above the list); again in a moment while any of them still moves.
+ */
 async function load(page: ErasuresPage): Promise<void> {
   try {
     const query = page.enterpriseId ? { enterpriseId: page.enterpriseId } : {}
     const [{ erasures: found }, open] = await Promise.all([
       api('listErasures', { query }),
-      page.openId === null ? undefined : api('showErasure', { params: { erasureId: page.openId } }),
+      page.openId === null
+        ? undefined
+        : api('showErasure', { params: { erasureId: page.openId } }).catch((error: Error) => error),
     ])
     if (!page.current()) return
     page.alert.replaceChildren()
-    draw(page, found, open)
-    const moving = found.some((each) => each.state === 'running') || (open && open.state !== 'confirmed')
+    if (open instanceof Error) {
+      page.openId = null
+      showError(page.alert, open)
+    }
+    const detail = open instanceof Error ? undefined : open
+    draw(page, found, detail)
+    const moving = found.some((each) => each.state === 'running') || (detail && detail.state !== 'confirmed')
     if (moving) refreshLater(() => load(page), REFRESH_MS)
   } catch (error) {
     if (page.current()) showError(page.alert, error)

@@ -120,7 +120,7 @@ function showCommand(): Command {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
         const erasure = await client.call('showErasure', { params: { erasureId } })
         if (options.json) return printJson(erasure)
-        printLines(...describe(erasure))
+        printLines(...erasureLines(erasure))
       })
     })
 }
@@ -146,7 +146,7 @@ const STATE_MEANS: Record<ErasureSummary['state'], string> = {
 }
 
 /** An erasure in lines: its fields, then a table of its endpoints' progress. */
-function describe(erasure: ErasureDetail): string[] {
+function erasureLines(erasure: ErasureDetail): string[] {
   const lines = [
     `Erasure ${erasure.erasureId} of enterprise ${erasure.enterpriseId} (${erasure.kind})`,
     `  state:       ${STATE_MEANS[erasure.state]}`,

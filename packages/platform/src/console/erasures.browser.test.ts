@@ -11,6 +11,8 @@ import {
   SCREENSHOT_DIR,
   screenshotTo,
   signInWithKey,
+  takeRefusalLogged,
+  WAIT_MS,
 } from '@earshot/test-kit/chromium'
 import { eventually } from '@earshot/test-kit/eventually'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
@@ -119,15 +121,21 @@ describe('console erasures in Chromium', { skip: missingChromium, timeout: 120_0
     assert.ok(verify(null, signed, key, Buffer.from(signature, 'base64url')))
   })
 
-  test('a viewer sees the erasures, and no form to request one', async () => {
+  test('a viewer sees the erasures and no form; an unknown erasure is said so above the list', async () => {
     const { key } = await admin.createKey({ name: 'erasure viewer', role: 'viewer', enterprises: null })
     const viewer = await openBrowserContext(browser, consoleErrors)
     try {
       await viewer.page.goto(`${platform.adminUrl}/console#/erasures`)
       await signInWithKey(viewer.page, key)
       await viewer.page.getByRole('heading', { level: 1, name: 'Erasures' }).waitFor()
-      await viewer.page.locator('tr[id^="erasure-"]').first().waitFor()
+      const listed = viewer.page.getByRole('table', { name: 'Erasures' })
+      await listed.or(viewer.page.getByText('No erasure yet.')).waitFor()
       assert.equal(await viewer.page.getByRole('form', { name: 'Erase recordings' }).count(), 0)
+
+      await viewer.page.goto(`${platform.adminUrl}/console#/erasures?erasureId=999999`)
+      await viewer.page.getByRole('alert').getByText('no erasure 999999', { exact: false }).waitFor()
+      await takeRefusalLogged(consoleErrors, 404, '/admin/v1/erasures/999999', WAIT_MS)
+      await listed.or(viewer.page.getByText('No erasure yet.')).waitFor()
     } finally {
       await viewer.context.close()
     }
