@@ -3,7 +3,7 @@
  * admin listener at /console (packages/platform/src/console/console-assets.ts). This module is the shell:
  * who is signed in, the navigation bar and the hash routes; signing in is sign-in.ts and setup.ts, and each
  * page is a module of its own (overview.ts, enterprises.ts, endpoints.ts, recordings.ts, deliveries.ts,
- * import.ts, operators.ts, keys.ts, audit.ts, portal.ts) built from dom.ts and admin-api.ts.
+ * import.ts, operators.ts, keys.ts, audit.ts, portal.ts, erasures.ts) built from dom.ts and admin-api.ts.
  *
  * Why this stack: the console is a handful of forms and tables over the admin API, used by few people
  * on a loopback or VPN listener. Plain DOM calls cover that in a few readable files; a framework would add
@@ -35,6 +35,7 @@ import { deliveries } from './deliveries.js'
 import { h, heading } from './dom.js'
 import { endpoints } from './endpoints.js'
 import { enterprises } from './enterprises.js'
+import { erasures } from './erasures.js'
 import { importPage } from './import.js'
 import { keys } from './keys.js'
 import { stopRefreshing } from './navigation.js'
@@ -87,6 +88,7 @@ const pages: Record<string, Page> = {
   keys,
   audit,
   portal: portalSessions,
+  erasures,
 }
 
 async function render(): Promise<void> {

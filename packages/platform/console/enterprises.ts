@@ -1,6 +1,6 @@
 /**
- * The enterprises page: create, list, require issuedAt, rotate keys, set push URLs, disable; each one's
- * endpoints a link away, and its partner portal (portal.ts).
+ * The enterprises page: create, list, require issuedAt, set a retention policy (enterprise-retention.ts),
+ * rotate keys, set push URLs, disable; each one's endpoints a link away, and its partner portal (portal.ts).
  */
 import { api, enterpriseOptions } from './admin-api.js'
 import type { Enterprise } from './admin-client.js'
@@ -19,6 +19,7 @@ import {
   statusBox,
   table,
 } from './dom.js'
+import { retentionCell } from './enterprise-retention.js'
 import { portalControls } from './portal.js'
 import { may } from './session.js'
 import { showOnce } from './shown-once.js'
@@ -134,7 +135,17 @@ function showSecret(
 
 function enterpriseTable(page: EnterprisesPage, list: readonly Enterprise[]): HTMLElement {
   if (list.length === 0) return h('p', {}, 'No enterprise yet.')
-  const columns = ['ID', 'Name', 'Push URL', 'Keys', 'State', 'issuedAt', 'Created', 'Actions'] as const
+  const columns = [
+    'ID',
+    'Name',
+    'Push URL',
+    'Keys',
+    'State',
+    'issuedAt',
+    'Retention',
+    'Created',
+    'Actions',
+  ] as const
   return table(
     'Enterprises',
     columns,
@@ -157,8 +168,9 @@ function enterpriseTable(page: EnterprisesPage, list: readonly Enterprise[]): HT
         ),
         cell(columns[4], e.disabled ? badge('disabled') : badge('active')),
         cell(columns[5], issuedAtToggle(page, e)),
-        cell(columns[6], stamp(e.createdAt)),
-        cell(columns[7], e.disabled ? endpointsLink(e) : enterpriseActions(page, e)),
+        cell(columns[6], retentionCell(page, e)),
+        cell(columns[7], stamp(e.createdAt)),
+        cell(columns[8], e.disabled ? endpointsLink(e) : enterpriseActions(page, e)),
       )
     }),
   )

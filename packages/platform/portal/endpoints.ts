@@ -1,6 +1,7 @@
 /**
  * The endpoints section: the enterprise's push endpoints with their URL's health, added, changed,
- * disabled and enabled again, removed (a manage session's), each one's receiver check a click away.
+ * disabled and enabled again, removed (a manage session's), each one's receiver check a click away; and
+ * the enterprise's retention policy, what its endpoints are pushed deletions for.
  */
 import { alertBox, confirmDialog, count, h, heading, showError, statusBox } from './dom.js'
 import {
@@ -14,7 +15,7 @@ import { endpointTable } from './endpoint-table.js'
 import { navigate, refreshLater, stopRefreshing } from './navigation.js'
 import type { Endpoint } from './page-constants.js'
 import { call } from './portal-api.js'
-import { mayChange, readOnlyNote } from './portal-session.js'
+import { mayChange, readOnlyNote, retentionNote } from './portal-session.js'
 
 /** Health changes as pushes come and go: the list is read again this often while it is shown. */
 const REFRESH_MS = 10_000
@@ -53,6 +54,7 @@ export async function endpoints(view: HTMLElement, _params: URLSearchParams, cur
       { class: 'muted' },
       'Where Earshot pushes your events: each endpoint gets the event types it is subscribed to, in each recording’s order.',
     ),
+    retentionNote(),
     mayChange() ? addForm(page) : readOnlyNote('Adding, changing or removing endpoints'),
     page.status,
     page.alert,

@@ -27,3 +27,19 @@ export function readOnlyNote(what: string): HTMLElement {
     : 'This portal session can view only: ask for a manage link to change anything.'
   return h('p', { class: 'card read-only-note', role: 'note' }, `${what}: ${why}`)
 }
+
+/**
+ * The enterprise's retention policy, as the session read it: recordings older than it are erased by the
+ * platform, and pushed to the partner's endpoints as deleted.
+ */
+export function retentionNote(): HTMLElement {
+  const days = current?.retentionDays ?? null
+  return h(
+    'p',
+    { class: 'card', id: 'retention-policy', role: 'note' },
+    h('strong', {}, 'Retention: '),
+    days === null
+      ? 'No retention policy: your recordings are kept until they are deleted.'
+      : `Recordings are erased ${days} ${days === 1 ? 'day' : 'days'} after they were recorded; each is then pushed to you as recording.deleted.`,
+  )
+}

@@ -10,6 +10,7 @@ import { auditCommand } from './audit-commands.js'
 import { deliveriesCommand } from './deliveries-commands.js'
 import { endpointsCommand } from './endpoint-commands.js'
 import { enterpriseCommand } from './enterprise-commands.js'
+import { erasureCommand } from './erasure-commands.js'
 import { keysCommand } from './keys-commands.js'
 import { mediaCommand } from './media-commands.js'
 import { operatorsCommand } from './operators-commands.js'
@@ -43,6 +44,7 @@ const program = new Command('earshot')
   .addCommand(deliveriesCommand())
   .addCommand(endpointsCommand())
   .addCommand(portalCommand())
+  .addCommand(erasureCommand())
   .addCommand(mediaCommand())
   .addCommand(keysCommand())
   .addCommand(operatorsCommand())

@@ -80,6 +80,7 @@ function listCommand(): Command {
 
 interface UpdateOptions extends JsonFlag {
   requireIssuedAt?: boolean
+  retentionDays?: number
 }
 
 function updateCommand(): Command {
@@ -91,26 +92,56 @@ function updateCommand(): Command {
       'true: refuse its sealed requests (the token request too) without issuedAt, with 4001',
       booleanArgument,
     )
+    .option(
+      '--retention-days <days>',
+      'erase its recordings this many days after they were recorded (pushed as deleted to every endpoint); 0 removes the policy',
+      retentionDaysArgument,
+    )
     .option('--json', 'print the enterprise as it is now as JSON')
     .action(async (enterpriseId: number, options: UpdateOptions, command: Command) => {
       await runClient(command, { json: Boolean(options.json) }, async (client) => {
         const changes: EnterpriseChanges = {
           ...(options.requireIssuedAt !== undefined && { requireIssuedAt: options.requireIssuedAt }),
+          ...(options.retentionDays !== undefined && { retentionDays: options.retentionDays }),
         }
         if (Object.keys(changes).length === 0) {
-          throw new CommandFailure('nothing to change: give --require-issued-at true|false')
+          throw new CommandFailure(
+            'nothing to change: give --require-issued-at true|false or --retention-days N (0 removes the policy)',
+          )
         }
         const updated = await client.updateEnterprise(enterpriseId, changes)
         if (options.json) return printJson(updated)
-        printLines(
-          `Enterprise ${updated.enterpriseId} ${
-            updated.requireIssuedAt
-              ? 'requires issuedAt: its sealed requests without it are refused (4001).'
-              : 'accepts sealed requests without issuedAt.'
-          }`,
-        )
+        printLines(...updateLines(updated, changes))
       })
     })
+}
+
+/** What an update says: a line for each setting it changed. */
+function updateLines(updated: Enterprise, changes: EnterpriseChanges): string[] {
+  const id = updated.enterpriseId
+  const lines: string[] = []
+  if (changes.requireIssuedAt !== undefined) {
+    lines.push(
+      updated.requireIssuedAt
+        ? `Enterprise ${id} requires issuedAt: its sealed requests without it are refused (4001).`
+        : `Enterprise ${id} accepts sealed requests without issuedAt.`,
+    )
+  }
+  if (changes.retentionDays !== undefined) {
+    lines.push(
+      updated.retentionDays === null
+        ? `Enterprise ${id} has no retention policy: its recordings are kept until deleted.`
+        : `Enterprise ${id} erases its recordings ${updated.retentionDays} days after they were recorded.`,
+    )
+  }
+  return lines
+}
+
+/** --retention-days: a whole number of days, 0 for none (the platform refuses one out of its range). */
+function retentionDaysArgument(raw: string): number {
+  if (!/^\d{1,9}$/.test(raw))
+    throw new InvalidArgumentError('give a whole number of days (0 removes the policy)')
+  return Number(raw)
 }
 
 function booleanArgument(raw: string): boolean {

@@ -71,6 +71,10 @@ const PortalSessionSchema = Type.Object({
   sessionId: Type.Integer({ minimum: 1 }),
   enterpriseId: Type.Integer({ minimum: 1 }),
   enterpriseName: Type.String(),
+  retentionDays: Type.Union([Type.Integer({ minimum: 1 }), Type.Null()], {
+    description:
+      "the enterprise's retention policy: its recordings are erased (pushed as recording.deleted) this many days after their recordedAt; null: none",
+  }),
   access: Type.Enum(PORTAL_ACCESS, { description: 'view reads only; manage may change too' }),
   operatorView: Type.Boolean({ description: "an operator's read-only look at what the partner sees" }),
   expiresAt: Type.String({ description: 'ISO-8601 UTC with milliseconds' }),

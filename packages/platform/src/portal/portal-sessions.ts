@@ -20,6 +20,8 @@ export interface PortalSession {
   sessionId: number
   enterpriseId: number
   enterpriseName: string
+  /** Its recordings are erased this many days after they were recorded; null: kept until deleted. */
+  retentionDays: number | null
   access: PortalAccess
   operatorView: boolean
   expiresAt: string
@@ -99,7 +101,7 @@ export async function portalSessionOf(db: Queryable, token: string, nowMs: numbe
     PortalSession & { ended: boolean; expiresMs: number; lastSeenMs: number; disabled: boolean }
   >(
     `SELECT s.session_id::int AS "sessionId", s.enterprise_id::int AS "enterpriseId", e.name AS "enterpriseName",
-       s.access, s.operator_view AS "operatorView", ${isoTime('s.expires_at')} AS "expiresAt",
+       e.retention_days AS "retentionDays", s.access, s.operator_view AS "operatorView", ${isoTime('s.expires_at')} AS "expiresAt",
        s.csrf_token AS "csrfToken", s.ended_at IS NOT NULL AS ended, e.disabled_at IS NOT NULL AS disabled,
        (extract(epoch FROM s.expires_at) * 1000)::float8 AS "expiresMs",
        (extract(epoch FROM s.last_seen_at) * 1000)::float8 AS "lastSeenMs"

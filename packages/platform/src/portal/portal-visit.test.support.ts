@@ -17,6 +17,7 @@ export interface PortalSessionAnswer {
   sessionId: number
   enterpriseId: number
   enterpriseName: string
+  retentionDays: number | null
   access: 'view' | 'manage'
   operatorView: boolean
   expiresAt: string

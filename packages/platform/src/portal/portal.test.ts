@@ -129,11 +129,18 @@ for (const backend of testBackends) {
         'enterpriseName',
         'expiresAt',
         'operatorView',
+        'retentionDays',
         'sessionId',
       ])
       assert.deepEqual(
-        [session.enterpriseId, session.enterpriseName, session.access, session.operatorView],
-        [acme.enterpriseId, 'Acme Portal', 'view', false],
+        [
+          session.enterpriseId,
+          session.enterpriseName,
+          session.access,
+          session.operatorView,
+          session.retentionDays,
+        ],
+        [acme.enterpriseId, 'Acme Portal', 'view', false, null],
       )
       const lasts = Date.parse(session.expiresAt) - Date.now()
       assert.ok(lasts > 8 * 3600_000 - 60_000 && lasts <= 8 * 3600_000, session.expiresAt)
