@@ -10,6 +10,7 @@ client = Client.from_env()
 outbox = Outbox("earshot-outbox.sqlite", client.confirm_receipt)  # the receipt callbacks, made durably
 
 database = sqlite3.connect("recordings.sqlite", check_same_thread=False)
+database.execute("PRAGMA secure_delete = ON")  # removed data overwritten in the file, not left in free pages
 database.execute("CREATE TABLE IF NOT EXISTS recordings"
                  " (audio_id TEXT PRIMARY KEY, event_type TEXT, occurred_at TEXT, data TEXT)")
 lock = threading.Lock()  # one connection, shared by a threaded server's requests (Flask, uvicorn)
@@ -17,8 +18,8 @@ lock = threading.Lock()  # one connection, shared by a threaded server's request
 
 def store(event: PushEvent) -> None:
     # Committed before returning: the push is answered only afterwards. A push may come twice, or
-    # after a newer one: the newest occurred_at wins. A deletion keeps the row without its data, so an
-    # older push arriving after it cannot bring the recording back.
+    # after a newer one: the newest occurred_at wins. A deletion keeps the row without its data (only
+    # the audioId and occurred_at), so an older push arriving after it cannot bring the recording back.
     data = None if event.is_deletion else json.dumps(event.data)
     with lock, database:
         database.execute(

@@ -76,6 +76,21 @@ def spawn(args: list, env: dict, **options: Any) -> subprocess.Popen:
     return subprocess.Popen(args, env=env, preexec_fn=_die_with_parent, **options)
 
 
+def start_example_receiver(case: unittest.TestCase, directory: str, env: dict) -> subprocess.Popen:
+    """examples/receiver.py run in ``directory`` (its sqlite files there) on a free port; killed at cleanup."""
+    receiver = spawn([sys.executable, os.path.join(KIT, "examples", "receiver.py")], {**env, "PORT": "0"},
+                     cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+    def stop() -> None:
+        if receiver.poll() is None:
+            receiver.kill()
+        receiver.wait()
+        receiver.stdout.close()
+
+    case.addCleanup(stop)
+    return receiver
+
+
 def read_line(stream: Any, timeout: float, what: str) -> str:
     """One line of a child's output, or a failure after ``timeout`` seconds."""
     lines: "queue.Queue[str]" = queue.Queue()

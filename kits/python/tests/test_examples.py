@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 
-from .support import KIT, PlatformTestCase, read_line, recording, spawn, wait_for
+from .support import KIT, PlatformTestCase, read_line, recording, start_example_receiver, wait_for
 
 
 class ExamplesTest(PlatformTestCase):
@@ -28,19 +28,6 @@ class ExamplesTest(PlatformTestCase):
         self.env = {**os.environ, "PYTHONPATH": KIT, "EARSHOT_BASE_URL": self.platform.partner_url,
                     "EARSHOT_ENTERPRISE_ID": str(self.enterprise["enterpriseId"]),
                     "EARSHOT_SECRET": self.enterprise["secret"]}
-
-    def start_receiver(self) -> subprocess.Popen:
-        receiver = spawn([sys.executable, os.path.join(KIT, "examples", "receiver.py")], {**self.env, "PORT": "0"},
-                         cwd=self.directory, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-
-        def stop() -> None:
-            if receiver.poll() is None:
-                receiver.kill()
-            receiver.wait()
-            receiver.stdout.close()
-
-        self.addCleanup(stop)
-        return receiver
 
     def stored_rows(self) -> list:
         with sqlite3.connect(os.path.join(self.directory, "recordings.sqlite")) as database:
@@ -58,7 +45,7 @@ class ExamplesTest(PlatformTestCase):
 
     def test_the_receiver_stores_each_push_and_the_download_prints_the_audios_sha256(self) -> None:
         admin, enterprise_id = self.platform.admin, self.enterprise["enterpriseId"]
-        receiver = self.start_receiver()
+        receiver = start_example_receiver(self, self.directory, self.env)
         listening = read_line(receiver.stdout, 30.0, "the receiver")
         url = re.fullmatch(r"listening on (http://127\.0\.0\.1:\d+/earshot/push)\n", listening).group(1)
         admin.set_push_url(enterprise_id, url)
