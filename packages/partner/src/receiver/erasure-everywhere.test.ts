@@ -80,14 +80,14 @@ async function startListen(
   return { child, url }
 }
 
-/** Every file under a directory, read as text. */
+/** Every complete file under a directory (not a download in progress), read as text. */
 async function filesUnder(directory: string): Promise<string[]> {
   const entries = await readdir(directory, { recursive: true, withFileTypes: true }).catch(() => [])
-  return Promise.all(
-    entries
-      .filter((entry) => entry.isFile())
-      .map((entry) => readFile(join(entry.parentPath, entry.name), 'latin1')),
+  const files = entries.filter((entry) => entry.isFile() && !entry.name.endsWith('.part'))
+  const texts = await Promise.all(
+    files.map((entry) => readFile(join(entry.parentPath, entry.name), 'latin1').catch(() => undefined)),
   )
+  return texts.filter((text) => text !== undefined)
 }
 
 for (const backend of testBackends) {
@@ -183,7 +183,7 @@ for (const backend of testBackends) {
               '--json',
             ],
             {
-              EARSHOT_ADMIN_URL: platform.adminUrl,
+              EARSHOT_URL: platform.adminUrl,
               EARSHOT_ADMIN_TOKEN: platform.adminToken,
             },
           )
@@ -295,10 +295,13 @@ async function assertNoTrace(
     if (!page.hasMore) break
     cursor = page.nextCursor
   }
-  const cliEnv = { EARSHOT_ADMIN_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
+  const cliEnv = { EARSHOT_URL: platform.adminUrl, EARSHOT_ADMIN_TOKEN: platform.adminToken }
   for (const args of [
-    ['recordings', 'list', '--enterprise', String(partner.enterpriseId), '--json'],
-    ['deliveries', 'list', '--enterprise', String(partner.enterpriseId), '--json'],
+    ['deliveries', 'list', '--enterprise', String(partner.enterpriseId), '--limit', '500', '--json'],
+    ['deliveries', 'list', '--audio-id', erased[0] as string, '--json'],
+    ['deliveries', 'show', values.deliveryId as string, '--json'],
+    ['erasure', 'list', '--json'],
+    ['enterprise', 'list', '--json'],
     ['audit', 'export'],
     ['erasure', 'show', String(erasureId), '--json'],
     ['erasure', 'report', String(erasureId)],
