@@ -11,7 +11,7 @@ import { type JsonObject, PushEventType } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
-import { adminClientOf, allInState, importRecordings } from '@earshot/test-kit/fault-kit'
+import { adminClientOf, allInState, callbackQueue, importRecordings } from '@earshot/test-kit/fault-kit'
 import { LogCapture } from '@earshot/test-kit/log-capture'
 import { runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
@@ -99,6 +99,7 @@ for (const backend of testBackends) {
     let partner: TestPartner
     let echo: TestReceiver
     let listener: ChildProcess | undefined
+    let stopCallbacks = () => {}
     let dir: string
 
     before(async () => {
@@ -110,12 +111,15 @@ for (const backend of testBackends) {
           pushRetryScheduleSeconds: [0.2],
           pushConfirmWindowSeconds: 5,
           rateLimitPerMinute: 0,
+          // The kit, its audio downloads and the test all connect from 127.0.0.1.
+          maxConnectionsPerClient: 0,
         },
         { logDestination: logs.destination },
       )
       partner = await createPartner(platform, 'Everywhere')
     })
     after(async () => {
+      stopCallbacks()
       listener?.kill('SIGKILL')
       await echo?.close()
       await platform?.stop()
@@ -133,6 +137,8 @@ for (const backend of testBackends) {
       const kitAudio = join(dir, 'kit-audio')
       const listened = await startListen(['--data', kitDir, '--store', 'files', '--audio', kitAudio], env)
       listener = listened.child
+      const callbacks = callbackQueue(() => platform.partnerUrl, partner)
+      stopCallbacks = () => callbacks.stop()
       // A second endpoint answers with what it received: the kept attempt answers hold the content.
       echo = await startTestReceiver(partner.secret, {
         answer: (push) => ({ status: 200, body: { code: 2000, received: JSON.stringify(push.event.data) } }),
