@@ -225,6 +225,7 @@ function startErasureWork(
     log,
     runner: `${hostname()}:${process.pid}:${context.randomBytes(6).toString('hex')}`,
     batchSize: context.config.erasureBatch,
+    perSecond: context.config.erasureRate,
     leaseMs: context.config.erasureLeaseSeconds * 1000,
   })
   const retention = startRetention({ db: context.db, clock: context.clock, log, onStarted: runner.wake })

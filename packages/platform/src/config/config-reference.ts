@@ -81,7 +81,9 @@ export const MEANINGS: Readonly<Record<string, string>> = {
   EARSHOT_AUDIT_RETENTION:
     'Days the audit trail keeps its rows. Older rows are pruned; the last pruned hash is kept, so `earshot audit verify` still checks the chain.',
   EARSHOT_ERASURE_BATCH:
-    'Recordings an erasure or a retention run deletes per transaction. Between batches the runner rests as long as the batch took, so that partner requests are never kept waiting behind it.',
+    'Recordings an erasure or a retention run deletes per transaction. After each batch the runner rests at least four times as long as the batch took, so that partner requests never queue behind a run of batches.',
+  EARSHOT_ERASURE_RATE:
+    'Recordings an erasure or a retention run deletes a second at most, on each instance. Each deletion is pushed to every subscribed endpoint: the rate bounds the push load an erasure adds, so that other partners do not notice it.',
   EARSHOT_ERASURE_LEASE:
     'Seconds an instance holds an erasure it is running; if it dies, another instance (or this one restarted) takes the erasure over after this and finishes it.',
   EARSHOT_KEY_GRACE: 'Seconds a rotated-out keyVersion keeps working after `earshot enterprise rotate-key`.',

@@ -109,6 +109,8 @@ export interface PlatformConfig {
   auditRetentionDays: number
   /** Recordings an erasure deletes per transaction (EARSHOT_ERASURE_BATCH). */
   erasureBatch: number
+  /** Recordings an erasure deletes a second at most, on each instance (EARSHOT_ERASURE_RATE). */
+  erasureRate: number
   /** Seconds an instance holds an erasure it runs before another may take it over (EARSHOT_ERASURE_LEASE). */
   erasureLeaseSeconds: number
   /** The OpenID Connect provider of single sign-on, by its issuer URL; unset: no single sign-on. */

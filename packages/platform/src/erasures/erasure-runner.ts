@@ -25,6 +25,8 @@ export interface ErasureRunnerOptions {
   /** This runner's name in the lease; unique per process. */
   runner: string
   batchSize: number
+  /** Recordings deleted a second at most. */
+  perSecond: number
   leaseMs: number
   /** How long it waits idle before it looks again (another instance's new erasure). */
   idleMs?: number
@@ -94,9 +96,14 @@ async function runOne(options: ErasureRunnerOptions, signal: AbortSignal): Promi
     const erased = await eraseNextBatch(db, erasure, { ...options, leaseMs })
     if (erased === undefined) return true
     if (erased === 0) erasure.deleted = true
-    // Rest REST_FACTOR times as long as the batch took: the erasure takes a fifth of the database's time
-    // at most, and partner requests never queue behind a run of batches.
-    else await sleep(REST_FACTOR * (performance.now() - started), undefined, { signal }).catch(() => {})
+    // Rest REST_FACTOR times as long as the batch took, and long enough to keep to the rate: the erasure takes
+    // a fifth of the database's time at most, partner requests never queue behind a run of batches, and the
+    // deletions it pushes add a bounded load.
+    else {
+      const tookMs = performance.now() - started
+      const restMs = Math.max(REST_FACTOR * tookMs, (1000 * erased) / options.perSecond - tookMs)
+      await sleep(restMs, undefined, { signal }).catch(() => {})
+    }
   }
   if (erasure.deleted && !erasure.completed) {
     erasure.completed = await completeWhenAcknowledged(db, erasure, { runner, leaseMs })
@@ -120,7 +127,7 @@ async function claimErasure(
     `UPDATE erasures SET claimed_by = $1, lease_until = now() + make_interval(secs => $2::float8 / 1000)
       WHERE erasure_id = (SELECT erasure_id FROM erasures
                            WHERE (completed_at IS NULL OR (confirmations_changed AND confirmed_at IS NULL))
-                             AND (lease_until IS NULL OR lease_until < now())
+                             AND (lease_until IS NULL OR lease_until < now() OR claimed_by = $1)
                            ORDER BY erasure_id LIMIT 1 FOR UPDATE SKIP LOCKED)
       RETURNING erasure_id AS "erasureId", enterprise_id AS "enterpriseId", kind,
                 ${isoTime('cutoff')} AS cutoff,
