@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { adminContracts } from '@earshot/platform/internal'
 import { type JsonObject, PushEventType } from '@earshot/protocol'
-import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { oneTestBackend, startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf, allInState, callbackQueue, importRecordings } from '@earshot/test-kit/fault-kit'
@@ -90,161 +90,159 @@ async function filesUnder(directory: string): Promise<string[]> {
   return texts.filter((text) => text !== undefined)
 }
 
-for (const backend of testBackends) {
-  describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywhere`, {
-    timeout: 600_000,
-  }, () => {
-    const logs = new LogCapture()
-    let platform: TestPlatform
-    let partner: TestPartner
-    let echo: TestReceiver
-    let listener: ChildProcess | undefined
-    let stopCallbacks = () => {}
-    let dir: string
+/** Minutes on either backend: once per run of the test command, on the one it runs (each in CI). */
+const backend = oneTestBackend
 
-    before(async () => {
-      dir = await mkdtemp(join(tmpdir(), 'earshot-erasure-everywhere-'))
-      platform = await startTestPlatform(
-        backend,
-        {
-          pushAllowPrivate: true,
-          pushRetryScheduleSeconds: [0.2],
-          pushConfirmWindowSeconds: 5,
-          rateLimitPerMinute: 0,
-          // The kit, its audio downloads and the test all connect from 127.0.0.1.
-          maxConnectionsPerClient: 0,
-          // What is looked for here is what is left, not how gently it goes (bench:retention).
-          erasureBatch: 100,
-          erasureRate: 10_000,
-        },
-        { logDestination: logs.destination },
-      )
-      partner = await createPartner(platform, 'Everywhere')
+describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywhere`, {
+  timeout: 600_000,
+}, () => {
+  const logs = new LogCapture()
+  let platform: TestPlatform
+  let partner: TestPartner
+  let echo: TestReceiver
+  let listener: ChildProcess | undefined
+  let stopCallbacks = () => {}
+  let dir: string
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'earshot-erasure-everywhere-'))
+    platform = await startTestPlatform(
+      backend,
+      {
+        pushAllowPrivate: true,
+        pushRetryScheduleSeconds: [0.2],
+        pushConfirmWindowSeconds: 5,
+        rateLimitPerMinute: 0,
+        // The kit, its audio downloads and the test all connect from 127.0.0.1.
+        maxConnectionsPerClient: 0,
+        // What is looked for here is what is left, not how gently it goes (bench:retention).
+        erasureBatch: 100,
+        erasureRate: 10_000,
+      },
+      { logDestination: logs.destination },
+    )
+    partner = await createPartner(platform, 'Everywhere')
+  })
+  after(async () => {
+    stopCallbacks()
+    listener?.kill('SIGKILL')
+    await echo?.close()
+    await platform?.stop()
+    await rm(dir, { recursive: true, force: true })
+  })
+
+  test('no trace of the erased recordings is left, and the report is confirmed', async () => {
+    const env = {
+      EARSHOT_BASE_URL: platform.partnerUrl,
+      EARSHOT_ENTERPRISE_ID: String(partner.enterpriseId),
+      EARSHOT_KEY_VERSION: String(partner.keyVersion),
+      EARSHOT_SECRET: partner.secret,
+    }
+    const kitDir = join(dir, 'kit')
+    const kitAudio = join(dir, 'kit-audio')
+    const listened = await startListen(['--data', kitDir, '--store', 'files', '--audio', kitAudio], env)
+    listener = listened.child
+    const callbacks = callbackQueue(() => platform.partnerUrl, partner)
+    stopCallbacks = () => callbacks.stop()
+    // A second endpoint answers with what it received: the kept attempt answers hold the content.
+    echo = await startTestReceiver(partner.secret, {
+      answer: (push) => ({ status: 200, body: { code: 2000, received: JSON.stringify(push.event.data) } }),
+      afterAnswer: (push) => {
+        if (push.event.eventType !== PushEventType.DELETED)
+          void partner.call('/openapi/v1/callback', { audioId: push.event.audioId })
+      },
     })
-    after(async () => {
-      stopCallbacks()
-      listener?.kill('SIGKILL')
-      await echo?.close()
-      await platform?.stop()
-      await rm(dir, { recursive: true, force: true })
-    })
+    for (const url of [listened.url, echo.url]) await partner.call('/openapi/v1/endpoints/add', { url })
 
-    test('no trace of the erased recordings is left, and the report is confirmed', async () => {
-      const env = {
-        EARSHOT_BASE_URL: platform.partnerUrl,
-        EARSHOT_ENTERPRISE_ID: String(partner.enterpriseId),
-        EARSHOT_KEY_VERSION: String(partner.keyVersion),
-        EARSHOT_SECRET: partner.secret,
-      }
-      const kitDir = join(dir, 'kit')
-      const kitAudio = join(dir, 'kit-audio')
-      const listened = await startListen(['--data', kitDir, '--store', 'files', '--audio', kitAudio], env)
-      listener = listened.child
-      const callbacks = callbackQueue(() => platform.partnerUrl, partner)
-      stopCallbacks = () => callbacks.stop()
-      // A second endpoint answers with what it received: the kept attempt answers hold the content.
-      echo = await startTestReceiver(partner.secret, {
-        answer: (push) => ({ status: 200, body: { code: 2000, received: JSON.stringify(push.event.data) } }),
-        afterAnswer: (push) => {
-          if (push.event.eventType !== PushEventType.DELETED)
-            void partner.call('/openapi/v1/callback', { audioId: push.event.audioId })
-        },
-      })
-      for (const url of [listened.url, echo.url]) await partner.call('/openapi/v1/endpoints/add', { url })
-
-      const batch = recordingLines()
-      await importRecordings(platform, partner.enterpriseId, { lines: batch.text, audioIds: [], events: 0 })
-      const admin = adminClientOf(platform)
-      const all = [...batch.erased, ...batch.kept]
-      for (let start = 0; start < all.length; start += 20) {
-        await Promise.all(
-          all.slice(start, start + 20).map((audioId) =>
-            admin.uploadAudio(partner.enterpriseId, audioId, audioOf(audioId), {
-              contentType: 'audio/wav',
-            }),
-          ),
-        )
-      }
-      // Per endpoint: the transcript part, then audio_ready once the audio is stored.
-      await allInState(() => platform, partner.enterpriseId, 'confirmed', 2 * 2 * all.length, {
-        timeoutMs: 300_000,
-      })
-      await eventually(
-        async () => (await filesUnder(kitAudio)).length >= all.length,
-        120_000,
-        'the kit fetching the audio',
-      )
-      assert.ok((await findText(platform.context.db, [MARK])).length > 0, 'the content is there before')
-
-      const erasure = JSON.parse(
-        (
-          await runCli(
-            platformBin,
-            [
-              'erasure',
-              'create',
-              '--enterprise',
-              String(partner.enterpriseId),
-              '--device-uid',
-              `DEV-${MARK}`,
-              '--reason',
-              'subject request',
-              '--json',
-            ],
-            {
-              EARSHOT_URL: platform.adminUrl,
-              EARSHOT_ADMIN_TOKEN: platform.adminToken,
-            },
-          )
-        ).stdout,
-      ) as { erasureId: number; recordings: number }
-      assert.equal(erasure.recordings, ERASED)
-      const shown = await eventually(
-        async () => {
-          const erasureNow = await adminCall(platform, 'showErasure', {
-            params: { erasureId: erasure.erasureId },
-          })
-          return erasureNow.state === 'confirmed' && erasureNow
-        },
-        300_000,
-        'the erasure confirmed by the kit',
-      )
-      for (const progress of shown.endpoints) {
-        assert.deepEqual(progress, {
-          endpointId: progress.endpointId,
-          deletions: ERASED,
-          acknowledged: ERASED,
-          confirmed: ERASED,
-        })
-      }
-
-      await assertNoTrace(platform, partner, erasure.erasureId, batch.erased)
-      assert.deepEqual(await findText(platform.context.db, [MARK]), [], 'no text column holds erased content')
-      assert.ok(
-        (await findText(platform.context.db, [KEEP])).length > 0,
-        'what was not erased is still there',
-      )
-      assert.ok(!logs.text.some((line) => line.includes(MARK)), 'no log line holds erased content')
-      const stored: string[] = []
-      for await (const file of platform.context.media.store.list()) {
-        stored.push(await new Response((await platform.context.media.store.read(file.key)) as never).text())
-      }
-      assert.equal(stored.length, KEPT)
-      assert.ok(
-        !stored.some(
-          (bytes) =>
-            bytes.includes('AUDIO-OF-everywhere-') &&
-            batch.erased.some((id) => bytes.startsWith(`AUDIO-OF-${id}-`)),
+    const batch = recordingLines()
+    await importRecordings(platform, partner.enterpriseId, { lines: batch.text, audioIds: [], events: 0 })
+    const admin = adminClientOf(platform)
+    const all = [...batch.erased, ...batch.kept]
+    for (let start = 0; start < all.length; start += 20) {
+      await Promise.all(
+        all.slice(start, start + 20).map((audioId) =>
+          admin.uploadAudio(partner.enterpriseId, audioId, audioOf(audioId), {
+            contentType: 'audio/wav',
+          }),
         ),
       )
-      const kitFiles = [...(await filesUnder(kitDir)), ...(await filesUnder(kitAudio))]
-      assert.ok(!kitFiles.some((text) => text.includes(MARK)), "the kit's store holds no erased recording")
-      const kitAudioFiles = await filesUnder(kitAudio)
-      assert.equal(kitAudioFiles.filter((bytes) => bytes.startsWith('AUDIO-OF-')).length, KEPT)
-      await assertReportVerifies(platform, erasure.erasureId)
+    }
+    // Per endpoint: the transcript part, then audio_ready once the audio is stored.
+    await allInState(() => platform, partner.enterpriseId, 'confirmed', 2 * 2 * all.length, {
+      timeoutMs: 300_000,
     })
+    await eventually(
+      async () => (await filesUnder(kitAudio)).length >= all.length,
+      120_000,
+      'the kit fetching the audio',
+    )
+    assert.ok((await findText(platform.context.db, [MARK])).length > 0, 'the content is there before')
+
+    const erasure = JSON.parse(
+      (
+        await runCli(
+          platformBin,
+          [
+            'erasure',
+            'create',
+            '--enterprise',
+            String(partner.enterpriseId),
+            '--device-uid',
+            `DEV-${MARK}`,
+            '--reason',
+            'subject request',
+            '--json',
+          ],
+          {
+            EARSHOT_URL: platform.adminUrl,
+            EARSHOT_ADMIN_TOKEN: platform.adminToken,
+          },
+        )
+      ).stdout,
+    ) as { erasureId: number; recordings: number }
+    assert.equal(erasure.recordings, ERASED)
+    const shown = await eventually(
+      async () => {
+        const erasureNow = await adminCall(platform, 'showErasure', {
+          params: { erasureId: erasure.erasureId },
+        })
+        return erasureNow.state === 'confirmed' && erasureNow
+      },
+      300_000,
+      'the erasure confirmed by the kit',
+    )
+    for (const progress of shown.endpoints) {
+      assert.deepEqual(progress, {
+        endpointId: progress.endpointId,
+        deletions: ERASED,
+        acknowledged: ERASED,
+        confirmed: ERASED,
+      })
+    }
+
+    await assertNoTrace(platform, partner, erasure.erasureId, batch.erased)
+    assert.deepEqual(await findText(platform.context.db, [MARK]), [], 'no text column holds erased content')
+    assert.ok((await findText(platform.context.db, [KEEP])).length > 0, 'what was not erased is still there')
+    assert.ok(!logs.text.some((line) => line.includes(MARK)), 'no log line holds erased content')
+    const stored: string[] = []
+    for await (const file of platform.context.media.store.list()) {
+      stored.push(await new Response((await platform.context.media.store.read(file.key)) as never).text())
+    }
+    assert.equal(stored.length, KEPT)
+    assert.ok(
+      !stored.some(
+        (bytes) =>
+          bytes.includes('AUDIO-OF-everywhere-') &&
+          batch.erased.some((id) => bytes.startsWith(`AUDIO-OF-${id}-`)),
+      ),
+    )
+    const kitFiles = [...(await filesUnder(kitDir)), ...(await filesUnder(kitAudio))]
+    assert.ok(!kitFiles.some((text) => text.includes(MARK)), "the kit's store holds no erased recording")
+    const kitAudioFiles = await filesUnder(kitAudio)
+    assert.equal(kitAudioFiles.filter((bytes) => bytes.startsWith('AUDIO-OF-')).length, KEPT)
+    await assertReportVerifies(platform, erasure.erasureId)
   })
-}
+})
 
 /** The admin API's every GET route, the partner API and the CLI show nothing of the erased recordings. */
 async function assertNoTrace(
