@@ -1,7 +1,6 @@
 package pgtest
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -107,14 +106,7 @@ func TestPlatformKillBetweenAnswerAndCallback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	lines := make(chan string, 16)
-	go func() {
-		scanner := bufio.NewScanner(stdout)
-		for scanner.Scan() {
-			lines <- scanner.Text()
-		}
-		close(lines)
-	}()
+	lines := scanLines(stdout)
 	pushURL := strings.TrimPrefix(nextLine(t, ctx, lines, "LISTENING "), "LISTENING ")
 	if err := p.SetPushURL(ctx, creds.EnterpriseID, pushURL); err != nil {
 		t.Fatal(err)

@@ -282,7 +282,7 @@ class Outbox:
         ids = f"audioId {claim.audio_id} (eventId {claim.event_id})"
         what = "erasure confirmation" if claim.erased else "receipt callback"
         if outcome == "confirmed":
-            logger.info("%s: %s", "erasure confirmed" if claim.erased else "receipt confirmed", ids)
+            logger.info("%s confirmed: %s", "erasure" if claim.erased else "receipt", ids)
         elif outcome == "failed":
             logger.error("%s refused for good: %s: %s", what, ids, error)
         else:

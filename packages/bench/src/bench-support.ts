@@ -46,6 +46,10 @@ export function median(values: number[]): number {
     ? (sorted[half] as number)
     : ((sorted[half - 1] as number) + (sorted[half] as number)) / 2
 }
+/** The nearest-rank percentile (p from 0 to 1); NaN for none. */
+export const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1] ?? Number.NaN
+
 /** Whether a target holds, in bold. */
 export const yes = (holds: boolean) => (holds ? '**yes**' : '**NO**')
 

@@ -4,7 +4,7 @@
  */
 import { api } from './admin-api.js'
 import type { Enterprise } from './admin-client.js'
-import { alertBox, h, label, showError } from './dom.js'
+import { alertBox, count, h, label, showError } from './dom.js'
 import { may } from './session.js'
 
 /** Where the enterprises page says what a change did, and lists again. */
@@ -15,7 +15,7 @@ export interface RetentionTarget {
 
 /** The policy in words, for the summary and the status. */
 export function retentionText(days: number | null): string {
-  return days === null ? 'none' : `${days} ${days === 1 ? 'day' : 'days'}`
+  return days === null ? 'none' : count(days, 'day')
 }
 
 /** The enterprise's policy, and (with enterprises.write) a field to set, change or clear it in place. */

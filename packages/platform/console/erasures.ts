@@ -10,6 +10,7 @@ import {
   alertBox,
   badge,
   cell,
+  count,
   enterpriseSelect,
   field,
   h,
@@ -95,7 +96,7 @@ function requested(page: ErasuresPage) {
   return async (erasureId: number, recordings: number) => {
     page.openId = erasureId
     history.replaceState(null, '', `#/erasures?${addressOf(page.enterpriseId, erasureId)}`)
-    page.status.textContent = `Erasure ${erasureId} requested: ${recordings} ${recordings === 1 ? 'recording' : 'recordings'}.`
+    page.status.textContent = `Erasure ${erasureId} requested: ${count(recordings, 'recording')}.`
     await load(page)
     document.getElementById('erasure-heading')?.focus()
   }

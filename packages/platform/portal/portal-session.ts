@@ -2,7 +2,7 @@
  * The portal session the page runs in, and what it may do: a `view` session, or any operator's view, reads
  * only; the page hides its change controls and says why (the portal refuses them anyway, 4031).
  */
-import { h } from './dom.js'
+import { count, h } from './dom.js'
 import type { PortalSession } from './page-constants.js'
 
 let current: PortalSession | null = null
@@ -40,6 +40,6 @@ export function retentionNote(): HTMLElement {
     h('strong', {}, 'Retention: '),
     days === null
       ? 'No retention policy: your recordings are kept until they are deleted.'
-      : `Recordings are erased ${days} ${days === 1 ? 'day' : 'days'} after they were recorded; each is then pushed to you as recording.deleted.`,
+      : `Recordings are erased ${count(days, 'day')} after they were recorded; each is then pushed to you as recording.deleted.`,
   )
 }

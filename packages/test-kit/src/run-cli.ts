@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
 import { createServer } from 'node:net'
 
@@ -57,4 +58,18 @@ export async function closedPort(): Promise<number> {
   const { port } = server.address() as { port: number }
   await new Promise((resolve) => server.close(resolve))
   return port
+}
+
+/** What a `--json` run printed on stdout, its one line parsed; the run must have exited 0. */
+export function jsonOf<T>(run: CliRun): T {
+  assert.equal(run.code, 0, run.stderr)
+  const lines = run.stdout.split('\n').filter(Boolean)
+  assert.equal(lines.length, 1, `one line on stdout: ${run.stdout}`)
+  return JSON.parse(lines[0] as string) as T
+}
+
+/** The `{"error"}` a refused `--json` run printed on stdout; the run must have exited 1. */
+export function jsonError(run: CliRun): { code: number | string; msg: string } {
+  assert.equal(run.code, 1, run.stderr)
+  return JSON.parse(run.stdout.trim()).error
 }

@@ -35,6 +35,7 @@ import {
   measureBackends,
   median,
   ms,
+  percentile,
   publishSection,
   sectionText,
   withCleanup,
@@ -59,9 +60,6 @@ interface Report {
   countMs: number[]
   storedMs: number[]
 }
-
-const percentile = (values: number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1] ?? Number.NaN
 
 /** The deliveries of the window, as the push queue leaves them: one statement. */
 async function writeDeliveries(platform: RunningPlatform, enterpriseId: number): Promise<number> {

@@ -10,7 +10,9 @@
  * the run is complete: every recording deleted, every deletion pushed and acknowledged), ROUNDS times, and a
  * last baseline.
  *
- * The target: the median of the runs' p99s within 1.2x of the median of the baselines' p99s.
+ * The target: the median of the runs' p99s within 1.2x of the median of the baselines' p99s. For the profile:
+ * EARSHOT_ERASURE_BATCH and EARSHOT_ERASURE_RATE set the erasure's pace, and BENCH_RETENTION_PUSH=0 turns the
+ * pushes off (a run then lasts until its recordings are deleted).
  */
 import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:http'
@@ -33,6 +35,7 @@ import {
   measureBackends,
   median,
   ms,
+  percentile,
   publishSection,
   sectionText,
   withCleanup,
@@ -61,9 +64,6 @@ interface Report {
   runSeconds: number[]
   erased: number
 }
-
-const percentile = (values: number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.ceil(p * values.length) - 1] ?? Number.NaN
 
 async function acknowledgingReceiver(): Promise<Server> {
   const server = createServer((request, response) => {
@@ -96,7 +96,7 @@ function seedRecordings(): NewRecording[] {
   })
 }
 
-/** Queries at a steady pace until `until` resolves (or for `seconds`); each one's latency. */
+/** Queries at a steady pace until `stop` resolves (or for `seconds`); each one's latency. */
 async function pacedQueries(clients: EarshotClient[], stop: Promise<unknown> | number): Promise<number[]> {
   const latencies: number[] = []
   let done = false
@@ -136,7 +136,11 @@ async function measureBackend(backend: Backend): Promise<Report> {
       receiver = await acknowledgingReceiver()
       platform = await startPlatform({
         config: {
-          ...loadConfig({}),
+          // The erasure's own settings as the environment gives them (EARSHOT_ERASURE_BATCH, _RATE).
+          ...loadConfig({
+            EARSHOT_ERASURE_BATCH: process.env.EARSHOT_ERASURE_BATCH,
+            EARSHOT_ERASURE_RATE: process.env.EARSHOT_ERASURE_RATE,
+          }),
           port: 0,
           adminPort: 0,
           adminToken: 'bench-admin-token-0123456789',
@@ -144,10 +148,6 @@ async function measureBackend(backend: Backend): Promise<Report> {
           rateLimitPerMinute: 0,
           pushAllowPrivate: true,
           pushDispatch: process.env.BENCH_RETENTION_PUSH !== '0',
-          ...(process.env.EARSHOT_ERASURE_BATCH && {
-            erasureBatch: Number(process.env.EARSHOT_ERASURE_BATCH),
-          }),
-          ...(process.env.EARSHOT_ERASURE_RATE && { erasureRate: Number(process.env.EARSHOT_ERASURE_RATE) }),
           databaseUrl: scratch?.url,
           dataDir,
         },

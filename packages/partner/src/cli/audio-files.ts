@@ -1,5 +1,5 @@
 /** Where the CLI keeps recordings' audio: DIR/<audioId>.<extension of its Content-Type>. */
-import { access, open, rm } from 'node:fs/promises'
+import { access, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import {
   type AudioDestination,
@@ -9,6 +9,7 @@ import {
   downloadFromLink,
 } from '../client/audio-download.js'
 import type { EarshotClient } from '../client/earshot-client.js'
+import { syncDirectory } from '../client/partial-file.js'
 
 const EXTENSIONS: Record<string, string> = {
   'audio/mpeg': 'mp3',
@@ -82,12 +83,7 @@ export async function removeAudioFiles(directory: string, audioId: string, keep?
 /** Removes all of the recording's audio, durably: a deleted recording's erasure is confirmed after it. */
 export async function eraseAudioFiles(directory: string, audioId: string): Promise<void> {
   await removeAudioFiles(directory, audioId)
-  const dir = await open(directory, 'r')
-  try {
-    await dir.sync()
-  } finally {
-    await dir.close()
-  }
+  await syncDirectory(directory)
 }
 
 /**

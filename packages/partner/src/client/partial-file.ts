@@ -130,7 +130,8 @@ export async function finish(
   }
 }
 
-async function syncDirectory(directory: string): Promise<void> {
+/** Makes a rename or removal in the directory durable. */
+export async function syncDirectory(directory: string): Promise<void> {
   const handle = await open(directory, 'r')
   try {
     await handle.sync()

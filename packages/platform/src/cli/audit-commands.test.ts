@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
-import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { jsonOf, runCli } from '@earshot/test-kit/run-cli'
 import type { AuditRow, AuditVerification, CreatedApiKey } from '../admin-client/admin-client.js'
 
 /**
@@ -14,13 +14,6 @@ import type { AuditRow, AuditVerification, CreatedApiKey } from '../admin-client
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 
 type Listed = Omit<AuditRow, 'userAgent' | 'prevHash' | 'hash'>
-
-function jsonOf<T>(run: CliRun): T {
-  assert.equal(run.code, 0, run.stderr)
-  const lines = run.stdout.split('\n').filter(Boolean)
-  assert.equal(lines.length, 1, `one line on stdout: ${run.stdout}`)
-  return JSON.parse(lines[0] as string) as T
-}
 
 for (const backend of testBackends) {
   describe(`earshot audit against a running platform (${backend})`, { timeout: 120_000 }, () => {

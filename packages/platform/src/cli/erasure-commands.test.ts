@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, ingest } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
-import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { jsonError, jsonOf, runCli } from '@earshot/test-kit/run-cli'
 import canonicalize from 'canonicalize'
 
 /**
@@ -16,18 +16,6 @@ import canonicalize from 'canonicalize'
  */
 
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
-
-function jsonOf<T>(run: CliRun): T {
-  assert.equal(run.code, 0, run.stderr)
-  const lines = run.stdout.split('\n').filter(Boolean)
-  assert.equal(lines.length, 1, `one line on stdout: ${run.stdout}`)
-  return JSON.parse(lines[0] as string)
-}
-
-function jsonError(run: CliRun): { code: number | string; msg: string } {
-  assert.equal(run.code, 1, run.stderr)
-  return JSON.parse(run.stdout.trim()).error
-}
 
 const recording = (deviceUid: string, n: number) => ({
   deviceUid,

@@ -134,7 +134,7 @@ function reportCommand(): Command {
     .action(async (erasureId: number, _options: unknown, command: Command) => {
       await runClient(command, { json: false }, async (client) => {
         const signed = await client.call('erasureReport', { params: { erasureId } })
-        process.stdout.write(`${JSON.stringify(signed, null, 2)}\n`)
+        printLines(JSON.stringify(signed, null, 2))
       })
     })
 }

@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { createPartner } from '@earshot/test-kit/calls'
-import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { jsonError, jsonOf, runCli } from '@earshot/test-kit/run-cli'
 import type { ApiKey, CreatedApiKey, Enterprise } from '../admin-client/admin-client.js'
 import { ADMIN_TOKEN_REFUSED, API_KEY_REFUSED, NO_CREDENTIAL } from './client-command.js'
 
@@ -16,18 +16,8 @@ import { ADMIN_TOKEN_REFUSED, API_KEY_REFUSED, NO_CREDENTIAL } from './client-co
 const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
 
 /** The one line of stdout of a --json run, parsed. */
-function jsonOf<T>(run: CliRun): T {
-  assert.equal(run.code, 0, run.stderr)
-  const lines = run.stdout.split('\n').filter(Boolean)
-  assert.equal(lines.length, 1, `one line on stdout: ${run.stdout}`)
-  return JSON.parse(lines[0] as string)
-}
 
 /** The one line of stdout of a failed --json run: {"error": {"code", "msg"}}. */
-function jsonError(run: CliRun): { code: number | string; msg: string } {
-  assert.equal(run.code, 1, run.stderr)
-  return JSON.parse(run.stdout.trim()).error
-}
 
 for (const backend of testBackends) {
   describe(`earshot keys against a running platform (${backend})`, { timeout: 120_000 }, () => {

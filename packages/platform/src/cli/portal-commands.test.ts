@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
 import { admin, createPartner } from '@earshot/test-kit/calls'
-import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
+import { jsonError, jsonOf, runCli } from '@earshot/test-kit/run-cli'
 import { openLink, portalCall, visit } from '../portal/portal-visit.test.support.js'
 
 /**
@@ -21,18 +21,6 @@ interface SessionRow {
   operatorView: boolean
   mintedBy: string
   endedAt: string | null
-}
-
-function jsonOf<T>(run: CliRun): T {
-  assert.equal(run.code, 0, run.stderr)
-  const lines = run.stdout.split('\n').filter(Boolean)
-  assert.equal(lines.length, 1, `one line on stdout: ${run.stdout}`)
-  return JSON.parse(lines[0] as string)
-}
-
-function jsonError(run: CliRun): { code: number | string; msg: string } {
-  assert.equal(run.code, 1, run.stderr)
-  return JSON.parse(run.stdout.trim()).error
 }
 
 for (const backend of testBackends) {

@@ -21,7 +21,7 @@ import type { ErasureDetail, ErasureSummary } from './erasure-store.js'
  * reported in a signed record. The key that verifies reports is public, on the partner listener.
  */
 
-export const MAX_ERASURE_AUDIO_IDS = 1000
+const MAX_ERASURE_AUDIO_IDS = 1000
 const MAX_REASON_LENGTH = 500
 
 const NewErasureSchema = Type.Object(

@@ -116,13 +116,11 @@ export async function completeWhenAcknowledged(
     )) > 0
   )
     return false
-  // An upload that began before the deletion removes its file when it ends; one cut off by a crash leaves
-  // its claim until the media sweep removes the file.
-  for await (const audioIds of coveredChunks(db, erasure.erasureId)) {
-    if ((await uploadsClaimedFor(db, audioIds)) > 0) return false
-  }
   // A chunk per transaction, so that a large erasure never holds the database for long; each is idempotent.
   for await (const audioIds of coveredChunks(db, erasure.erasureId)) {
+    // An upload that began before the deletion removes its file when it ends; one cut off by a crash leaves
+    // its claim until the media sweep removes the file.
+    if ((await uploadsClaimedFor(db, audioIds)) > 0) return false
     const held = await db.transaction(async (tx) => {
       if (!(await fence(tx, erasure.erasureId, options.runner, options.leaseMs))) return false
       await forgetAttemptAnswers(tx, audioIds)

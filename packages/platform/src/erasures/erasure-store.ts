@@ -52,7 +52,7 @@ export interface ErasureDetail extends ErasureSummary {
 }
 
 /** Who the erasure of a device's recordings is about, to whoever knows the device: SHA-256 of "enterpriseId:deviceUid". */
-export function subjectHash(enterpriseId: number, deviceUid: string): string {
+function subjectHash(enterpriseId: number, deviceUid: string): string {
   return createHash('sha256').update(`${enterpriseId}:${deviceUid}`).digest('hex')
 }
 

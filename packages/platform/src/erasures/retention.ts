@@ -13,10 +13,10 @@ import { createRetentionRun, retentionRunning } from './erasure-store.js'
  */
 
 /** How often each instance looks for a policy that is due: a policy just set is applied within this. */
-export const RETENTION_TICK_MS = 20_000
+const RETENTION_TICK_MS = 20_000
 
 /** Starts the retention runs that are due now; answers how many it started. */
-export async function startDueRetentionRuns(db: Database, clock: () => number): Promise<number> {
+async function startDueRetentionRuns(db: Database, clock: () => number): Promise<number> {
   let started = 0
   for (;;) {
     const due = await takeDueRetention(db)

@@ -60,9 +60,9 @@ export async function anyRecordedBefore(
 }
 
 /**
- * Deletes the enterprise's recordings among audioIds, as deleteRecording deletes one (tombstones, the
- * deletions announced), and the device counters' rows left at zero by them, whose key is a deviceUid;
- * answers the audioIds deleted. Call it inside a transaction.
+ * Deletes the enterprise's recordings among audioIds (one, for deleteRecording): tombstones, the deletions
+ * announced, and the device counters' rows left at zero by them, whose key is a deviceUid; answers the
+ * audioIds deleted. Call it inside a transaction.
  */
 export async function deleteRecordings(
   tx: Queryable,

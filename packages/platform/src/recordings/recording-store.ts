@@ -15,6 +15,7 @@ import {
   recordingData,
   STORED_AUDIO,
 } from './recording-data.js'
+import { deleteRecordings } from './recording-erasure.js'
 import type { RecordingEvent, RecordingEvents } from './recording-events.js'
 
 export interface TranscriptPart {
@@ -242,8 +243,9 @@ export async function updateRecording(
 
 /**
  * Deletes a recording; call it inside a transaction. Its data goes, its audioId stays taken by a tombstone,
- * and its deletion is announced (deliveries/ then cancels what was not confirmed and pushes `recording.deleted`). The feed records the deletion (sql/000014.sql). False when the enterprise has no such
- * recording.
+ * and its deletion is announced (deliveries/ then cancels what was not confirmed and pushes
+ * `recording.deleted`). The feed records the deletion (sql/000014.sql). False when the enterprise has no
+ * such recording.
  */
 export async function deleteRecording(
   tx: Queryable,
@@ -251,14 +253,7 @@ export async function deleteRecording(
   audioId: string,
   events: RecordingEvents,
 ): Promise<boolean> {
-  const deleted = await tx.query(
-    `WITH deleted AS (DELETE FROM recordings WHERE enterprise_id = $1 AND audio_id = $2 RETURNING audio_id)
-     INSERT INTO recording_tombstones (audio_id, enterprise_id) SELECT audio_id, $1 FROM deleted RETURNING 1`,
-    [enterpriseId, audioId],
-  )
-  if (deleted.length === 0) return false
-  await events.announce(tx, enterpriseId, [{ audioId, eventType: PushEventType.DELETED }])
-  return true
+  return (await deleteRecordings(tx, enterpriseId, [audioId], events)).length > 0
 }
 
 /**
