@@ -35,7 +35,7 @@ function recording(i: number): JsonObject {
   }
 }
 
-describe('earshot-partner sync against a real platform', { timeout: 180_000 }, () => {
+describe('earshot-partner sync against a real platform', { timeout: 300_000 }, () => {
   let platform: TestPlatform
   let partner: TestPartner
   let client: EarshotClient

@@ -49,7 +49,7 @@ function jsonError(run: CliRun): { code: number | string; msg: string } {
   return parsed.error
 }
 
-describe('earshot client commands: errors', { timeout: 120_000 }, () => {
+describe('earshot client commands: errors', { timeout: 300_000 }, () => {
   let platform: TestPlatform
   let dir: string
   let env: Record<string, string>
