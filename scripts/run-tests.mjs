@@ -19,6 +19,7 @@ import { join } from 'node:path'
 import { run } from 'node:test'
 import { spec } from 'node:test/reporters'
 import { parseArgs } from 'node:util'
+import { countTests, describeCount } from './count-tests.mjs'
 
 const root = new URL('..', import.meta.url).pathname
 const { values, positionals } = parseArgs({
@@ -63,7 +64,7 @@ if (files.length === 0) {
   process.exit(1)
 }
 console.log(
-  `run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time`,
+  `run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time; ${describeCount(countTests())}`,
 )
 
 const STDERR_LINES_KEPT = 40

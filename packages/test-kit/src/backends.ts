@@ -13,14 +13,27 @@ import {
 import pg from 'pg'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
 import { migratedPgliteImage } from './pglite-image.js'
+import { migratedPostgresTemplate } from './postgres-template.js'
 
 export type BackendName = 'pglite' | 'postgres'
 
-/** PGlite always; PostgreSQL too when DATABASE_URL names a server (.ci/run sets it). */
-export const testBackends: BackendName[] = [
-  'pglite',
-  ...(process.env.DATABASE_URL ? (['postgres'] as const) : []),
-]
+/**
+ * The backends each suite runs on: PGlite always, PostgreSQL too when DATABASE_URL names a server; or those
+ * TEST_BACKENDS names (`postgres`, `pglite`, or both, comma-separated). CI runs the test command twice, on
+ * two versions of Node, and gives each run one backend.
+ */
+export const testBackends: BackendName[] = chosenBackends(process.env.TEST_BACKENDS)
+
+function chosenBackends(names: string | undefined): BackendName[] {
+  const available: BackendName[] = ['pglite', ...(process.env.DATABASE_URL ? (['postgres'] as const) : [])]
+  if (!names) return available
+  const chosen = names.split(',').map((name) => name.trim())
+  for (const name of chosen) {
+    if (!available.includes(name as BackendName))
+      throw new Error(`TEST_BACKENDS names ${name}; the backends here are ${available.join(', ')}`)
+  }
+  return available.filter((name) => chosen.includes(name))
+}
 
 /**
  * For the few suites that take minutes on each backend: PostgreSQL when DATABASE_URL names a server,
@@ -34,15 +47,19 @@ export interface ScratchDatabase {
   drop(): Promise<void>
 }
 
-/** A new, empty database on the DATABASE_URL server, dropped again by drop(). */
-export async function scratchPostgresDatabase(): Promise<ScratchDatabase> {
+/**
+ * A new database on the DATABASE_URL server, dropped again by drop(): empty, or with `migrated` a copy of
+ * one with the current schema.
+ */
+export async function scratchPostgresDatabase({ migrated = false } = {}): Promise<ScratchDatabase> {
   const serverUrl = process.env.DATABASE_URL
   if (!serverUrl) throw new Error('DATABASE_URL is not set')
   const name = `earshot_test_${randomBytes(6).toString('hex')}`
+  const template = migrated ? ` TEMPLATE ${await migratedPostgresTemplate(serverUrl)}` : ''
   const admin = new pg.Client({ connectionString: serverUrl })
   await admin.connect()
   try {
-    await admin.query(`CREATE DATABASE ${name}`)
+    await admin.query(`CREATE DATABASE ${name}${template}`)
   } finally {
     await admin.end()
   }
@@ -98,7 +115,9 @@ export async function startTestPlatform(
   options: Omit<PlatformOptions, 'config'> = {},
 ): Promise<TestPlatform> {
   const scratch =
-    backend === 'postgres' && !overrides.databaseUrl ? await scratchPostgresDatabase() : undefined
+    backend === 'postgres' && !overrides.databaseUrl
+      ? await scratchPostgresDatabase({ migrated: true })
+      : undefined
   const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
   const inMemory = config.databaseUrl === undefined && config.dataDir === 'memory://'
   const pgliteImage = inMemory ? await migratedPgliteImage() : undefined
@@ -133,7 +152,7 @@ export function durablePlatforms(backend: BackendName): DurablePlatforms {
   const running: TestPlatform[] = []
   before(async () => {
     if (backend === 'postgres') {
-      const scratch = await scratchPostgresDatabase()
+      const scratch = await scratchPostgresDatabase({ migrated: true })
       storage = { overrides: { databaseUrl: scratch.url }, dispose: () => scratch.drop() }
     } else {
       const directory = mkdtempSync(join(tmpdir(), 'earshot-storage-'))

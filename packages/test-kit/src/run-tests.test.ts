@@ -62,6 +62,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
     await mkdir(dist, { recursive: true })
     await mkdir(join(root, 'scripts'))
     await copyFile(script, join(root, 'scripts', 'run-tests.mjs'))
+    await copyFile(join(script, '..', 'count-tests.mjs'), join(root, 'scripts', 'count-tests.mjs'))
     await writeFile(join(root, 'package.json'), '{"type":"module"}')
     for (const file of files) await writeFile(join(dist, file), FILES[file] as string)
     const { code, stdout, stderr } = await runCli(join(root, 'scripts', 'run-tests.mjs'), [], {})

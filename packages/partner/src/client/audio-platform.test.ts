@@ -22,7 +22,7 @@ import { EarshotApiError } from './errors.js'
  */
 
 /** The platform's CLI, as the operator runs it (from this workspace). */
-const earshotCli = fileURLToPath(new URL('../../../platform/dist/cli/earshot.js', import.meta.url))
+const earshotCli = fileURLToPath(new URL('../../../platform/bin/earshot.js', import.meta.url))
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex')
 
 for (const backend of testBackends) {

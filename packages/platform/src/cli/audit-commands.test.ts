@@ -11,7 +11,7 @@ import type { AuditRow, AuditVerification, CreatedApiKey } from '../admin-client
  * the database's credentials could, the append-only trigger turned off first), which verify finds.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 type Listed = Omit<AuditRow, 'userAgent' | 'prevHash' | 'hash'>
 

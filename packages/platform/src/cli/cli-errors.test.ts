@@ -15,7 +15,7 @@ import { type CliRun, closedPort, runCli } from '@earshot/test-kit/run-cli'
  * failed here) and exits 1.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 const NO_CREDENTIAL =
   'no credential: set EARSHOT_API_KEY to an API key (export EARSHOT_API_KEY=esk_...; an owner creates one ' +

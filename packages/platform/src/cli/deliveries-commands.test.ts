@@ -11,7 +11,7 @@ import type { DeliveryView } from '../deliveries/delivery-views.js'
 
 /** `earshot deliveries list|show|replay`, the built CLI against a running platform. */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 let recordingCounter = 0
 

@@ -9,7 +9,7 @@ import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends
 import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { configEnvironment } from '../config/config.js'
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 const firstQuery = fileURLToPath(new URL('../../../../examples/first-query.mjs', import.meta.url))
 
 function recording(i: number): Record<string, unknown> {

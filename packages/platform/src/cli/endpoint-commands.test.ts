@@ -15,7 +15,7 @@ import { type PushUrlView, recordPushUrlOutcomes } from '../push-urls/push-url-h
  * health of push URLs), the built CLI against a running platform.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 const HELD = 'http://127.0.0.1:9/held'
 const FINE = 'http://127.0.0.1:9/fine'

@@ -15,7 +15,7 @@ import canonicalize from 'canonicalize'
  * second, so each test runs several, some side by side.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 const recording = (deviceUid: string, n: number) => ({
   deviceUid,

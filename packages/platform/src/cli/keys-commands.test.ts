@@ -13,7 +13,7 @@ import { ADMIN_TOKEN_REFUSED, API_KEY_REFUSED, NO_CREDENTIAL } from './client-co
  * it is refused with the documented message.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 /** The one line of stdout of a --json run, parsed. */
 

@@ -21,7 +21,7 @@ import { cleanEnv, closedPort } from '@earshot/test-kit/run-cli'
  */
 
 const root = fileURLToPath(new URL('../../../../', import.meta.url))
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 /** The build (`tsc -b`, up to date: about a second) and a fresh database with the demo's 300 recordings. */
 const STARTED_MS = 180_000
 

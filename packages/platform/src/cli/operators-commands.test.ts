@@ -12,7 +12,7 @@ import type { AddedOperator, Operator } from '../admin-client/admin-client.js'
  * enabled change; their sessions end.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 const PASSWORD = 'correct horse battery staple'
 
 for (const backend of testBackends) {

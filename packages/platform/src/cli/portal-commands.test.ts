@@ -12,7 +12,7 @@ import { openLink, portalCall, visit } from '../portal/portal-visit.test.support
  * refused from its next request on.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 interface SessionRow {
   sessionId: number

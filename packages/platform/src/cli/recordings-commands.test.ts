@@ -11,7 +11,7 @@ import { runCli } from '@earshot/test-kit/run-cli'
 
 /** `earshot recordings update|delete|upload-audio`. */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 describe('earshot recordings update and delete', { timeout: 60_000 }, () => {
   let platform: TestPlatform

@@ -11,7 +11,7 @@ import { RawConnection } from '@earshot/test-kit/raw-connection'
 import { closedPort, runCli } from '@earshot/test-kit/run-cli'
 import { portInUse } from './serve-command.js'
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 /** A loopback port held by another program until `close`. */
 async function holdPort(): Promise<{ port: number; close(): Promise<void> }> {

@@ -16,7 +16,7 @@ import { runCli } from '@earshot/test-kit/run-cli'
  * unhandled 'error' event.
  */
 
-const cli = fileURLToPath(new URL('./earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 const LIMIT = 100_000
 
 for (const backend of testBackends) {

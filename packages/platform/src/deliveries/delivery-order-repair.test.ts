@@ -17,7 +17,7 @@ import { deliveryQueue } from './delivery-store.js'
  */
 
 const OK: PushAnswer = { status: 200, body: { code: 2000 } }
-const cli = fileURLToPath(new URL('../cli/earshot.js', import.meta.url))
+const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
 
 let counter = 0
 const recording = () => ({
