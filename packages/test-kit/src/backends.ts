@@ -12,8 +12,8 @@ import {
 } from '@earshot/platform'
 import pg from 'pg'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
-import { migratedPgliteImage } from './pglite-image.js'
-import { migratedPostgresTemplate } from './postgres-template.js'
+import { migratedPgliteImageFor } from './pglite-image.js'
+import { databaseUrl, migratedPostgresTemplate } from './postgres-template.js'
 
 export type BackendName = 'pglite' | 'postgres'
 
@@ -63,10 +63,8 @@ export async function scratchPostgresDatabase({ migrated = false } = {}): Promis
   } finally {
     await admin.end()
   }
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
   return {
-    url: url.toString(),
+    url: databaseUrl(serverUrl, name),
     async drop() {
       const client = new pg.Client({ connectionString: serverUrl })
       await client.connect()
@@ -119,8 +117,7 @@ export async function startTestPlatform(
       ? await scratchPostgresDatabase({ migrated: true })
       : undefined
   const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
-  const inMemory = config.databaseUrl === undefined && config.dataDir === 'memory://'
-  const pgliteImage = inMemory ? await migratedPgliteImage() : undefined
+  const pgliteImage = await migratedPgliteImageFor(config)
   const platform = await startPlatform({ config, pgliteImage, ...options }).catch(async (error: unknown) => {
     await scratch?.drop()
     throw error

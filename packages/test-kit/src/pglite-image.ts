@@ -4,6 +4,7 @@ import { rename } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { PlatformConfig } from '@earshot/platform'
 import { migrate, migrations } from '@earshot/platform/internal'
 import { openPglite } from '@earshot/support/storage'
 
@@ -17,9 +18,17 @@ import { openPglite } from '@earshot/support/storage'
 const PREFIX = 'earshot-pglite-image-'
 let image: Promise<string> | undefined
 
-export function migratedPgliteImage(): Promise<string> {
+function migratedPgliteImage(): Promise<string> {
   image ??= existingOrNew()
   return image
+}
+
+/** The image for a platform configured with an in-memory database; none for any other storage. */
+export async function migratedPgliteImageFor(
+  config: Pick<PlatformConfig, 'databaseUrl' | 'dataDir'>,
+): Promise<string | undefined> {
+  const inMemory = config.databaseUrl === undefined && config.dataDir === 'memory://'
+  return inMemory ? migratedPgliteImage() : undefined
 }
 
 async function existingOrNew(): Promise<string> {

@@ -6,12 +6,10 @@
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
-import { migratedPgliteImage } from './pglite-image.js'
+import { migratedPgliteImageFor } from './pglite-image.js'
 
 const config = loadConfig({ EARSHOT_ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...process.env })
-const inMemory = config.databaseUrl === undefined && config.dataDir === 'memory://'
-const pgliteImage = inMemory ? await migratedPgliteImage() : undefined
-const platform = await startPlatform({ config, pgliteImage })
+const platform = await startPlatform({ config, pgliteImage: await migratedPgliteImageFor(config) })
 process.stdout.write(
   `${JSON.stringify({ partnerUrl: platform.partnerUrl, adminUrl: platform.adminUrl, adminToken: config.adminToken, pid: process.pid })}\n`,
 )

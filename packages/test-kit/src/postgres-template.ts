@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { migrate, migrations } from '@earshot/platform/internal'
-import { openPostgres } from '@earshot/support/storage'
+import { migrations, openDatabase } from '@earshot/platform/internal'
 import pg from 'pg'
 
 /**
@@ -31,7 +30,8 @@ async function existingOrNew(serverUrl: string): Promise<string> {
     if (found.rowCount === 1) return name
     const partial = `${name}_${randomBytes(4).toString('hex')}`
     await admin.query(`CREATE DATABASE ${partial}`)
-    await migrated(serverUrl, partial)
+    // Opening a database migrates it.
+    await (await openDatabase({ databaseUrl: databaseUrl(serverUrl, partial), poolSize: 1 })).close()
     await admin
       .query(`ALTER DATABASE ${partial} RENAME TO ${name}`)
       .catch(async (error: { code?: string }) => {
@@ -44,13 +44,9 @@ async function existingOrNew(serverUrl: string): Promise<string> {
   }
 }
 
-async function migrated(serverUrl: string, database: string): Promise<void> {
+/** The URL of another database on the server `serverUrl` names. */
+export function databaseUrl(serverUrl: string, database: string): string {
   const url = new URL(serverUrl)
   url.pathname = `/${database}`
-  const db = await openPostgres({ connectionString: url.toString(), max: 1 })
-  try {
-    await migrate(db)
-  } finally {
-    await db.close()
-  }
+  return url.toString()
 }
