@@ -36,42 +36,76 @@ function portOpen(port: number): Promise<boolean> {
   })
 }
 
-describe('listen under npx', { timeout: 120_000 }, () => {
-  let dir: string | undefined
-  let pgid: number | undefined
-  after(async () => {
-    if (pgid !== undefined && groupAlive(pgid)) process.kill(-pgid, 'SIGKILL')
-    if (dir) await rm(dir, { recursive: true, force: true })
+/** A process group started for one test, its output gathered, killed at the end if anything is left. */
+function startGroup(command: string, args: string[], env: NodeJS.ProcessEnv) {
+  const child = spawn(command, args, {
+    cwd: repository,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   })
+  const group = { pid: child.pid as number, output: '' }
+  child.stdout.on('data', (chunk) => {
+    group.output += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    group.output += chunk
+  })
+  return group
+}
+
+/**
+ * Signals the group's first process alone once the listener listens, then waits for the listener to stop
+ * on its own: it says why, its port closes, and no process of the group is left.
+ */
+async function stopsWithoutItsStarter(group: { pid: number; output: string }, signal: NodeJS.Signals) {
+  const port = await eventually(
+    async () => /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(group.output)?.[1],
+    60_000,
+    `listening on …: ${group.output}`,
+  ).then(Number)
+  assert.ok(await portOpen(port))
+
+  process.kill(group.pid, signal)
+  await eventually(async () => /^stopped$/m.test(group.output), 30_000, `stopped: ${group.output}`)
+  assert.match(group.output, /^parent process \d+ exited: stopping$/m)
+  await eventually(async () => !(await portOpen(port)), 30_000, 'the port to close')
+  await eventually(async () => !groupAlive(group.pid), 30_000, 'every process of the group to exit')
+}
+
+describe('listen under npx', { timeout: 120_000 }, () => {
+  const groups: number[] = []
+  const dirs: string[] = []
+  after(async () => {
+    for (const pgid of groups) if (groupAlive(pgid)) process.kill(-pgid, 'SIGKILL')
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true })
+  })
+  const credentials = () => ({ EARSHOT_ENTERPRISE_ID: '1', EARSHOT_SECRET: generateSecret() })
+  const dataDir = async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'earshot-listen-npx-'))
+    dirs.push(dir)
+    return dir
+  }
 
   test('SIGTERM to the npx process alone: the listener says stopped, the port closes, no process is left', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'earshot-listen-npx-'))
-    const env = cleanEnv({ EARSHOT_ENTERPRISE_ID: '1', EARSHOT_SECRET: generateSecret() })
-    const npx = spawn('npx', ['--no-install', 'earshot-partner', 'listen', '--port', '0', '--data', dir], {
-      cwd: repository,
-      env,
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    })
-    pgid = npx.pid as number
-    let output = ''
-    npx.stdout.on('data', (chunk) => {
-      output += chunk
-    })
-    npx.stderr.on('data', (chunk) => {
-      output += chunk
-    })
-    const port = await eventually(
-      async () => /listening on http:\/\/127\.0\.0\.1:(\d+)\//.exec(output)?.[1],
-      60_000,
-      `listening on …: ${output}`,
-    ).then(Number)
-    assert.ok(await portOpen(port))
+    const args = ['--no-install', 'earshot-partner', 'listen', '--port', '0', '--data', await dataDir()]
+    const npx = startGroup('npx', args, cleanEnv(credentials()))
+    groups.push(npx.pid)
+    await stopsWithoutItsStarter(npx, 'SIGTERM')
+  })
 
-    process.kill(npx.pid as number, 'SIGTERM')
-    await eventually(async () => /^stopped$/m.test(output), 30_000, `stopped: ${output}`)
-    assert.match(output, /^parent process \d+ exited: stopping$/m)
-    await eventually(async () => !(await portOpen(port)), 30_000, 'the port to close')
-    await eventually(async () => !groupAlive(pgid as number), 30_000, 'every process of the group to exit')
+  test('the process that started the shell killed alone (-9), the shell left running: the listener still stops', async () => {
+    // What npm does, without its forwarding of signals: `sh -c` runs the listener (the `; exit` keeps the
+    // shell from replacing itself with it), and nothing tells the shell when its starter is killed.
+    const bin = join(repository, 'packages/partner/bin/earshot-partner.js')
+    const listen = `"${process.execPath}" "${bin}" listen --port 0 --data "${await dataDir()}"; exit`
+    const starter = `require('node:child_process').spawn('sh', ['-c', ${JSON.stringify(listen)}], { stdio: 'inherit' }); setInterval(() => {}, 60_000)`
+    const group = startGroup(
+      process.execPath,
+      ['-e', starter],
+      cleanEnv({ ...credentials(), npm_lifecycle_event: 'npx' }),
+    )
+    groups.push(group.pid)
+    await stopsWithoutItsStarter(group, 'SIGKILL')
   })
 })
