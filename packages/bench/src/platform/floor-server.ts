@@ -8,6 +8,11 @@
  * token with the platform's signing key, read from the database they share. No framework, schema, hook,
  * metric, log or error handling: the least CPU each request can cost with its data kept in PostgreSQL,
  * beside which the platform's figure is read.
+ *
+ * For push-cost.bench.ts it is also the push half of a delivery's floor: POST /floor/push sends sealed
+ * pushes to a receiver (floor-push.ts), whose receipt callbacks it then takes with `recordReceipts` off:
+ * opened and their nonce recorded, no receipt (the raw claim loop's completion stands for that write). It
+ * runs on PostgreSQL (`databaseUrl`) or PGlite (`dataDir`).
  */
 import { randomBytes, randomUUID } from 'node:crypto'
 import { createServer } from 'node:http'
@@ -35,9 +40,13 @@ import {
 import { serveParent } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
 import type { BenchEnterprise } from './bench-server.js'
+import { type FloorPushes, sendFloorPushes } from './floor-push.js'
 
 export interface FloorServerSpec {
-  databaseUrl: string
+  databaseUrl?: string
+  dataDir?: string
+  /** Whether a callback records its receipt (default) or only opens the envelope and records its nonce. */
+  recordReceipts?: boolean
   enterprises: Pick<BenchEnterprise, 'enterpriseId' | 'keyVersion' | 'secret'>[]
 }
 
@@ -49,11 +58,13 @@ const TOKEN_TTL_SECONDS = 7200
  */
 const NONCE_WINDOW_MS = 365 * 86_400_000
 const spec = JSON.parse(process.env.BENCH_FLOOR_SPEC ?? 'null') as FloorServerSpec | null
-if (!spec) throw new Error('BENCH_FLOOR_SPEC is not set: this module is started by cpu.bench.js')
+if (!spec)
+  throw new Error('BENCH_FLOOR_SPEC is not set: this module is started by cpu.bench.js or push-cost.bench.js')
 const keys = new Map<string, EnvelopeKey>(
   spec.enterprises.map((e) => [`${e.enterpriseId}:${e.keyVersion}`, loadKey(e.secret)]),
 )
-const db = await openDatabase({ databaseUrl: spec.databaseUrl })
+const recordReceipts = spec.recordReceipts !== false
+const db = await openDatabase({ databaseUrl: spec.databaseUrl, dataDir: spec.dataDir })
 const tokens = accessTokens(await tokenSigningKey(db, randomBytes))
 const acceptNonce = nonceGuard(db)
 const confirmReceipt = receiptBatcher(db)
@@ -109,6 +120,7 @@ async function queryPage(authorization: string | undefined, body: Buffer): Promi
 async function callback(authorization: string | undefined, body: Buffer): Promise<Buffer> {
   const opened = await openWithToken(authorization, body)
   const { audioId } = opened.plaintext as { audioId: string }
+  if (!recordReceipts) return answer()
   if (!(await confirmReceipt({ enterpriseId: opened.enterpriseId, audioId })))
     throw new Error(`no ${audioId}`)
   return answer()
@@ -119,6 +131,11 @@ const routes: Record<string, (authorization: string | undefined, body: Buffer) =
   [PartnerOperation.issueToken.path]: (_, body) => issueToken(body),
   [PartnerOperation.queryRecordings.path]: queryPage,
   [PartnerOperation.confirmReceipt.path]: callback,
+  '/floor/push': async (_, body) => {
+    const pushes = JSON.parse(body.toString('utf8')) as FloorPushes
+    await sendFloorPushes(pushes, keys.get(`${pushes.enterpriseId}:${pushes.keyVersion}`) as EnvelopeKey)
+    return answer()
+  },
 }
 
 const server = createServer((request, response) => {

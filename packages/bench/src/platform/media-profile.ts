@@ -2,7 +2,9 @@
  * Reads a V8 CPU profile (`node --cpu-prof`) and sums its samples' time by function (self time): where a
  * process spent its CPU, for the media benchmark's notes.
  */
-import { readFileSync } from 'node:fs'
+import { readdirSync, readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { format, log } from '../bench-support.js'
 
 interface ProfileNode {
   id: number
@@ -105,4 +107,20 @@ export function summarizeProfile(
     top: ranked(functions, topCount),
     areas: ranked(areas, 8).filter(({ share }) => share >= 0.001),
   }
+}
+
+/** The top self-time functions of the CPU profile (`--cpu-prof-dir`) in `dir`, logged. */
+export function logProfile(dir: string): void {
+  const file = readdirSync(dir).find((name) => name.endsWith('.cpuprofile'))
+  if (!file) {
+    log(`no CPU profile in ${dir}`)
+    return
+  }
+  const summary = summarizeProfile(join(dir, file), undefined, 25)
+  log(
+    `CPU profile ${join(dir, file)}: ${format(summary.seconds, 1)} s, ${format(100 * summary.idleShare)}% idle`,
+  )
+  for (const area of summary.areas) log(`  ${format(100 * area.share, 1)}% ${area.name}`)
+  for (const top of summary.top)
+    log(`  ${format(100 * top.share, 1)}% ${format(top.milliseconds)} ms ${top.name}`)
 }

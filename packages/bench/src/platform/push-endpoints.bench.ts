@@ -19,9 +19,7 @@
  * profile's top self-time functions are logged. The results go to docs/benchmarks.md between the
  * push-endpoints markers.
  */
-import { readdirSync } from 'node:fs'
 import { loadavg } from 'node:os'
-import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { PushEventType, type PushEventTypeValue } from '@earshot/protocol'
 import {
@@ -37,7 +35,7 @@ import {
   sectionText,
 } from '../bench-support.js'
 import type { RunningChild } from '../child.js'
-import { summarizeProfile } from './media-profile.js'
+import { logProfile } from './media-profile.js'
 import {
   AUDIO_AND_TRANSCRIPT,
   AUDIO_ONLY,
@@ -227,23 +225,6 @@ function statsTargets(runs: Awaited<ReturnType<typeof allRuns>>): PushStatsSpec[
   ]
 }
 
-/** The top self-time functions of the platform's CPU profile, logged. */
-function logProfile(): void {
-  if (!profileDir) return
-  const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'))
-  if (!file) {
-    log(`no CPU profile in ${profileDir}`)
-    return
-  }
-  const summary = summarizeProfile(join(profileDir, file), undefined, 25)
-  log(
-    `platform CPU profile ${join(profileDir, file)}: ${format(summary.seconds, 1)} s, ${format(100 * summary.idleShare)}% idle`,
-  )
-  for (const area of summary.areas) log(`  ${format(100 * area.share, 1)}% ${area.name}`)
-  for (const top of summary.top)
-    log(`  ${format(100 * top.share, 1)}% ${format(top.milliseconds)} ms ${top.name}`)
-}
-
 function measureBackend(backend: Backend): Promise<BackendReport> {
   return withPushStorage(backend, async (storage) => {
     log(`${backend}: starting the platform and the receiver`)
@@ -253,7 +234,7 @@ function measureBackend(backend: Backend): Promise<BackendReport> {
       const receiver = await startPushReceiver(platform.ready, settings.callbackConnections, 0)
       return withRunning(receiver, () => allRuns({ storage, platform, receiver }))
     })
-    logProfile()
+    if (profileDir) logProfile(profileDir)
     log(`${backend}: reading the deliveries and their attempts`)
     const stats = await pushStats(storage, statsTargets(runs))
     const statsOf = (label: string) => stats[label] as DeliveryStats

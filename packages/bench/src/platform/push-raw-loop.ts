@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto'
 import type { Database } from '@earshot/platform'
 import { openDatabase } from '@earshot/platform/internal'
 import { serveParent } from '../child.js'
+import { backendDelta, backendReader, CLOCK_TICKS_PER_SECOND } from './cpu-proc.js'
 
 export interface RawLoopSpec {
   dataDir?: string
@@ -32,6 +33,8 @@ export interface RawLoopRun {
   rowsPerSecond: number
   /** CPU of this process during the drain, % of one core. */
   cpuPercent: number
+  /** CPU of its PostgreSQL backends during the drain, % of one core (0 on PGlite: in the process). */
+  backendCpuPercent: number
 }
 
 export interface RawLoopReady {
@@ -142,15 +145,23 @@ const db = await openDatabase({
   databaseUrl: spec.databaseUrl,
   poolSize: spec.poolSize,
 })
+// This database's backends, read from /proc through a connection to the server's `postgres` database.
+const backends =
+  spec.databaseUrl && process.env.DATABASE_URL
+    ? await backendReader(process.env.DATABASE_URL, new URL(spec.databaseUrl).pathname.slice(1))
+    : undefined
 const runs: RawLoopRun[] = []
 try {
   for (const inFlight of spec.inFlight) {
     const insertSeconds = await prepare(db, spec.rows)
+    const backendsBefore = await backends?.read()
     const cpuBefore = process.cpuUsage()
     const started = performance.now()
     const { completed, claims } = await drain(db, inFlight)
     const seconds = (performance.now() - started) / 1000
     const cpu = process.cpuUsage(cpuBefore)
+    const backendTicks =
+      backendsBefore && backends ? backendDelta(backendsBefore, await backends.read()).ticks : 0
     const [left] = await db.query<{ n: number }>(`SELECT count(*) AS n FROM ${TABLE} WHERE state <> 'done'`)
     if ((left?.n ?? 0) !== 0 || completed !== spec.rows) {
       throw new Error(`raw loop: ${completed} of ${spec.rows} rows completed, ${left?.n} not done`)
@@ -164,12 +175,15 @@ try {
       seconds,
       rowsPerSecond: completed / seconds,
       cpuPercent: (100 * (cpu.user + cpu.system)) / 1e6 / seconds,
+      backendCpuPercent: (100 * backendTicks) / CLOCK_TICKS_PER_SECOND / seconds,
     })
   }
   await db.query(`DROP TABLE IF EXISTS ${TABLE}`)
 } catch (error) {
   await db.close()
   throw error
+} finally {
+  await backends?.close()
 }
 
 serveParent({ runs } satisfies Omit<RawLoopReady, 'type'>, () => db.close())
