@@ -37,9 +37,12 @@ const PAUSED_GROUPS = `SELECT endpoint_id::text FROM endpoints WHERE NOT enabled
                          JOIN endpoints ep ON ep.url = p.url AND ep.removed_at IS NULL
                         WHERE p.disabled_at IS NOT NULL`
 
-/** The endpoint `ep` has deliveries the sweep would hold (one probe of the ready-by-group index). */
+/**
+ * The endpoint `ep` has deliveries the sweep would hold: one probe of the ready-by-group index per endpoint.
+ * A scalar subquery, not EXISTS, which the planner may turn into a join reading every ready delivery.
+ */
 const HAS_READY = (ep: string) =>
-  `EXISTS (SELECT 1 FROM deliveries WHERE group_key = ${ep}.endpoint_id::text AND state = 'pending')`
+  `coalesce((SELECT true FROM deliveries WHERE group_key = ${ep}.endpoint_id::text AND state = 'pending' LIMIT 1), false)`
 
 /**
  * PAUSED_GROUPS as the sweep reads it before holding their deliveries: each paused endpoint's row, and its
@@ -312,9 +315,10 @@ export const deliveryQueue = defineQueue<DeliveryState, number, ClaimedDelivery>
 })
 
 /**
- * The states metrics count on every scrape: those still moving (the due index) and those waiting for an
- * operator (a partial index). Confirmed and cancelled deliveries are history, as large as the retention
- * allows, and held ones wait for their push URL, as many as its outage made: neither is counted per scrape.
+ * The states metrics count on every scrape: those still moving (the due index, and the sweepable one) and
+ * those waiting for an operator (a partial index). Confirmed and cancelled deliveries are history, as large
+ * as the retention allows, and held ones wait for their push URL, as many as its outage made: neither is
+ * counted per scrape.
  */
 export const COUNTED_STATES = ['pending', 'in_flight', 'acked', 'failed', 'unconfirmed'] as const
 export type CountedState = (typeof COUNTED_STATES)[number]
@@ -322,7 +326,9 @@ export type CountedState = (typeof COUNTED_STATES)[number]
 /** Deliveries in each counted state, every one present. */
 export async function countOpenDeliveries(db: Queryable): Promise<Record<CountedState, number>> {
   const rows = await db.query<{ state: CountedState; count: number }>(
-    `SELECT state, count(*) AS count FROM deliveries WHERE due_at IS NOT NULL AND state <> 'held' GROUP BY state
+    `SELECT state, count(*) AS count FROM deliveries WHERE state = 'pending' GROUP BY state
+     UNION ALL
+     SELECT state, count(*) FROM deliveries WHERE state IN ('in_flight', 'acked') GROUP BY state
      UNION ALL
      SELECT state, count(*) FROM deliveries WHERE state IN ('failed', 'unconfirmed') GROUP BY state`,
   )
@@ -357,7 +363,8 @@ export async function pruneConfirmedDeliveries(
 /** Deliveries due for an attempt now and not yet claimed: the push queue's depth. */
 export async function countDueDeliveries(db: Queryable): Promise<number> {
   const [row] = await db.query<{ count: number }>(
-    `SELECT count(*) AS count FROM deliveries WHERE due_at <= now() AND state IN ('pending', 'acked')`,
+    `SELECT (SELECT count(*) FROM deliveries WHERE state = 'pending' AND due_at <= now())
+          + (SELECT count(*) FROM deliveries WHERE state = 'acked' AND due_at <= now()) AS count`,
   )
   return row?.count ?? 0
 }

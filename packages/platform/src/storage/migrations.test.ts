@@ -109,8 +109,8 @@ for (const backend of testBackends) {
         quotedNames(index('deliveries_sweepable').split('WHERE')[1] ?? ''),
         [deliveryMachine.claimed, ...deliveryMachine.waiting].sort(),
       )
-      // Claims read the due index, which held deliveries stay out of; paused groups are found by the others.
-      assert.deepEqual(quotedNames(index('deliveries_due')), [deliveryMachine.held])
+      // Claims read the due index, which holds the ready deliveries alone; paused groups are found by the others.
+      assert.deepEqual(quotedNames(index('deliveries_due')), [deliveryMachine.ready])
       assert.deepEqual(quotedNames(index('deliveries_held')), [deliveryMachine.held])
       assert.deepEqual(quotedNames(index('deliveries_ready_by_group')), [deliveryMachine.ready])
     })

@@ -170,21 +170,28 @@ const refs = ({ idType }: Names) =>
  * must, e.g. a receipt confirming deliveries): two such statements over the same jobs then queue behind
  * each other instead of deadlocking — which PostgreSQL resolves only after deadlock_timeout (1 s), by
  * aborting one of them. NO KEY UPDATE, because no key changes: the attempts' foreign key checks (KEY SHARE)
- * need not wait.
+ * need not wait. The rows are found by id, claimant and claim number only, so that the primary key is the
+ * one way to them: with the state among the conditions, a partial index over some states (whose size the
+ * planner reads from statistics taken when it was nearly empty) looked cheaper, and was read whole. The
+ * statements check the state again where they change the row.
  */
 const lockFenced = (n: Names, r: string) =>
-  `locked AS (SELECT j.${n.id} FROM ${n.t} j, ${r} WHERE ${fenced(n)} ORDER BY j.${n.id} FOR NO KEY UPDATE OF j)`
+  `locked AS (SELECT j.${n.id} FROM ${n.t} j, ${r}
+               WHERE j.${n.id} = r.id AND j.claimed_by = r.claimant AND j.claim_no = r.claim_no
+               ORDER BY j.${n.id} FOR NO KEY UPDATE OF j)`
 
 function renewSql(n: Names): string {
   return `WITH ${lockFenced(n, refs(n))}
-     UPDATE ${n.t} j SET due_at = now() + make_interval(secs => $4) FROM locked l WHERE j.${n.id} = l.${n.id}
+     UPDATE ${n.t} j SET due_at = now() + make_interval(secs => $4) FROM locked l
+      WHERE j.${n.id} = l.${n.id} AND j.state = ${n.claimed}
      RETURNING 1`
 }
 
 function releaseSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
   return `WITH ${lockFenced(n, refs(n))},
      released AS (
-       UPDATE ${n.t} j SET state = ${n.ready}, due_at = now(), claimed_by = NULL FROM locked l WHERE j.${n.id} = l.${n.id}
+       UPDATE ${n.t} j SET state = ${n.ready}, due_at = now(), claimed_by = NULL FROM locked l
+        WHERE j.${n.id} = l.${n.id} AND j.state = ${n.claimed}
        RETURNING 1),
      counted AS (SELECT count(*) AS released FROM released)
      SELECT released, CASE WHEN released > 0 THEN pg_notify('${spec.channel}', '') END FROM counted`
@@ -221,8 +228,9 @@ function settleSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
 
 /**
  * Moves on the claims whose lease ended and the waiting jobs whose timer is up, holds a paused group's
- * ready jobs (a batch at a time, found by the group index, not the due index), and says when the next
- * job falls due.
+ * ready jobs (a batch at a time, read group by group through the group index), and says when the next job
+ * falls due: the soonest of the ready jobs a claim may take and of the jobs this sweep moves on, each read
+ * from the front of its own due-time index.
  */
 function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
   const { t, id, ready, claimed, held, finals, unpaused, unthrottled } = n
@@ -230,32 +238,37 @@ function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
   const sweptState = `CASE j.state WHEN ${claimed} THEN ${ready}${timers
     .map((timer) => ` WHEN '${timer.state}' THEN (${timer.next})`)
     .join('')} END`
+  const swept = sqlList([spec.machine.claimed, ...timers.map((timer) => timer.state)])
+  // One group at a time (a lateral probe of the group index per paused group), never one pass over every
+  // ready job looking for paused groups' among them: with no group paused, the hold reads nothing.
   const holdSql = spec.pausedGroups
     ? `,
      paused (group_key) AS (${spec.pausedGroupsLocked ?? spec.pausedGroups}),
      held AS (
        UPDATE ${t} j SET state = ${held}
-         FROM (SELECT ${id} FROM ${t}
-                WHERE state = ${ready} AND group_key IS NOT NULL
-                  AND group_key = ANY (ARRAY(SELECT group_key FROM paused))
-                LIMIT $1
-                  FOR NO KEY UPDATE SKIP LOCKED) x
+         FROM (SELECT x.${id} FROM paused p
+                CROSS JOIN LATERAL (SELECT ${id} FROM ${t} WHERE group_key = p.group_key AND state = ${ready}
+                                     LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) x
+                LIMIT $1) x
         WHERE j.${id} = x.${id}
        RETURNING 1)`
     : ''
+  const soonest = [
+    `(SELECT min(due_at) FROM ${t} WHERE state = ${ready} AND ${unpaused} AND ${unthrottled})`,
+    `(SELECT min(due_at) FROM ${t} WHERE state IN (${swept}))`,
+    ...(spec.rated ? [`(${throttledUntilSql(spec.rated, n)})`] : []),
+  ]
   return `WITH expired AS (
        UPDATE ${t} j SET state = ${sweptState},
                          due_at = CASE WHEN ${sweptState} IN (${finals}) THEN NULL ELSE now() END, claimed_by = NULL
          FROM (SELECT ${id} FROM ${t}
-                WHERE due_at <= now() AND state IN (${sqlList([spec.machine.claimed, ...timers.map((timer) => timer.state)])})
+                WHERE due_at <= now() AND state IN (${swept})
                 ORDER BY due_at LIMIT $1
                   FOR NO KEY UPDATE SKIP LOCKED) x
         WHERE j.${id} = x.${id}
        RETURNING 1)${holdSql}
      SELECT (SELECT count(*) FROM expired)${spec.pausedGroups ? ' + (SELECT count(*) FROM held)' : ''} AS moved,
-            (SELECT greatest(extract(epoch FROM least(min(due_at)${spec.rated ? `, (${throttledUntilSql(spec.rated, n)})` : ''}) - now()), 0)::float8
-               FROM ${t}
-              WHERE due_at IS NOT NULL${held ? ` AND state <> ${held}` : ''} AND (state <> ${ready} OR (${unpaused} AND ${unthrottled}))) AS seconds`
+            greatest(extract(epoch FROM least(${soonest.join(', ')}) - now()), 0)::float8 AS seconds`
 }
 
 /** The soonest a throttled group with jobs due by then may be attempted again. */
