@@ -23,7 +23,9 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
   // The deliveries' own rows carry both facts: a concurrent ack being recorded takes the same row lock,
   // and whichever statement comes second re-reads the row (an ack then sees received_at, this sees acks).
   // Rows are locked in one order (receipts by audioId, deliveries by id, as the push queue locks them),
-  // so that two statements over overlapping rows wait for each other rather than deadlock.
+  // so that two statements over overlapping rows wait for each other rather than deadlock. A receipt that
+  // waited for the ack's lock began before the ack's transaction did: its now() is the earlier, so the
+  // confirmation is stamped no earlier than the ack.
   // A deleted recording is still the partner's to confirm when the partner had it: a push of its data was
   // acknowledged (an attempt's ack is recorded even when the deletion had made its claim stale), or a
   // receipt for it came before the deletion. The deletion's own push, or a push that never got an answer,
@@ -44,7 +46,7 @@ export async function confirmReceipts(db: Queryable, receipts: readonly Receipt[
                              state = CASE WHEN d.acks > 0 THEN 'confirmed' ELSE d.state END,
                              due_at = CASE WHEN d.acks > 0 THEN NULL ELSE d.due_at END,
                              claimed_by = CASE WHEN d.acks > 0 THEN NULL ELSE d.claimed_by END,
-                             confirmed_at = CASE WHEN d.acks > 0 THEN now() ELSE d.confirmed_at END
+                             confirmed_at = CASE WHEN d.acks > 0 THEN greatest(now(), d.acked_at) ELSE d.confirmed_at END
                         FROM (SELECT delivery_id FROM deliveries
                                WHERE audio_id IN (SELECT audio_id FROM owned) AND state IN (${sqlList(RECEIPT_STATES)})
                                  AND (acks > 0 OR state = '${deliveryMachine.claimed}')
