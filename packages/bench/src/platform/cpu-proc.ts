@@ -69,21 +69,30 @@ export function backendDelta(before: BackendReading, after: BackendReading): Bac
   return { ticks, kept, appeared, vanished, types }
 }
 
-interface PgClient {
+export interface PgClient {
   connect(): Promise<void>
   query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[] }>
   end(): Promise<void>
 }
 
-/**
- * Reads the backends of `database` on the server of `serverUrl` (a connection to the database the URL
- * names, which must be another one). The pg driver is the one @earshot/test-kit depends on.
- */
-export async function backendReader(serverUrl: string, database: string) {
+/** A connection to the database `url` names, with the pg driver @earshot/test-kit depends on. */
+export async function connectPg(url: string): Promise<PgClient> {
   const require = createRequire(import.meta.resolve('@earshot/test-kit/backends'))
   const pg = require('pg') as { Client: new (options: { connectionString: string }) => PgClient }
-  const client = new pg.Client({ connectionString: serverUrl })
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
+  return client
+}
+
+/** The name of the database a PostgreSQL URL names. */
+export const databaseNameOf = (url: string) => new URL(url).pathname.slice(1)
+
+/**
+ * Reads the backends of `database` on the server of `serverUrl` (a connection to the database the URL
+ * names, which must be another one).
+ */
+export async function backendReader(serverUrl: string, database: string) {
+  const client = await connectPg(serverUrl)
   return {
     async read(): Promise<BackendReading> {
       const { rows } = await client.query<{ pid: number; backend_type: string }>(

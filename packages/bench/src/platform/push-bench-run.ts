@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { openDatabase } from '@earshot/platform/internal'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import { type Backend, postgresCpuSeconds, withCleanup } from '../bench-support.js'
@@ -89,6 +90,12 @@ export function startPushReceiver(
     BENCH_PUSH_CALLBACK_CONNECTIONS: String(callbackConnections),
     BENCH_PUSH_SLOW_ANSWER_MS: String(slowAnswerMs),
   })
+}
+
+/** The platform left alone `ms` (the previous run's upkeep), then PostgreSQL's buffers written out. */
+export async function settle(storage: Storage, ms: number): Promise<void> {
+  await sleep(ms)
+  await checkpoint(storage)
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   backendDelta,
   backendReader,
   CLOCK_TICKS_PER_SECOND,
+  databaseNameOf,
   processTicks,
 } from './cpu-proc.js'
 
@@ -53,5 +54,5 @@ export async function startWindow(parties: Parties): Promise<() => Promise<CpuSp
 export async function backendsOf(databaseUrl: string | undefined): Promise<BackendReader | undefined> {
   const server = process.env.DATABASE_URL
   if (!databaseUrl || !server) return undefined
-  return backendReader(server, new URL(databaseUrl).pathname.slice(1))
+  return backendReader(server, databaseNameOf(databaseUrl))
 }

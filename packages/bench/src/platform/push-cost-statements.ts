@@ -5,14 +5,8 @@
  * over a connection to the server's own database (DATABASE_URL), so that no backend of the measured
  * database is the bench's.
  */
-import { createRequire } from 'node:module'
 import { setTimeout as sleep } from 'node:timers/promises'
-
-interface PgClient {
-  connect(): Promise<void>
-  query<Row>(text: string, values?: unknown[]): Promise<{ rows: Row[] }>
-  end(): Promise<void>
-}
+import { connectPg, type PgClient } from './cpu-proc.js'
 
 export interface StatementCost {
   query: string
@@ -36,14 +30,6 @@ export interface StatementsReader {
   close(): Promise<void>
 }
 
-async function connect(serverUrl: string): Promise<PgClient> {
-  const require = createRequire(import.meta.resolve('@earshot/test-kit/backends'))
-  const pg = require('pg') as { Client: new (options: { connectionString: string }) => PgClient }
-  const client = new pg.Client({ connectionString: serverUrl })
-  await client.connect()
-  return client
-}
-
 async function availability(client: PgClient): Promise<string | undefined> {
   try {
     await client.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements')
@@ -65,7 +51,7 @@ const SAMPLE = `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') || 
   FROM pg_stat_activity WHERE datname = $1 AND state = 'active'`
 
 export async function statementsReader(serverUrl: string): Promise<StatementsReader> {
-  const client = await connect(serverUrl)
+  const client = await connectPg(serverUrl)
   const unavailable = await availability(client)
   return {
     unavailable,

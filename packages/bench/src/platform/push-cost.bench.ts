@@ -43,13 +43,13 @@ import {
 } from '../bench-support.js'
 import { type RunningChild, startChild } from '../child.js'
 import type { BareServerReady } from './bare-server.js'
+import { databaseNameOf } from './cpu-proc.js'
 import type { FloorServerSpec } from './floor-server.js'
 import { logProfile } from './media-profile.js'
 import {
   AUDIO_AND_TRANSCRIPT,
   AUDIO_ONLY,
   addEndpoint,
-  awaitConfirmations,
   benchEnterprise,
   type Credentials,
   importRecordings,
@@ -59,8 +59,8 @@ import {
 } from './push-bench-api.js'
 import type { PushReceiverReady } from './push-bench-receiver.js'
 import {
-  checkpoint,
   type Storage,
+  settle,
   startPushPlatform,
   startPushReceiver,
   withPushStorage,
@@ -117,14 +117,9 @@ const addSplits = (a: CpuSplit, b: CpuSplit): CpuSplit => ({
   receiver: a.receiver + b.receiver,
 })
 
-async function settle(storage: Storage): Promise<void> {
-  await sleep(settings.settleMs)
-  await checkpoint(storage)
-}
-
 /** The raw claim loop's drain of `deliveries` rows, in a child on a database of its own. */
 async function rawLoop(floor: Floor): Promise<{ seconds: number; cpu: CpuSplit }> {
-  await settle(floor.rawStorage)
+  await settle(floor.rawStorage, settings.settleMs)
   const spec: RawLoopSpec = {
     ...floor.rawStorage,
     poolSize: platformConfig.databasePoolSize,
@@ -146,7 +141,7 @@ async function rawLoop(floor: Floor): Promise<{ seconds: number; cpu: CpuSplit }
 
 /** The bare exchange: sealed pushes from the floor server to a receiver, whose callbacks it takes. */
 async function bareExchange(floor: Floor, label: string): Promise<{ seconds: number; cpu: CpuSplit }> {
-  await settle(floor.storage)
+  await settle(floor.storage, settings.settleMs)
   await registerWithReceiver(floor.receiver.ready.url, label, FLOOR_ENTERPRISE)
   const started = performance.now()
   const end = await startWindow({
@@ -163,17 +158,8 @@ async function bareExchange(floor: Floor, label: string): Promise<{ seconds: num
       inFlight,
     }),
   })
-  let finished = false
-  void sent.finally(() => {
-    finished = true
-  })
-  const done = await awaitConfirmations(
-    floor.receiver.ready.url,
-    label,
-    () => settings.deliveries,
-    () => finished,
-  )
-  if (!(await sent).ok || done.stalled) throw new Error(`the floor exchange ${label} failed`)
+  await waitFor(async () => (await progressOf(floor.receiver.ready.url, label)).confirmed, label)
+  if (!(await sent).ok) throw new Error(`the floor exchange ${label} failed: ${await (await sent).text()}`)
   return { seconds: (performance.now() - started) / 1000, cpu: await end() }
 }
 
@@ -214,6 +200,7 @@ async function drainTarget(bench: Bench, label: string, kit: boolean) {
   return { credentials, pid: listener.pid, confirmed: async () => listener.confirmed(), stop: listener.stop }
 }
 
+/** Polls `confirmed` until every delivery of the run is confirmed; gives up after 30 s without progress. */
 async function waitFor(confirmed: () => Promise<number>, label: string): Promise<void> {
   let last = -1
   let lastChange = performance.now()
@@ -230,15 +217,15 @@ async function waitFor(confirmed: () => Promise<number>, label: string): Promise
 async function drainRun(bench: Bench, scenario: Scenario, round: number): Promise<Sample> {
   const label = `${scenario}-${round}`
   const ordered = scenario.startsWith('ordered')
-  await settle(bench.storage)
+  await settle(bench.storage, settings.settleMs)
   const target = await drainTarget(bench, label, scenario.endsWith('-kit'))
   try {
     log(`  ${label}: ${format(settings.deliveries)} deliveries`)
     const body = drainBody(label, ordered)
     const imported = await importRecordings(bench.platform.ready, target.credentials.enterpriseId, body)
+    const database = databaseNameOf(bench.storage.databaseUrl ?? 'postgres://-/')
     await bench.statements?.reset()
-    const sampling =
-      settings.sampleMs && bench.statements?.sampleActivity(dbName(bench.storage), settings.sampleMs)
+    const sampling = settings.sampleMs && bench.statements?.sampleActivity(database, settings.sampleMs)
     const end = await startWindow({
       servers: [bench.platform.pid],
       backends: bench.backends,
@@ -248,14 +235,12 @@ async function drainRun(bench: Bench, scenario: Scenario, round: number): Promis
     const cpu = await end()
     const seconds = (Date.now() - imported.acked) / 1000
     const activity = sampling ? await sampling() : undefined
-    const statements = await bench.statements?.read(dbName(bench.storage))
+    const statements = await bench.statements?.read(database)
     return { scenario, round, deliveries: settings.deliveries, seconds, cpu, statements, activity }
   } finally {
     await target.stop()
   }
 }
-
-const dbName = (storage: Storage) => new URL(storage.databaseUrl ?? 'postgres://x/').pathname.slice(1)
 
 async function allRuns(bench: Bench): Promise<Sample[]> {
   const samples: Sample[] = []
@@ -331,11 +316,7 @@ function measureBackend(backend: Backend): Promise<CostReport> {
 const machine = machineLine()
 const { reports, skipped } = await measureBackends(backends, measureBackend)
 const rendered = reports.map((report) => renderCost(report, settings))
-publishSection(
-  'push-cost',
-  sectionText([`Measured ${machine}.`, ...rendered.map(({ text }) => text)], skipped),
-  {
-    heading: '## Push: CPU per confirmed delivery, beside its floor (`npm run bench:push`)',
-    after: '<!-- bench:push-endpoints:end -->',
-  },
-)
+publishSection('push-cost', sectionText([`Measured ${machine}.`, ...rendered], skipped), {
+  heading: '## Push: CPU per confirmed delivery, beside its floor (`npm run bench:push`)',
+  after: '<!-- bench:push-endpoints:end -->',
+})

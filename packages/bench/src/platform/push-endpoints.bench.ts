@@ -20,7 +20,6 @@
  * push-endpoints markers.
  */
 import { loadavg } from 'node:os'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { PushEventType, type PushEventTypeValue } from '@earshot/protocol'
 import {
   type Backend,
@@ -51,10 +50,10 @@ import {
 } from './push-bench-api.js'
 import type { PushReceiverReady } from './push-bench-receiver.js'
 import {
-  checkpoint,
   cpuPercent,
   pushStats,
   type Storage,
+  settle,
   startPushPlatform,
   startPushReceiver,
   usageOf,
@@ -102,12 +101,6 @@ interface Bench {
 /** Every push acknowledged has its own callback: a recording with a transcript has two. */
 const callbacks: DoneCount = (progress) => progress.callbacks
 
-/** The platform left alone before a run (the previous run's upkeep), then PostgreSQL's buffers written out. */
-async function settle(bench: Bench): Promise<void> {
-  await sleep(settings.settleMs)
-  await checkpoint(bench.storage)
-}
-
 /**
  * Imports `body` (one transaction), then waits for each label's pushes to be confirmed, one label after
  * the other; CPU use is measured from the import's end to each label's.
@@ -142,7 +135,7 @@ async function timedRun(
 /** The drain with order engaged (recordings with audio and transcript) or not (twice as many audio-only). */
 async function orderRun(bench: Bench, ordered: boolean, round: number): Promise<Omit<OrderRun, 'stats'>> {
   const label = `${ordered ? 'ordered' : 'unordered'}-${round}`
-  await settle(bench)
+  await settle(bench.storage, settings.settleMs)
   const { deliveries } = settings
   const credentials = await benchEnterprise(bench.platform.ready, bench.receiver.ready.url, label)
   const body = ordered
@@ -172,7 +165,7 @@ function rateBody(label: string, withA: boolean): string {
 /** B alone, or beside A (held to settings.limit a second), on one enterprise without a push URL. */
 async function rateRun(bench: Bench, beside: boolean, round: number): Promise<Omit<RateRun, 'stats'>> {
   const label = `${beside ? 'beside' : 'alone'}-${round}`
-  await settle(bench)
+  await settle(bench.storage, settings.settleMs)
   const { platform, receiver } = bench
   const credentials = await benchEnterprise(platform.ready, receiver.ready.url, label, null)
   const endpoint = async (name: string, eventType: PushEventTypeValue, maxPerSecond?: number) => {

@@ -11,7 +11,8 @@ import { randomUUID } from 'node:crypto'
 import type { Database } from '@earshot/platform'
 import { openDatabase } from '@earshot/platform/internal'
 import { serveParent } from '../child.js'
-import { backendDelta, backendReader, CLOCK_TICKS_PER_SECOND } from './cpu-proc.js'
+import { backendDelta, CLOCK_TICKS_PER_SECOND } from './cpu-proc.js'
+import { backendsOf } from './push-cost-meter.js'
 
 export interface RawLoopSpec {
   dataDir?: string
@@ -145,11 +146,8 @@ const db = await openDatabase({
   databaseUrl: spec.databaseUrl,
   poolSize: spec.poolSize,
 })
-// This database's backends, read from /proc through a connection to the server's `postgres` database.
-const backends =
-  spec.databaseUrl && process.env.DATABASE_URL
-    ? await backendReader(process.env.DATABASE_URL, new URL(spec.databaseUrl).pathname.slice(1))
-    : undefined
+// This database's backends, read from /proc through a connection to the server's own database.
+const backends = await backendsOf(spec.databaseUrl)
 const runs: RawLoopRun[] = []
 try {
   for (const inFlight of spec.inFlight) {

@@ -337,6 +337,7 @@ function statisticsKeeper(db: Database): (committed: number) => Promise<void> {
   let since = 0
   return async (committed) => {
     since += committed
+    if (since <= ANALYZE_BASE) return
     const [table] = await db.query<{ rows: number }>(
       "SELECT greatest(reltuples, 0)::float8 AS rows FROM pg_class WHERE oid = 'recordings'::regclass",
     )
