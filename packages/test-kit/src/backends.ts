@@ -12,7 +12,7 @@ import {
 } from '@earshot/platform'
 import pg from 'pg'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
-import { migratedPgliteImageFor } from './pglite-image.js'
+import { preparePglite } from './pglite-image.js'
 import { databaseUrl, migratedPostgresTemplate } from './postgres-template.js'
 
 export type BackendName = 'pglite' | 'postgres'
@@ -117,7 +117,7 @@ export async function startTestPlatform(
       ? await scratchPostgresDatabase({ migrated: true })
       : undefined
   const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
-  const pgliteImage = await migratedPgliteImageFor(config)
+  const pgliteImage = await preparePglite(config)
   const platform = await startPlatform({ config, pgliteImage, ...options }).catch(async (error: unknown) => {
     await scratch?.drop()
     throw error

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { generateSecret, loadKey, type PushEvent, type RecordingData, seal } from '@earshot/protocol'
 import { eventually, latch } from '@earshot/test-kit/eventually'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { type CliRun, cleanEnv, spawnCli } from '@earshot/test-kit/run-cli'
 import {
   type FakeApi,
@@ -174,7 +175,14 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
     before(async () => {
       audioDir = join(dir, 'listen-audio')
       listener = await startListen(
-        ['--data', join(dir, 'listen-data'), '--store', 'files', '--audio', audioDir],
+        [
+          '--data',
+          await seededPartnerData(join(dir, 'listen-data')),
+          '--store',
+          'files',
+          '--audio',
+          audioDir,
+        ],
         env,
       )
     })
@@ -293,7 +301,7 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
   })
 
   test('sync --audio fetches the mirrored recordings’ audio, removes the deleted, and catches up on failures', async () => {
-    const data = join(dir, 'sync-data')
+    const data = await seededPartnerData(join(dir, 'sync-data'))
     const audioDir = join(dir, 'sync-audio')
     const [a, b, c] = [recording(), recording(), recording()]
     const change = (audioId: string, kind: 'created' | 'updated' | 'deleted') => ({
@@ -348,7 +356,11 @@ describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout:
     assert.ok((await readFile(join(audioDir, `${d.id}.mp3`))).equals(d.body))
 
     // Without --audio, sync prints what it always did.
-    const plain = await run(dir, ['sync', '--data', join(dir, 'plain-sync'), '--json'], env)
+    const plain = await run(
+      dir,
+      ['sync', '--data', await seededPartnerData(join(dir, 'plain-sync')), '--json'],
+      env,
+    )
     assert.equal(plain.code, 0, plain.stderr)
     assert.deepEqual(JSON.parse(plain.stdout), { applied: 7, cursor: '7', lagSeconds: 0 })
   })

@@ -6,6 +6,7 @@ import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, type TestPartner } from '@earshot/test-kit/calls'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { type CliRun, closedPort, runCli } from '@earshot/test-kit/run-cli'
 
 /**
@@ -60,7 +61,7 @@ describe('earshot-partner --json errors', { timeout: 120_000 }, () => {
       ['query'],
       ['export', '--out', join(dir, 'out.jsonl')],
       ['download', 'some-audio', '--out', join(dir, 'some.audio')],
-      ['sync', '--data', join(dir, 'mirror')],
+      ['sync', '--data', await seededPartnerData(join(dir, 'mirror'))],
       ['endpoints', 'list'],
       ['deliveries'],
       ['replay', '--since', '2026-01-01T00:00:00Z'],

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { closedPort, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { openDatabase } from '../storage/database.js'
 
@@ -91,7 +92,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
 
   test(`end to end: ${E2E_RECORDINGS} recordings pushed, each stored once and confirmed`, async () => {
     const partner = await createPartner(platform, 'Listen Co')
-    const data = join(dir, 'e2e')
+    const data = await seededPartnerData(join(dir, 'e2e'))
     const listener = await listen(['--data', data], credentials(partner, platform.partnerUrl))
     await setPushUrl(partner, listener.url)
 
@@ -181,7 +182,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
 
   test('kill -9 after the answer, before the callback: the restarted listener confirms it', async () => {
     const partner = await createPartner(platform, 'Crash Co')
-    const data = join(dir, 'crash')
+    const data = await seededPartnerData(join(dir, 'crash'))
     // The platform's partner API is out of reach at first, so no callback can get through.
     const unreachable = `http://127.0.0.1:${await closedPort()}`
     const first = await listen(['--data', data, '--store', 'files'], credentials(partner, unreachable))
@@ -239,7 +240,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
 
   test('a deleted recording is removed from the store, and the deletion confirmed', async () => {
     const partner = await createPartner(platform, 'Deleting Co')
-    const data = join(dir, 'deleting')
+    const data = await seededPartnerData(join(dir, 'deleting'))
     const listener = await listen(['--data', data], credentials(partner, platform.partnerUrl))
     await setPushUrl(partner, listener.url)
     const recording = (title: string) => ({
@@ -308,7 +309,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
 
   test('kill -9 after the deletion was answered, before its erasure confirmation: the restart sends it', async () => {
     const partner = await createPartner(platform, 'Crash Erasure Co')
-    const data = join(dir, 'crash-erasure')
+    const data = await seededPartnerData(join(dir, 'crash-erasure'))
     // The platform's partner API is out of reach at first, so no callback can get through.
     const unreachable = `http://127.0.0.1:${await closedPort()}`
     const first = await listen(['--data', data, '--store', 'files'], credentials(partner, unreachable))
@@ -366,7 +367,7 @@ describe('earshot-partner listen against a real platform', { timeout: 300_000 },
     assert.equal(missing.code, 1)
     assert.match(missing.stderr, /missing credentials: set EARSHOT_ENTERPRISE_ID and EARSHOT_SECRET/)
 
-    const data = join(dir, 'locked')
+    const data = await seededPartnerData(join(dir, 'locked'))
     const holder = await listen(['--data', data], credentials(partner, platform.partnerUrl))
     const second = await runCli(
       bin,

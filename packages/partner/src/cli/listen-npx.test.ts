@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { after, describe, test } from 'node:test'
 import { generateSecret } from '@earshot/protocol'
 import { eventually } from '@earshot/test-kit/eventually'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { cleanEnv } from '@earshot/test-kit/run-cli'
 
 /**
@@ -84,7 +85,7 @@ describe('listen under npx', { timeout: 120_000 }, () => {
   const dataDir = async () => {
     const dir = await mkdtemp(join(tmpdir(), 'earshot-listen-npx-'))
     dirs.push(dir)
-    return dir
+    return seededPartnerData(dir)
   }
 
   test('SIGTERM to the npx process alone: the listener says stopped, the port closes, no process is left', async () => {

@@ -8,6 +8,7 @@ import type { JsonObject } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { adminCall, createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { type CliProcess, startCliProcess } from '@earshot/test-kit/cli-process'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { closedPort, runCli } from '@earshot/test-kit/run-cli'
 import { EarshotClient } from '../client/earshot-client.js'
 import { openDatabase } from '../storage/database.js'
@@ -83,7 +84,7 @@ describe('earshot-partner sync against a real platform', { timeout: 300_000 }, (
   })
 
   test('sync builds the mirror, exits 0 once caught up, and goes on from its cursor', async () => {
-    const data = join(dir, 'once')
+    const data = await seededPartnerData(join(dir, 'once'))
     let feedLength = 0
     for await (const page of client.iterateChanges()) feedLength += page.items.length
     assert.equal(feedLength, 35)
@@ -131,7 +132,7 @@ describe('earshot-partner sync against a real platform', { timeout: 300_000 }, (
   })
 
   test('--follow applies changes as they come; SIGTERM and SIGINT stop it with exit 0', async () => {
-    const data = join(dir, 'follow')
+    const data = await seededPartnerData(join(dir, 'follow'))
     const follower = follow(['--data', data])
     await follower.waitForOutput('the first pages', ({ stderr }) =>
       /through seq \d+\ncaught up; following the change feed\n/.test(stderr),
@@ -160,7 +161,7 @@ describe('earshot-partner sync against a real platform', { timeout: 300_000 }, (
   })
 
   test("refusals: another enterprise's mirror, a cursor the platform refuses, a platform out of reach", async () => {
-    const data = join(dir, 'refusals')
+    const data = await seededPartnerData(join(dir, 'refusals'))
     assert.equal((await runCli(bin, ['sync', '--data', data], env)).code, 0)
 
     const other = await createPartner(platform, 'Other Co')

@@ -13,6 +13,7 @@ import { adminCall, createPartner, type TestPartner } from '@earshot/test-kit/ca
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf, allInState, callbackQueue, importRecordings } from '@earshot/test-kit/fault-kit'
 import { LogCapture } from '@earshot/test-kit/log-capture'
+import { seededPartnerData } from '@earshot/test-kit/pglite-image'
 import { runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { findText } from '@earshot/test-kit/text-scan'
@@ -138,7 +139,7 @@ describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywh
       EARSHOT_KEY_VERSION: String(partner.keyVersion),
       EARSHOT_SECRET: partner.secret,
     }
-    const kitDir = join(dir, 'kit')
+    const kitDir = await seededPartnerData(join(dir, 'kit'))
     const kitAudio = join(dir, 'kit-audio')
     const listened = await startListen(['--data', kitDir, '--store', 'files', '--audio', kitAudio], env)
     listener = listened.child

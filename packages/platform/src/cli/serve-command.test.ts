@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { type CliProcess, startCliProcess } from '@earshot/test-kit/cli-process'
+import { seedPgliteDataDir } from '@earshot/test-kit/pglite-image'
 import { RawConnection } from '@earshot/test-kit/raw-connection'
 import { closedPort, runCli } from '@earshot/test-kit/run-cli'
 import { portInUse } from './serve-command.js'
@@ -46,6 +47,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
     try {
       const adminPort = await closedPort()
       const dataDir = join(dir, 'partner-port')
+      await seedPgliteDataDir(dataDir)
       const result = await runCli(
         cli,
         ['serve', '--port', String(held.port), '--admin-port', String(adminPort), '--data-dir', dataDir],
@@ -71,6 +73,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
     try {
       const port = await closedPort()
       const dataDir = join(dir, 'admin-port')
+      await seedPgliteDataDir(dataDir)
       const result = await runCli(cli, ['serve'], {
         EARSHOT_PORT: String(port),
         EARSHOT_ADMIN_PORT: String(held.port),
@@ -119,13 +122,22 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
 })
 
 describe('earshot serve: signals', { concurrency: true, timeout: 120_000 }, () => {
+  const dirs: string[] = []
+  after(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true })
+  })
+
   /**
    * A server whose shutdown lasts: a partner request whose body never ends keeps it waiting for the
    * shutdown grace (3 s) before its connection is closed.
    */
   async function busyServer(): Promise<{ serve: CliProcess; connection: RawConnection }> {
+    const dir = await mkdtemp(join(tmpdir(), 'earshot-serve-signals-'))
+    dirs.push(dir)
+    const dataDir = join(dir, 'data')
+    await seedPgliteDataDir(dataDir)
     const serve = startCliProcess(cli, ['serve', '--port', '0', '--admin-port', '0'], {
-      EARSHOT_DATA_DIR: 'memory://',
+      EARSHOT_DATA_DIR: dataDir,
       EARSHOT_SHUTDOWN_GRACE: '3',
       EARSHOT_LOG_LEVEL: 'warn',
     })
@@ -185,6 +197,7 @@ describe('earshot serve: the way in', { timeout: 120_000 }, () => {
   let dir: string
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'earshot-serve-setup-'))
+    await seedPgliteDataDir(join(dir, 'data'))
   })
   after(async () => {
     await rm(dir, { recursive: true, force: true })
