@@ -1,5 +1,6 @@
 import { migrate } from '@earshot/platform/internal'
 import { openPglite } from '@earshot/support/storage'
+
 const db = await openPglite(undefined)
 await migrate(db)
 if (process.argv[3] === 'checkpoint') await db.query('CHECKPOINT')

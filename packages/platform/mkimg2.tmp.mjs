@@ -1,5 +1,6 @@
 import { migrate } from '@earshot/platform/internal'
 import { openPglite } from '@earshot/support/storage'
+
 const db = await openPglite(undefined)
 await migrate(db)
 await db.query("UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0','template1')")

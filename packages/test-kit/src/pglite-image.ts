@@ -5,14 +5,15 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { PlatformConfig } from '@earshot/platform'
 import { migrate, migrations } from '@earshot/platform/internal'
-import { openPglite } from '@earshot/support/storage'
+import { type Database, openPglite, type PgliteDatabase } from '@earshot/support/storage'
 
 /**
  * Where a test's PGlite starts, so that it skips initdb:
  * - in memory, a copy of an image of the platform's database, migrated: about 0.7 s of CPU instead of
  *   about 3 s of initdb and migrations;
  * - in a new data directory on disk, a copy of a data directory PGlite has initialized and closed: about
- *   1 s to copy and open instead of 8 s for PGlite's first open of a directory.
+ *   1 s to copy and open instead of 8 s for PGlite's first open of a directory;
+ * - in memory with no schema, for the tests of the storage itself, a copy of an image of an initialized one.
  * Each is made once for each version of PGlite (and of the schema and of the image's recipe, for the
  * image) and kept in the system's temporary directory for every later test process; a process that finds
  * none makes it (two at once each make their own and rename it into place).
@@ -22,9 +23,8 @@ import { openPglite } from '@earshot/support/storage'
  */
 const RECIPE = 'platform database only, after a checkpoint'
 
-const IMAGE_PREFIX = 'earshot-pglite-image-'
-const DATA_DIR_PREFIX = 'earshot-pglite-data-dir-'
 let image: Promise<string> | undefined
+let emptyImage: Promise<string> | undefined
 let initializedDataDir: Promise<string> | undefined
 
 /**
@@ -36,7 +36,8 @@ export async function preparePglite(
 ): Promise<string | undefined> {
   if (config.databaseUrl !== undefined) return undefined
   if (config.dataDir === 'memory://') {
-    image ??= cached(`${IMAGE_PREFIX}${imageKey()}.tar`, makeImage)
+    const key = keyOf(pgliteVersion(), JSON.stringify(migrations), RECIPE)
+    image ??= cached('earshot-pglite-image-', `${key}.tar`, (path) => makeImage(path, migrate))
     return image
   }
   if (!existsSync(config.dataDir)) await seedPgliteDataDir(config.dataDir)
@@ -48,16 +49,28 @@ export async function preparePglite(
  * schema): for a test that starts a command on a data directory of its own.
  */
 export async function seedPgliteDataDir(dataDir: string): Promise<void> {
-  initializedDataDir ??= cached(`${DATA_DIR_PREFIX}${key(pgliteVersion())}`, async (path) => {
+  initializedDataDir ??= cached('earshot-pglite-data-dir-', keyOf(pgliteVersion()), async (path) => {
     const db = await openPglite(path)
     await db.close()
   })
   cpSync(await initializedDataDir, dataDir, { recursive: true, errorOnExist: true, force: false })
 }
 
-/** The path of `name` in the temporary directory, made by `make` unless it is there already. */
-async function cached(name: string, make: (path: string) => Promise<void>): Promise<string> {
-  const path = join(tmpdir(), name)
+/** An in-memory PGlite with no schema, for a test of the storage itself: a copy of an image of one. */
+export async function emptyPglite(): Promise<PgliteDatabase> {
+  const key = keyOf(pgliteVersion(), RECIPE)
+  emptyImage ??= cached('earshot-pglite-empty-image-', `${key}.tar`, (path) =>
+    makeImage(path, async () => {}),
+  )
+  return openPglite(undefined, { image: await emptyImage })
+}
+
+/**
+ * The path `prefix` + `name` in the temporary directory, made by `make` unless it is there already; what
+ * an earlier version left under the same prefix is removed.
+ */
+async function cached(prefix: string, name: string, make: (path: string) => Promise<void>): Promise<string> {
+  const path = join(tmpdir(), prefix + name)
   if (existsSync(path)) return path
   const partial = `${path}.${process.pid}`
   await make(partial)
@@ -67,14 +80,14 @@ async function cached(name: string, make: (path: string) => Promise<void>): Prom
     if (!existsSync(path)) throw error
     rmSync(partial, { recursive: true, force: true }) // another process made it first
   }
-  removeOthers(name)
+  removeOthers(prefix, prefix + name)
   return path
 }
 
-async function makeImage(path: string): Promise<void> {
+async function makeImage(path: string, prepare: (db: Database) => Promise<unknown>): Promise<void> {
   const db = await openPglite(undefined)
   try {
-    await migrate(db)
+    await prepare(db)
     await db.query(`UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')`)
     await db.query('DROP DATABASE template0')
     await db.query('DROP DATABASE template1')
@@ -85,8 +98,7 @@ async function makeImage(path: string): Promise<void> {
   }
 }
 
-const imageKey = () => key(pgliteVersion(), JSON.stringify(migrations), RECIPE)
-const key = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16)
+const keyOf = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16)
 
 function pgliteVersion(): string {
   const entry = fileURLToPath(import.meta.resolve('@electric-sql/pglite'))
@@ -95,8 +107,7 @@ function pgliteVersion(): string {
 }
 
 /** What an earlier version of PGlite or of the schema left is not used again. */
-function removeOthers(kept: string): void {
-  const prefix = kept.startsWith(IMAGE_PREFIX) ? IMAGE_PREFIX : DATA_DIR_PREFIX
+function removeOthers(prefix: string, kept: string): void {
   for (const name of readdirSync(tmpdir())) {
     if (name.startsWith(prefix) && name !== kept && !/\.\d+$/.test(name)) {
       rmSync(join(tmpdir(), name), { recursive: true, force: true })

@@ -5,8 +5,9 @@ import {
   groupIndexesSql,
   sweepIndexSql,
 } from '@earshot/support/queue'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import { type BackendName, scratchPostgresDatabase } from './backends.js'
+import { emptyPglite } from './pglite-image.js'
 
 /** For the generic queue's own tests (@earshot/support): a jobs table on PGlite or a scratch PostgreSQL database. */
 
@@ -20,7 +21,7 @@ export interface TestDatabase {
 /** An in-memory PGlite, or a new database on the DATABASE_URL server dropped again by close(). */
 export async function openTestDatabase(backend: BackendName): Promise<TestDatabase> {
   if (backend === 'pglite') {
-    const db = await openPglite(undefined)
+    const db = await emptyPglite()
     return {
       db,
       openAnother: () => Promise.reject(new Error('one PGlite has one connection')),

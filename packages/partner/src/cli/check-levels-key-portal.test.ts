@@ -7,13 +7,14 @@ import type { JsonObject } from '@earshot/protocol'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
 import { eventually } from '@earshot/test-kit/eventually'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { type CliRun, runCli } from '@earshot/test-kit/run-cli'
 import { startTestReceiver, type TestReceiver } from '@earshot/test-kit/test-receiver'
 import { EarshotClient } from '../client/earshot-client.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
 import { createPushReceiver } from '../receiver/push-receiver.js'
-import { type Database, openDatabase } from '../storage/database.js'
+import type { Database } from '../storage/database.js'
 
 /*
  * `earshot-partner check|levels|rotate-key|portal` with --json against a real platform: the kit's own
@@ -61,7 +62,7 @@ describe('earshot-partner check, levels, rotate-key and portal against a platfor
   test("check: the kit's receiver passes; the report as JSON, exit 0", async () => {
     const partner = await createPartner(platform, 'Check Co')
     const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
-    database = await openDatabase({})
+    database = await emptyPglite()
     outbox = await openCallbackOutbox({
       database,
       confirm: (audioId, options) => client.confirmReceipt(audioId, options),

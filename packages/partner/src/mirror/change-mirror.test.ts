@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { AudioRecordingData } from '@earshot/protocol'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import type { ChangeItem, ChangePage } from '../client/earshot-client.js'
 import { EarshotConfigError } from '../client/errors.js'
-import { type Database, openDatabase } from '../storage/database.js'
+import type { Database } from '../storage/database.js'
 import { type ChangeMirror, openChangeMirror } from './change-mirror.js'
 
 const data = (title: string): AudioRecordingData => ({
@@ -36,7 +37,7 @@ describe('the change mirror', { timeout: 60_000 }, () => {
     Object.fromEntries((await mirror.recordings()).map((r) => [r.audioId, r.data.title]))
 
   before(async () => {
-    db = await openDatabase({})
+    db = await emptyPglite()
     mirror = await openChangeMirror(db, 7)
   })
   after(async () => {

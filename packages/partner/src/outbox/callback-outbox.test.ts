@@ -6,6 +6,7 @@ import { after, afterEach, describe, test } from 'node:test'
 import { isIllegalTransition } from '@earshot/support/queue'
 import { type ScratchDatabase, scratchPostgresDatabase } from '@earshot/test-kit/backends'
 import { eventually } from '@earshot/test-kit/eventually'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { EarshotApiError, EarshotConfigError, EarshotNetworkError } from '../client/errors.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
@@ -45,7 +46,7 @@ for (const backend of backends)
     let shared: Database | undefined
     let current: CallbackOutbox | undefined
     const openShared = async () => {
-      if (backend === 'pglite') return openDatabase({})
+      if (backend === 'pglite') return emptyPglite()
       scratch ??= await scratchPostgresDatabase()
       return openDatabase({ databaseUrl: scratch.url })
     }

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { describe, test } from 'node:test'
 import { scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { eventually } from '@earshot/test-kit/eventually'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type Database, openDatabase } from '../storage/database.js'
 import { openCallbackOutbox } from './callback-outbox.js'
@@ -33,7 +34,7 @@ for (const backend of testBackends)
   describe(`outbox schema upgrade on ${backend}`, { timeout: 60_000 }, () => {
     test('a store of the first layout keeps every event; its pending callback is sent at once', async () => {
       const scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
-      const db: Database = await openDatabase(scratch ? { databaseUrl: scratch.url } : {})
+      const db: Database = await (scratch ? openDatabase({ databaseUrl: scratch.url }) : emptyPglite())
       try {
         for (const sql of firstLayout) await db.query(sql)
         const sent: string[] = []
@@ -76,7 +77,7 @@ for (const backend of testBackends)
 
     test('a store made before the erased flag opens; its callbacks of deletions confirm erasures', async () => {
       const scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
-      const db: Database = await openDatabase(scratch ? { databaseUrl: scratch.url } : {})
+      const db: Database = await (scratch ? openDatabase({ databaseUrl: scratch.url }) : emptyPglite())
       try {
         // The layout this change started from: today's, without the column.
         await (await openCallbackOutbox({ database: db, log: silentLogger, confirm: async () => {} })).close()

@@ -4,11 +4,12 @@ import type { AddressInfo } from 'node:net'
 import { after, afterEach, before, describe, test } from 'node:test'
 import { type Envelope, generateSecret, loadKey, type PushEvent, seal } from '@earshot/protocol'
 import { eventually } from '@earshot/test-kit/eventually'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import Fastify from 'fastify'
 import { EarshotConfigError } from '../client/errors.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
-import { type Database, openDatabase } from '../storage/database.js'
+import type { Database } from '../storage/database.js'
 import type { PushAnswer } from './push-exchange.js'
 import {
   createPushReceiver,
@@ -75,7 +76,7 @@ describe('push receiver', { timeout: 120_000 }, () => {
   let failNextStore: boolean
 
   before(async () => {
-    shared = await openDatabase({})
+    shared = await emptyPglite()
   })
   after(async () => {
     await shared.close()

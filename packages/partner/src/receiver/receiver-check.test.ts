@@ -7,10 +7,11 @@ import { type Envelope, type EnvelopeKey, loadKey, open } from '@earshot/protoco
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, type TestPartner } from '@earshot/test-kit/calls'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { EarshotClient } from '../client/earshot-client.js'
 import { silentLogger } from '../logging/receiver-logger.js'
 import { type CallbackOutbox, openCallbackOutbox } from '../outbox/callback-outbox.js'
-import { type Database, openDatabase } from '../storage/database.js'
+import type { Database } from '../storage/database.js'
 import { createPushReceiver } from './push-receiver.js'
 import { databaseRecordingStore } from './recording-store.js'
 
@@ -93,7 +94,7 @@ describe('the receiver check', { timeout: 120_000 }, () => {
 
   test("the kit's receiver passes every item, stores nothing of it, and its callbacks are no receipts", async () => {
     const client = new EarshotClient({ ...partner, baseUrl: platform.partnerUrl })
-    partnerDb = await openDatabase({})
+    partnerDb = await emptyPglite()
     const store = await databaseRecordingStore(partnerDb)
     outbox = await openCallbackOutbox({
       database: partnerDb,

@@ -3,7 +3,8 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { type Database, openDatabase } from '../storage/database.js'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
+import type { Database } from '../storage/database.js'
 import type { ReceivedDeletion, ReceivedPush } from './push-receiver.js'
 import { databaseRecordingStore, fileRecordingStore, type RecordingStore } from './recording-store.js'
 
@@ -39,7 +40,7 @@ describe('recording stores and deletions', { timeout: 60_000 }, () => {
   let dir: string
 
   before(async () => {
-    db = await openDatabase({})
+    db = await emptyPglite()
     dir = await mkdtemp(join(tmpdir(), 'earshot-store-'))
   })
   after(async () => {

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
 import { eventually } from '@earshot/test-kit/eventually'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { migrate, migrations } from '../storage/migrations.js'
 import { readChanges } from './change-feed.js'
 
@@ -25,9 +26,7 @@ for (const backend of testBackends) {
     let globalB: number[]
     before(async () => {
       scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
-      db = scratch
-        ? await openPostgres({ connectionString: scratch.url, max: 2 })
-        : await openPglite(undefined)
+      db = scratch ? await openPostgres({ connectionString: scratch.url, max: 2 }) : await emptyPglite()
       await migrate(
         db,
         migrations.filter((m) => m.version <= 13),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import type { ResolvedRecordingFilter } from '@earshot/protocol'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import {
   type ScratchDatabase,
   scratchPostgresDatabase,
@@ -10,6 +10,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import { importRecordings } from '@earshot/test-kit/fault-kit'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import fc from 'fast-check'
 import { createEnterprise } from '../enterprises/enterprise-store.js'
 import type { Queryable } from '../storage/database.js'
@@ -370,9 +371,7 @@ for (const backend of testBackends) {
     let applied: number[]
     before(async () => {
       scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
-      db = scratch
-        ? await openPostgres({ connectionString: scratch.url, max: 2 })
-        : await openPglite(undefined)
+      db = scratch ? await openPostgres({ connectionString: scratch.url, max: 2 }) : await emptyPglite()
       // Recordings stored under migration 4, then the later migrations.
       await migrate(
         db,

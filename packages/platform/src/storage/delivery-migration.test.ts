@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { ILLEGAL_TRANSITION_SQLSTATE } from '@earshot/support/queue'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { type DeliveryState, deliveryMachine } from '../deliveries/delivery-states.js'
 import { getDelivery } from '../deliveries/delivery-views.js'
 import { migrate, migrations } from './migrations.js'
@@ -15,9 +16,7 @@ for (const backend of testBackends) {
     let db: Database
     before(async () => {
       scratch = backend === 'postgres' ? await scratchPostgresDatabase() : undefined
-      db = scratch
-        ? await openPostgres({ connectionString: scratch.url, max: 2 })
-        : await openPglite(undefined)
+      db = scratch ? await openPostgres({ connectionString: scratch.url, max: 2 }) : await emptyPglite()
       // A database as migration 2 left it, with a delivery in flight and its attempts.
       await migrate(
         db,

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
 import { PushEventType } from '@earshot/protocol'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { migrate, migrations } from './migrations.js'
 
 /** Migration 17: each enterprise's push URL becomes its one endpoint, and its open deliveries go with it. */
@@ -13,9 +14,7 @@ for (const backend of testBackends) {
     let db: Database
     before(async () => {
       if (backend === 'postgres') scratch = await scratchPostgresDatabase()
-      db = scratch
-        ? await openPostgres({ connectionString: scratch.url, max: 2 })
-        : await openPglite(undefined)
+      db = scratch ? await openPostgres({ connectionString: scratch.url, max: 2 }) : await emptyPglite()
       await migrate(
         db,
         migrations.filter((m) => m.version <= 16),

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import { type Database, openPglite, openPostgres } from '@earshot/support/storage'
+import { type Database, openPostgres } from '@earshot/support/storage'
 import { type ScratchDatabase, scratchPostgresDatabase, testBackends } from '@earshot/test-kit/backends'
+import { emptyPglite } from '@earshot/test-kit/pglite-image'
 import { deliveryMachine } from '../deliveries/delivery-states.js'
 import { migrate, migrations, parseMigration, SchemaMismatchError } from './migrations.js'
 
@@ -42,7 +43,7 @@ for (const backend of testBackends) {
     let fresh: Database
     let upgraded: Database
     const open = async () => {
-      if (backend === 'pglite') return openPglite(undefined)
+      if (backend === 'pglite') return emptyPglite()
       const scratch = await scratchPostgresDatabase()
       scratches.push(scratch)
       return openPostgres({ connectionString: scratch.url, max: 2 })
@@ -122,7 +123,7 @@ for (const backend of testBackends) {
     const scratches: ScratchDatabase[] = []
     const databases: Database[] = []
     const open = async () => {
-      if (backend === 'pglite') databases.push(await openPglite(undefined))
+      if (backend === 'pglite') databases.push(await emptyPglite())
       else {
         const scratch = await scratchPostgresDatabase()
         scratches.push(scratch)
