@@ -25,11 +25,11 @@ const RECIPE = 'platform database only, after a checkpoint'
 
 let image: Promise<string> | undefined
 let emptyImage: Promise<string> | undefined
-let initializedDataDir: Promise<string> | undefined
+const dataDirs = new Map<'initialized' | 'migrated', Promise<string>>()
 
 /**
- * Prepares a test platform's PGlite: a data directory on disk that does not exist yet is made a copy of an
- * initialized one; an in-memory database is given the image to start from (returned; undefined otherwise).
+ * Prepares a test platform's PGlite: a data directory on disk that does not exist yet is made a copy of a
+ * migrated one; an in-memory database is given the image to start from (returned; undefined otherwise).
  */
 export async function preparePglite(
   config: Pick<PlatformConfig, 'databaseUrl' | 'dataDir'>,
@@ -40,20 +40,30 @@ export async function preparePglite(
     image ??= cached('earshot-pglite-image-', `${key}.tar`, (path) => makeImage(path, migrate))
     return image
   }
-  if (!existsSync(config.dataDir)) await seedPgliteDataDir(config.dataDir)
+  if (!existsSync(config.dataDir)) await seedPgliteDataDir(config.dataDir, { migrated: true })
   return undefined
 }
 
 /**
- * Makes `dataDir`, which must not exist, a copy of a data directory PGlite has initialized (with no
- * schema): for a test that starts a command on a data directory of its own.
+ * Makes `dataDir`, which must not exist, a copy of a data directory PGlite has initialized (with no schema,
+ * or `migrated` with the platform's): for a test that starts a command on a data directory of its own.
  */
-export async function seedPgliteDataDir(dataDir: string): Promise<void> {
-  initializedDataDir ??= cached('earshot-pglite-data-dir-', keyOf(pgliteVersion()), async (path) => {
-    const db = await openPglite(path)
-    await db.close()
-  })
-  cpSync(await initializedDataDir, dataDir, { recursive: true, errorOnExist: true, force: false })
+export async function seedPgliteDataDir(dataDir: string, { migrated = false } = {}): Promise<void> {
+  const kind = migrated ? 'migrated' : 'initialized'
+  let source = dataDirs.get(kind)
+  if (!source) {
+    const key = migrated ? keyOf(pgliteVersion(), JSON.stringify(migrations)) : keyOf(pgliteVersion())
+    source = cached(`earshot-pglite-${kind}-dir-`, key, async (path) => {
+      const db = await openPglite(path)
+      try {
+        if (migrated) await migrate(db)
+      } finally {
+        await db.close()
+      }
+    })
+    dataDirs.set(kind, source)
+  }
+  cpSync(await source, dataDir, { recursive: true, errorOnExist: true, force: false })
 }
 
 /** An in-memory PGlite with no schema, for a test of the storage itself: a copy of an image of one. */

@@ -47,7 +47,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
     try {
       const adminPort = await closedPort()
       const dataDir = join(dir, 'partner-port')
-      await seedPgliteDataDir(dataDir)
+      await seedPgliteDataDir(dataDir, { migrated: true })
       const result = await runCli(
         cli,
         ['serve', '--port', String(held.port), '--admin-port', String(adminPort), '--data-dir', dataDir],
@@ -73,7 +73,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
     try {
       const port = await closedPort()
       const dataDir = join(dir, 'admin-port')
-      await seedPgliteDataDir(dataDir)
+      await seedPgliteDataDir(dataDir, { migrated: true })
       const result = await runCli(cli, ['serve'], {
         EARSHOT_PORT: String(port),
         EARSHOT_ADMIN_PORT: String(held.port),
@@ -135,7 +135,7 @@ describe('earshot serve: signals', { concurrency: true, timeout: 120_000 }, () =
     const dir = await mkdtemp(join(tmpdir(), 'earshot-serve-signals-'))
     dirs.push(dir)
     const dataDir = join(dir, 'data')
-    await seedPgliteDataDir(dataDir)
+    await seedPgliteDataDir(dataDir, { migrated: true })
     const serve = startCliProcess(cli, ['serve', '--port', '0', '--admin-port', '0'], {
       EARSHOT_DATA_DIR: dataDir,
       EARSHOT_SHUTDOWN_GRACE: '3',
@@ -197,7 +197,7 @@ describe('earshot serve: the way in', { timeout: 120_000 }, () => {
   let dir: string
   before(async () => {
     dir = await mkdtemp(join(tmpdir(), 'earshot-serve-setup-'))
-    await seedPgliteDataDir(join(dir, 'data'))
+    await seedPgliteDataDir(join(dir, 'data'), { migrated: true })
   })
   after(async () => {
     await rm(dir, { recursive: true, force: true })
