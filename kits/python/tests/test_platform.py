@@ -239,11 +239,20 @@ class KilledReceiverTest(PlatformTestCase):
         enterprise = platform.new_enterprise("python-kit kill erasure")
         admin, enterprise_id = platform.admin, enterprise["enterpriseId"]
         env = {**enterprise["env"], "RECEIVER_DATABASE": temporary_database(self)}
+        def callback_states(erased: int) -> list:
+            with contextlib.closing(sqlite3.connect(env["RECEIVER_DATABASE"])) as db:
+                return [row[0] for row in db.execute(
+                    "SELECT state FROM earshot_receipt_callbacks WHERE audio_id = 'aud_pyk_erased' AND erased = ?",
+                    (erased,))]
+
         first = self.start_receiver(env)
         port = self.next_line(first, "listening")["listening"]
         admin.set_push_url(enterprise_id, f"http://127.0.0.1:{port}/earshot/push")
         admin.import_recordings(enterprise_id, [recording("aud_pyk_erased")])
         admin.wait_for_delivery(enterprise_id, "aud_pyk_erased", "confirmed")
+        # Killed only once its outbox has the receipt's answer too: killed earlier, the next process would
+        # send the receipt again (as it should) before the erasure confirmation this test follows.
+        wait_for(lambda: callback_states(0) == ["confirmed"], 30.0, "the receipt confirmed in the outbox")
         first.send_signal(signal.SIGKILL)
         first.wait(10)
 
@@ -259,10 +268,5 @@ class KilledReceiverTest(PlatformTestCase):
 
         second = self.start_receiver(env)
         self.assertEqual(self.next_line(second, "callback"), {"callback": "aud_pyk_erased", "erased": True})
-        def erasure_states() -> list:
-            with contextlib.closing(sqlite3.connect(env["RECEIVER_DATABASE"])) as db:
-                return [row[0] for row in db.execute(
-                    "SELECT state FROM earshot_receipt_callbacks WHERE audio_id = 'aud_pyk_erased' AND erased = 1")]
-
         # The platform answered it 2000: the partner had the recording.
-        wait_for(lambda: erasure_states() == ["confirmed"], 30.0, "the erasure confirmed by the platform")
+        wait_for(lambda: callback_states(1) == ["confirmed"], 30.0, "the erasure confirmed by the platform")
