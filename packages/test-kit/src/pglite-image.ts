@@ -11,8 +11,9 @@ import { type Database, openPglite, type PgliteDatabase } from '@earshot/support
  * Where a test's PGlite starts, so that it skips initdb:
  * - in memory, a copy of an image of the platform's database, migrated: about 0.7 s of CPU instead of
  *   about 3 s of initdb and migrations;
- * - in a new data directory on disk, a copy of a data directory PGlite has initialized and closed: about
- *   1 s to copy and open instead of 8 s for PGlite's first open of a directory;
+ * - in a new data directory on disk, a copy of a data directory PGlite has initialized (and, for a
+ *   platform's, migrated) and closed: about 1 s to copy and open instead of 8 s for PGlite's first open of
+ *   a directory;
  * - in memory with no schema, for the tests of the storage itself, a copy of an image of an initialized one.
  * Each is made once for each version of PGlite (and of the schema and of the image's recipe, for the
  * image) and kept in the system's temporary directory for every later test process; a process that finds
