@@ -37,8 +37,11 @@ export async function preparePglite(
 ): Promise<string | undefined> {
   if (config.databaseUrl !== undefined) return undefined
   if (config.dataDir === 'memory://') {
-    const key = keyOf(pgliteVersion(), JSON.stringify(migrations), RECIPE)
-    image ??= cached('earshot-pglite-image-', `${key}.tar`, (path) => makeImage(path, migrate))
+    image ??= cached(
+      'earshot-pglite-image-',
+      `${keyOf(pgliteVersion(), JSON.stringify(migrations), RECIPE)}.tar`,
+      (path) => makeImage(path, migrate),
+    )
     return image
   }
   if (!existsSync(config.dataDir)) await seedPgliteDataDir(config.dataDir, { migrated: true })
@@ -69,8 +72,7 @@ export async function seedPgliteDataDir(dataDir: string, { migrated = false } = 
 
 /** An in-memory PGlite with no schema, for a test of the storage itself: a copy of an image of one. */
 export async function emptyPglite(): Promise<PgliteDatabase> {
-  const key = keyOf(pgliteVersion(), RECIPE)
-  emptyImage ??= cached('earshot-pglite-empty-image-', `${key}.tar`, (path) =>
+  emptyImage ??= cached('earshot-pglite-empty-image-', `${keyOf(pgliteVersion(), RECIPE)}.tar`, (path) =>
     makeImage(path, async () => {}),
   )
   return openPglite(undefined, { image: await emptyImage })
