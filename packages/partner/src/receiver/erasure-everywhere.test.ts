@@ -81,12 +81,18 @@ async function startListen(
   return { child, url }
 }
 
-/** Every complete file under a directory (not a download in progress), read as text. */
-async function filesUnder(directory: string): Promise<string[]> {
+/** The paths of every complete file under a directory (not a download in progress). */
+async function completeFiles(directory: string): Promise<string[]> {
   const entries = await readdir(directory, { recursive: true, withFileTypes: true }).catch(() => [])
-  const files = entries.filter((entry) => entry.isFile() && !entry.name.endsWith('.part'))
+  return entries
+    .filter((entry) => entry.isFile() && !entry.name.endsWith('.part'))
+    .map((entry) => join(entry.parentPath, entry.name))
+}
+
+/** Every complete file under a directory, read as text. */
+async function filesUnder(directory: string): Promise<string[]> {
   const texts = await Promise.all(
-    files.map((entry) => readFile(join(entry.parentPath, entry.name), 'latin1').catch(() => undefined)),
+    (await completeFiles(directory)).map((path) => readFile(path, 'latin1').catch(() => undefined)),
   )
   return texts.filter((text) => text !== undefined)
 }
@@ -173,7 +179,7 @@ describe(`${backend}: a device's ${ERASED} recordings erased, looked for everywh
       timeoutMs: 300_000,
     })
     await eventually(
-      async () => (await filesUnder(kitAudio)).length >= all.length,
+      async () => (await completeFiles(kitAudio)).length >= all.length,
       120_000,
       'the kit fetching the audio',
     )
