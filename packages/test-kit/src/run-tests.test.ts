@@ -56,7 +56,11 @@ describe('run-tests', { timeout: 120_000 }, () => {
   })
 
   /** run-tests in a repository of its own holding the test files named. */
-  async function runTests(name: string, files: string[]): Promise<{ code: number | null; output: string }> {
+  async function runTests(
+    name: string,
+    files: string[],
+    args: string[] = [],
+  ): Promise<{ code: number | null; output: string }> {
     const root = join(repository, name)
     const dist = join(root, 'packages', 'fixture', 'dist')
     await mkdir(dist, { recursive: true })
@@ -65,7 +69,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
     await copyFile(join(script, '..', 'count-tests.mjs'), join(root, 'scripts', 'count-tests.mjs'))
     await writeFile(join(root, 'package.json'), '{"type":"module"}')
     for (const file of files) await writeFile(join(dist, file), FILES[file] as string)
-    const { code, stdout, stderr } = await runCli(join(root, 'scripts', 'run-tests.mjs'), [], {})
+    const { code, stdout, stderr } = await runCli(join(root, 'scripts', 'run-tests.mjs'), args, {})
     return { code, output: `${stdout}${stderr}` }
   }
 
@@ -100,5 +104,12 @@ describe('run-tests', { timeout: 120_000 }, () => {
     )
     assert.doesNotMatch(output, /running once more/)
     assert.match(output, /run-tests: \d+ tests ran, 1 failed, in 2 files\n/)
+  })
+
+  test('--skip leaves out the files whose path holds the text given', async () => {
+    const { code, output } = await runTests('skip', ['passes.test.js', 'exits.test.js'], ['--skip', 'exits'])
+    assert.equal(code, 0, output)
+    assert.match(output, /run-tests: 1 test files on Node/)
+    assert.match(output, /run-tests: 2 tests ran, 0 failed, in 1 files\n/)
   })
 })
