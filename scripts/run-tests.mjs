@@ -9,10 +9,8 @@
 // itself: its second run stands in for the crash, and what its first run reported still counts (a
 // process killed may not have reported its last results).
 //
-// Test files run in parallel, as many as the machine has cores; --concurrency N sets another number. One
-// more than the cores was measured slower on two cores: each file is two busy threads (its own and its
-// embedded database's) and often a child process, so a third file only adds contention (7% more wall
-// time and 8% more CPU for the in-process suites, the same wall time for the CLI suites).
+// Test files run in parallel, as many as the machine has cores (each is already two busy threads, its own
+// and its embedded database's: one file more was measured slower); --concurrency N sets another number.
 //
 // --skip SUBSTRING (repeatable) leaves out the files whose path holds it.
 //
