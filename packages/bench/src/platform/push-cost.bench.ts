@@ -18,8 +18,9 @@
  *
  * BENCH_COST_SCENARIOS (default all: floor,plain,ordered,plain-kit,ordered-kit) names the scenarios run.
  *
- * CPU is read from /proc from the import's answer (the commit) to the last confirmation: the server (the
- * platform, or the raw loop and the floor server), its PostgreSQL backends (its database's), the receiver.
+ * CPU is read from /proc from the import's answer (the commit) to the last confirmation, the drain's endpoint
+ * held to a push a second until then: the server (the platform, or the raw loop and the floor server), its
+ * PostgreSQL backends (its database's), the receiver.
  * On PostgreSQL, with pg_stat_statements preloaded, each drain's statements are read (the per-statement
  * table); BENCH_COST_SAMPLE_MS samples pg_stat_activity that often during the drains; with
  * BENCH_COST_PROFILE_DIR the platform runs with --cpu-prof into that directory. The results go to
@@ -47,9 +48,11 @@ import { databaseNameOf } from './cpu-proc.js'
 import type { FloorServerSpec } from './floor-server.js'
 import { logProfile } from './media-profile.js'
 import {
+  type AdminApi,
   AUDIO_AND_TRANSCRIPT,
   AUDIO_ONLY,
   addEndpoint,
+  adminOf,
   benchEnterprise,
   type Credentials,
   importRecordings,
@@ -200,6 +203,13 @@ async function drainTarget(bench: Bench, label: string, kit: boolean) {
   return { credentials, pid: listener.pid, confirmed: async () => listener.confirmed(), stop: listener.stop }
 }
 
+/** Sets every endpoint of the enterprise to `maxPerSecond` pushes a second (null: no limit). */
+async function rateEndpoints(platform: AdminApi, enterpriseId: number, maxPerSecond: number | null) {
+  const admin = adminOf(platform)
+  for (const { endpointId } of await admin.listEnterpriseEndpoints(enterpriseId))
+    await admin.updateEndpoint(enterpriseId, endpointId, { maxPerSecond })
+}
+
 /** Polls `confirmed` until every delivery of the run is confirmed; gives up after 30 s without progress. */
 async function waitFor(confirmed: () => Promise<number>, label: string): Promise<void> {
   let last = -1
@@ -222,21 +232,28 @@ async function drainRun(bench: Bench, scenario: Scenario, round: number): Promis
   try {
     log(`  ${label}: ${format(settings.deliveries)} deliveries`)
     const body = drainBody(label, ordered)
-    const imported = await importRecordings(bench.platform.ready, target.credentials.enterpriseId, body)
+    const { enterpriseId } = target.credentials
+    // The import commits in chunks, and pushing would start with the first, sharing the cores with the
+    // import before the window opens: the endpoint is held to a push a second until then.
+    await rateEndpoints(bench.platform.ready, enterpriseId, 1)
+    const imported = await importRecordings(bench.platform.ready, enterpriseId, body)
     const database = databaseNameOf(bench.storage.databaseUrl ?? 'postgres://-/')
     await bench.statements?.reset()
     const sampling = settings.sampleMs && bench.statements?.sampleActivity(database, settings.sampleMs)
+    // What the rate let through before the window opened is counted neither in its CPU nor in its deliveries.
+    const early = await target.confirmed()
     const end = await startWindow({
       servers: [bench.platform.pid],
       backends: bench.backends,
       receivers: [target.pid],
     })
+    await rateEndpoints(bench.platform.ready, enterpriseId, null)
     await waitFor(target.confirmed, label)
     const cpu = await end()
     const seconds = (Date.now() - imported.acked) / 1000
     const activity = sampling ? await sampling() : undefined
     const statements = await bench.statements?.read(database)
-    return { scenario, round, deliveries: settings.deliveries, seconds, cpu, statements, activity }
+    return { scenario, round, deliveries: settings.deliveries - early, seconds, cpu, statements, activity }
   } finally {
     await target.stop()
   }
@@ -253,7 +270,7 @@ async function allRuns(bench: Bench): Promise<Sample[]> {
         scenario === 'floor' ? await floorRun(bench.floor, round) : await drainRun(bench, scenario, round)
       const perDelivery = (sample.cpu.server + sample.cpu.backends) / sample.deliveries
       log(
-        `  ${scenario}: ${format(perDelivery)} µs server + backends per delivery, ${format(sample.deliveries / sample.seconds)}/s`,
+        `  ${scenario}: ${format(perDelivery)} µs server + backends per delivery over ${format(sample.deliveries)}, ${format(sample.deliveries / sample.seconds)}/s`,
       )
       if (round > 0) samples.push(sample)
     }

@@ -54,6 +54,9 @@ const HAS_READY = (ep: string) =>
  * rated endpoint's next attempt time on (NO KEY UPDATE). The sweep skips a row being changed rather than
  * wait (it may hold lease-expired deliveries a removal waits for): that endpoint's deliveries are not held
  * this time — right if it is being enabled or removed, and the next sweep holds them if it is being disabled.
+ * Each probe is a scalar subquery run for a disabled row only: as EXISTS, the planner joined from the other
+ * side, probing every endpoint of every enterprise at each sweep (by a read of the whole deliveries table
+ * for each endpoint with nothing ready, on statistics that called the ready ones few).
  */
 const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id FROM endpoints d
                                                  WHERE NOT enabled AND removed_at IS NULL AND ${HAS_READY('d')}
@@ -62,8 +65,9 @@ const PAUSED_GROUPS_LOCKED = `SELECT endpoint_id::text FROM (SELECT endpoint_id 
                               SELECT ep.endpoint_id::text
                                 FROM (SELECT url FROM push_url_health p
                                        WHERE disabled_at IS NOT NULL
-                                         AND EXISTS (SELECT 1 FROM endpoints e
-                                                      WHERE e.url = p.url AND e.removed_at IS NULL AND ${HAS_READY('e')})
+                                         AND coalesce((SELECT true FROM endpoints e
+                                                        WHERE e.url = p.url AND e.removed_at IS NULL AND ${HAS_READY('e')}
+                                                        LIMIT 1), false)
                                          FOR KEY SHARE SKIP LOCKED) p
                                 JOIN LATERAL (SELECT endpoint_id FROM endpoints e
                                                WHERE e.url = p.url AND e.removed_at IS NULL AND ${HAS_READY('e')}

@@ -1,6 +1,7 @@
 import { EVENT_TYPES, MAX_ENDPOINTS, type PushUrlState } from '@earshot/protocol'
 import { cancelEndpointDeliveries, discardHeldDeliveries } from '../deliveries/delivery-cancellations.js'
 import { resumeHeld } from '../deliveries/delivery-replays.js'
+import { deliveryQueue } from '../deliveries/delivery-store.js'
 import type { FirstEndpoint } from '../enterprises/enterprise-store.js'
 import { pushUrlStateOf } from '../push-urls/push-url-health.js'
 import type { EventType } from '../recordings/recording-events.js'
@@ -225,6 +226,9 @@ export async function updateEndpoint(
   })
   if (updated === undefined || updated === 'url-of-another') return updated
   await resumeHeld(db, [endpointId])
+  // A rate lifted or raised lets deliveries due now go: dispatchers asleep until the old rate's next
+  // attempt time are woken, rather than finding them at their next poll.
+  if (changes.maxPerSecond !== undefined) await deliveryQueue.notify(db)
   return { endpoint: (await getEndpoint(db, enterpriseId, endpointId)) as EndpointView, ...updated }
 }
 

@@ -204,6 +204,26 @@ for (const backend of testBackends) {
       refused(await adminRefusal(platform, 'removeEndpoint', { params }), 4040, /has no endpoint/)
     })
 
+    test('a rate changed wakes the push dispatchers, whose next attempt time it may have moved', async () => {
+      const partner = await createPartner(platform)
+      const endpoint = await addEndpoint(partner.enterpriseId, {
+        url: 'http://127.0.0.1:9/',
+        maxPerSecond: 1,
+      })
+      const params = { enterpriseId: partner.enterpriseId, endpointId: endpoint.endpointId }
+      let woken = 0
+      const stop = await platform.context.db.listen('earshot_push', () => {
+        woken++
+      })
+      try {
+        const lifted = await adminCall(platform, 'updateEndpoint', { params, body: { maxPerSecond: null } })
+        assert.equal(lifted.maxPerSecond, null)
+        await eventually(async () => woken > 0, 10_000, 'a wake-up on the push channel')
+      } finally {
+        await stop()
+      }
+    })
+
     test('set-push-url leaves the enterprise one endpoint for every event type', async () => {
       const partner = await createPartner(platform)
       const receiver = await receiverOf(partner)

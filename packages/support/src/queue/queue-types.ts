@@ -95,7 +95,9 @@ export interface QueueSpec<S extends string, Id extends JobId, J> {
    * the attempts a second it allows (NULL: no rate) and when its next attempt may start. A claim takes
    * at most a tenth of a second's worth of a rated group's jobs (at least one) whose time has come, and
    * moves that time on by what it took; until then, claims pass the group by and the sweep counts it due
-   * then. Every claimant shares the table's row, so the rate holds across processes.
+   * then. Every claimant shares the table's row, so the rate holds across processes. The table needs an
+   * index on (`key`::text) and one on `nextAt` where `perSecond` IS NOT NULL: without them, every claim
+   * reads the whole table.
    */
   rated?: { table: string; key: string; perSecond: string; nextAt: string }
 }
