@@ -128,7 +128,10 @@ function activityLine(report: CostReport, scenario: Scenario): string | undefine
   return `pg_stat_activity during the ${DESCRIPTIONS[scenario]}, ${format(taken)} samples: ${format(active / taken, 2)} backends active on average; the most frequent: ${shares.join('; ')}.`
 }
 
-export function renderCost(report: CostReport, settings: { deliveries: number; rounds: number }): string {
+export function renderCost(
+  report: CostReport,
+  settings: { deliveries: number; rounds: number; tenants: number },
+): string {
   const orderedRatio = median(ratios(report, 'ordered'))
   const holds = orderedRatio <= TARGET_RATIO
   const target =
@@ -148,7 +151,7 @@ export function renderCost(report: CostReport, settings: { deliveries: number; r
   return [
     `### ${report.backend === 'postgres' ? 'PostgreSQL' : 'PGlite, data directory on disk'}`,
     '',
-    `${report.databaseVersion}. ${format(settings.deliveries)} deliveries per run, ${settings.rounds} rounds, ${report.inFlight} pushes in flight to the endpoint (the per-URL limit; the floor's loop and exchange run at the same). A drain is measured from the import's answer: its endpoint is held to a push a second while the import commits its chunks, and lifted once the window is open; the few deliveries confirmed before it opened are counted neither in its CPU nor in its deliveries. CPU per confirmed delivery, min / **median** / max over the rounds:`,
+    `${report.databaseVersion}. ${format(settings.deliveries)} deliveries per run, ${settings.rounds} rounds, ${settings.tenants ? `${format(settings.tenants)} other enterprises on the platform (each with an endpoint, idle), ` : ''}${report.inFlight} pushes in flight to the endpoint (the per-URL limit; the floor's loop and exchange run at the same). A drain is measured from the import's answer: its endpoint is held to a push a second while the import commits its chunks, and lifted once the window is open; the few deliveries confirmed before it opened are counted neither in its CPU nor in its deliveries. CPU per confirmed delivery, min / **median** / max over the rounds:`,
     '',
     ...scenarioTable(report),
     '',

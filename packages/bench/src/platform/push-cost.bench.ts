@@ -16,7 +16,8 @@
  * - plain and ordered again to the Node kit's receiver (`earshot-partner listen`, push-cost-kit.ts):
  *   stores each recording, answers, confirms through its durable outbox.
  *
- * BENCH_COST_SCENARIOS (default all: floor,plain,ordered,plain-kit,ordered-kit) names the scenarios run.
+ * BENCH_COST_SCENARIOS (default all: floor,plain,ordered,plain-kit,ordered-kit) names the scenarios run;
+ * BENCH_COST_TENANTS (default 0) other enterprises on the platform, each with an endpoint, idle.
  *
  * CPU is read from /proc from the import's answer (the commit) to the last confirmation, the drain's endpoint
  * held to a push a second until then: the server (the platform, or the raw loop and the floor server), its
@@ -83,6 +84,7 @@ const settings = {
   sampleMs: integerSetting('BENCH_COST_SAMPLE_MS', 0, 0),
   scenarios: (process.env.BENCH_COST_SCENARIOS || SCENARIOS.join(',')).split(','),
   callbackConnections: integerSetting('BENCH_PUSH_CALLBACK_CONNECTIONS', 16),
+  tenants: integerSetting('BENCH_COST_TENANTS', 0, 0),
 }
 const profileDir = process.env.BENCH_COST_PROFILE_DIR || undefined
 const unknown = settings.scenarios.filter((name) => !(SCENARIOS as readonly string[]).includes(name))
@@ -210,6 +212,16 @@ async function rateEndpoints(platform: AdminApi, enterpriseId: number, maxPerSec
     await admin.updateEndpoint(enterpriseId, endpointId, { maxPerSecond })
 }
 
+/** Other enterprises on the platform, each with an endpoint and nothing to push, made 8 at a time. */
+async function idleTenants(platform: AdminApi, receiverUrl: string): Promise<void> {
+  let next = 0
+  const maker = async () => {
+    for (let n = next++; n < settings.tenants; n = next++)
+      await adminOf(platform).createEnterprise(`Idle tenant ${n}`, `${receiverUrl}/push/idle-${n}`)
+  }
+  await Promise.all(Array.from({ length: 8 }, maker))
+}
+
 /** Polls `confirmed` until every delivery of the run is confirmed; gives up after 30 s without progress. */
 async function waitFor(confirmed: () => Promise<number>, label: string): Promise<void> {
   let last = -1
@@ -311,6 +323,10 @@ function measureBackend(backend: Backend): Promise<CostReport> {
       try {
         const samples = await withRunning(platform, async () => {
           const receiver = await startPushReceiver(platform.ready, settings.callbackConnections, 0)
+          if (settings.tenants > 0) {
+            log(`${backend}: ${format(settings.tenants)} idle enterprises, each with an endpoint`)
+            await idleTenants(platform.ready, receiver.ready.url)
+          }
           const bench = { storage, platform, receiver, backends: platformBackends, statements, floor }
           return withRunning(receiver, () => allRuns(bench))
         })
