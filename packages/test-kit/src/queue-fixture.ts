@@ -106,6 +106,7 @@ export async function createJobTables(db: Database): Promise<void> {
     `CREATE INDEX jobs_sweepable ON jobs ${sweepIndexSql(jobMachine)}`,
     `CREATE INDEX jobs_held ON jobs ${groupIndexesSql(jobMachine).held}`,
     `CREATE INDEX jobs_ready_by_group ON jobs ${groupIndexesSql(jobMachine).ready}`,
+    `CREATE INDEX jobs_ungrouped ON jobs ${groupIndexesSql(jobMachine).ungrouped}`,
     `CREATE TABLE job_attempts (
       attempt_id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
       job_id bigint NOT NULL REFERENCES jobs,

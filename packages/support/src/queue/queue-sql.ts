@@ -39,6 +39,8 @@ const throttledGroups = ({ table, key, perSecond, nextAt }: Rated) =>
 export interface QueueStatements {
   claimByDue: string
   claimByIds: string
+  /** A claim leaving groups out, group by group (queues with paused groups, whose indexes it reads). */
+  claimOthers: string | undefined
   renew: string
   release: string
   settle: string
@@ -72,8 +74,9 @@ export function queueStatements<S extends string, Id extends JobId, J>(
 ): QueueStatements {
   const names = namesOf(spec)
   return {
-    claimByDue: claimSql(spec, names, false),
-    claimByIds: claimSql(spec, names, true),
+    claimByDue: claimSql(spec, names, 'due'),
+    claimByIds: claimSql(spec, names, 'ids'),
+    claimOthers: spec.pausedGroups === undefined ? undefined : claimSql(spec, names, 'others'),
     renew: renewSql(names),
     release: releaseSql(spec, names),
     settle: settleSql(spec, names),
@@ -102,24 +105,19 @@ export function claimOf<Id extends JobId, J>(
   }
 }
 
+type ClaimMode = 'due' | 'ids' | 'others'
+
 /**
  * The candidates are locked in due order; those past their group's room are left out of the update, and
  * their locks end with the statement. The claims come back in the order they were due in.
  */
-function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, byIds: boolean): string {
-  const { t, id, idType, ready, claimed, unpaused, unthrottled } = n
-  const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
+function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, mode: ClaimMode): string {
+  const { t, id, claimed } = n
   const { rated } = spec
   const room = rated
     ? `least($5 - coalesce(h.held, 0), CASE WHEN rt.${rated.perSecond} IS NULL THEN $5 ELSE greatest(1, floor(rt.${rated.perSecond} / 10.0)) END)`
     : '$5 - coalesce(h.held, 0)'
-  return `WITH candidates AS (
-       SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
-        WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
-          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused} AND ${unthrottled}
-        ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
-        LIMIT $2
-          FOR NO KEY UPDATE SKIP LOCKED),
+  return `${mode === 'others' ? othersCandidatesSql(n) : candidatesSql(n, mode === 'ids')},
      due AS (
        SELECT c.${id}, c.named, c.due_at, c.group_key FROM (SELECT ${id}, group_key, named, due_at,
                                    row_number() OVER (PARTITION BY group_key ORDER BY named DESC, due_at, ${id}) AS n
@@ -144,6 +142,52 @@ function claimSql(spec: QueueSpec<string, JobId, unknown>, n: Names, byIds: bool
      SELECT j.${id} AS queue_id, j.claim_no AS queue_claim_no, j.group_key AS queue_group, ${spec.claimed.select}
        FROM claimed j ${spec.claimed.joins ?? ''}
       ORDER BY j.queue_named DESC, j.queue_was_due, j.${id}`
+}
+
+/** The due jobs, or those named first ($8), in due order: a claim's candidates, locked. */
+function candidatesSql(n: Names, byIds: boolean): string {
+  const { t, id, idType, ready, unpaused, unthrottled } = n
+  const named = byIds ? `${id} = ANY($8::${idType}[])` : 'false'
+  return `WITH candidates AS (
+       SELECT ${id}, group_key, due_at, ${named} AS named FROM ${t}
+        WHERE state = ${ready} AND ${byIds ? `(due_at <= now() OR ${named})` : 'due_at <= now()'}
+          AND (group_key IS NULL OR group_key <> ALL($3::text[])) AND ${unpaused} AND ${unthrottled}
+        ORDER BY ${byIds ? `${named} DESC, ` : ''}due_at
+        LIMIT $2
+          FOR NO KEY UPDATE SKIP LOCKED)`
+}
+
+/**
+ * The due jobs of the groups not left out ($3), found group by group: the groups with ready jobs read from
+ * the ready-by-group index one at a time (a loose index scan), each group not left out read from the front of
+ * its due jobs, the ungrouped ones from an index of their own; the earliest due of them are then locked by
+ * key, one at a time. Read in due order instead, a claim leaving
+ * out a group with a backlog read past all of it, to come back with nothing when no other group had a job
+ * due: its cost grew with that backlog, once for each batch the group was given.
+ */
+function othersCandidatesSql(n: Names): string {
+  const { t, id, ready, unpaused, unthrottled } = n
+  return `WITH RECURSIVE ready_groups (group_key) AS (
+       (SELECT group_key FROM ${t} WHERE state = ${ready} AND group_key IS NOT NULL ORDER BY group_key LIMIT 1)
+       UNION ALL
+       SELECT (SELECT j.group_key FROM ${t} j WHERE j.state = ${ready} AND j.group_key > g.group_key
+                ORDER BY j.group_key LIMIT 1)
+         FROM ready_groups g WHERE g.group_key IS NOT NULL),
+     firsts AS (
+       SELECT x.${id}, x.due_at FROM ready_groups g
+        CROSS JOIN LATERAL (SELECT ${id}, due_at FROM ${t}
+                             WHERE state = ${ready} AND group_key = g.group_key AND due_at <= now()
+                             ORDER BY due_at LIMIT $2) x
+        WHERE g.group_key IS NOT NULL AND g.group_key <> ALL($3::text[]) AND ${unpaused} AND ${unthrottled}
+       UNION ALL
+       (SELECT ${id}, due_at FROM ${t} WHERE state = ${ready} AND group_key IS NULL AND due_at <= now()
+         ORDER BY due_at LIMIT $2)),
+     candidates AS (
+       SELECT c.${id}, c.group_key, c.due_at, false AS named
+         FROM (SELECT ${id} FROM firsts ORDER BY due_at LIMIT $2) f
+        CROSS JOIN LATERAL (SELECT ${id}, group_key, due_at FROM ${t}
+                             WHERE ${id} = f.${id} AND state = ${ready} AND due_at <= now()
+                               FOR NO KEY UPDATE SKIP LOCKED) c)`
 }
 
 /**

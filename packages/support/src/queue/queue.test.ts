@@ -317,6 +317,45 @@ for (const backend of testBackends) {
       assert.equal((await jobQueue.sweep(db, 100)).nextDueSeconds, 0)
     })
 
+    test("a claim leaving a group out takes the others' due jobs in due order, reading none of its backlog", async () => {
+      await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
+      const grouped = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
+      const backlog = Array.from({ length: 2000 }, (_, i) => `busy ${i}`)
+      await addJobs(db, backlog, { group: 'busy', dueInSeconds: -60 })
+      const [y0] = await addJobs(db, ['y0'], { group: 'y', dueInSeconds: -9 })
+      const [free] = await addJobs(db, ['free'], { dueInSeconds: -8 })
+      const [z0] = await addJobs(db, ['z0'], { group: 'z', dueInSeconds: -7 })
+      const [y1] = await addJobs(db, ['y1'], { group: 'y', dueInSeconds: -6 })
+      await addJobs(db, ['z later'], { group: 'z', dueInSeconds: 3600 })
+      await db.query('ANALYZE jobs')
+      const claimOthers = async (limit: number) => {
+        let read = 0
+        const ids = await db.transaction(async (tx) => {
+          const claims = await grouped.claim(tx, {
+            claimant: 'a',
+            limit,
+            leaseSeconds: LEASE,
+            excludeGroups: ['busy'],
+            perGroup: 10,
+          })
+          const [row] = await tx.query<{ read: number }>(
+            `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read
+               FROM pg_stat_xact_user_tables WHERE relname = 'jobs'`,
+          )
+          read = row?.read ?? 0
+          return claims.map((c) => c.id)
+        })
+        return { ids, read }
+      }
+      const first = await claimOthers(3)
+      assert.deepEqual(first.ids, [y0, free, z0])
+      assert.ok(first.read < backlog.length / 10, `the claim read ${first.read} jobs`)
+      assert.deepEqual((await claimOthers(10)).ids, [y1])
+      const none = await claimOthers(10)
+      assert.deepEqual(none.ids, [])
+      assert.ok(none.read < backlog.length / 10, `the claim that found nothing read ${none.read} jobs`)
+    })
+
     test("a paused group's ready jobs are held out of the due path, then resumed in due order", async () => {
       await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
       await db.query(`INSERT INTO paused_groups VALUES ('p') ON CONFLICT DO NOTHING`)

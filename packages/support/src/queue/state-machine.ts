@@ -154,16 +154,24 @@ export function dueIndexSql(machine: QueueMachine<string>): string {
 }
 
 /**
- * The two indexes a queue with a held state finds a paused group's jobs by: `held`, `(group_key, due_at)
- * WHERE state = held`, to resume them in due order; `ready`, `(group_key) WHERE state = ready AND
- * group_key IS NOT NULL`, to hold them. Neither predicate follows from a claim's, so that no claim is ever
- * planned through them (with statistics behind a bulk insert, one was, and read past every held job).
+ * The indexes a queue with a held state finds a group's jobs by: `held`, `(group_key, due_at) WHERE state =
+ * held`, to resume them in due order; `ready`, `(group_key, due_at) WHERE state = ready AND group_key IS NOT
+ * NULL`, to hold them, and for a claim leaving groups out to read each other group's due jobs;
+ * `ungrouped`, `(due_at) WHERE state = ready AND group_key IS NULL`, for that claim's jobs of no group. No
+ * predicate follows from a claim's in due order, so that no such claim is ever planned through them (with
+ * statistics behind a bulk insert, one was, and read past every held job).
  */
-export function groupIndexesSql(machine: QueueMachine<string>): { held: string; ready: string } {
+export function groupIndexesSql(machine: QueueMachine<string>): {
+  held: string
+  ready: string
+  ungrouped: string
+} {
   if (!machine.held) throw new Error('a queue without a held state holds no group')
+  const ready = `state = '${machine.ready}'`
   return {
     held: `(group_key, due_at) WHERE state = '${machine.held}'`,
-    ready: `(group_key) WHERE state = '${machine.ready}' AND group_key IS NOT NULL`,
+    ready: `(group_key, due_at) WHERE ${ready} AND group_key IS NOT NULL`,
+    ungrouped: `(due_at) WHERE ${ready} AND group_key IS NULL`,
   }
 }
 
