@@ -159,11 +159,11 @@ function candidatesSql(n: Names, byIds: boolean): string {
 
 /**
  * The due jobs of the groups not left out ($3), found group by group: the groups with ready jobs read from
- * the ready-by-group index one at a time (a loose index scan), each group not left out read from the front of
- * its due jobs, the ungrouped ones from an index of their own; the earliest due of them are then locked by
- * key, one at a time. Read in due order instead, a claim leaving
- * out a group with a backlog read past all of it, to come back with nothing when no other group had a job
- * due: its cost grew with that backlog, once for each batch the group was given.
+ * the ready-by-group index one at a time (a loose index scan), each group not left out read from the front
+ * of its due jobs, the ungrouped ones from an index of their own; the earliest due of them are then locked
+ * by key, one at a time. Read in due order instead, a claim leaving out a group with a backlog read past all
+ * of it, to come back with nothing when no other group had a job due: its cost grew with that backlog, once
+ * for each batch the group was given.
  */
 function othersCandidatesSql(n: Names): string {
   const { t, id, ready, unpaused, unthrottled } = n
@@ -176,8 +176,10 @@ function othersCandidatesSql(n: Names): string {
      firsts AS (
        SELECT x.${id}, x.due_at FROM ready_groups g
         CROSS JOIN LATERAL (SELECT ${id}, due_at FROM ${t}
-                             WHERE state = ${ready} AND group_key = g.group_key AND due_at <= now()
-                             ORDER BY due_at LIMIT $2) x
+                             WHERE state = ${ready} AND group_key IS NOT NULL
+                               AND (group_key, due_at) > (g.group_key, '-infinity')
+                               AND (group_key, due_at) <= (g.group_key, now())
+                             ORDER BY group_key, due_at LIMIT $2) x
         WHERE g.group_key IS NOT NULL AND g.group_key <> ALL($3::text[]) AND ${unpaused} AND ${unthrottled}
        UNION ALL
        (SELECT ${id}, due_at FROM ${t} WHERE state = ${ready} AND group_key IS NULL AND due_at <= now()
