@@ -14,7 +14,7 @@ const TENANTS = 2000
 const PENDING = 20
 
 /** Rows the transaction so far read of each table, by sequential scan or through an index. */
-async function seqRowsRead(tx: Queryable): Promise<Record<string, number>> {
+async function rowsRead(tx: Queryable): Promise<Record<string, number>> {
   const rows = await tx.query<{ relname: string; read: number }>(
     `SELECT relname, (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read FROM pg_stat_xact_user_tables
       WHERE relname IN ('endpoints', 'enterprises', 'push_url_health')`,
@@ -67,7 +67,7 @@ for (const backend of testBackends) {
              FROM generate_series(1, $2) g, endpoints ep WHERE ep.endpoint_id = $1`,
           [endpointId, PENDING],
         )
-        const before = await seqRowsRead(tx)
+        const before = await rowsRead(tx)
         const claims = await deliveryQueue.claim(tx, {
           claimant: 'scale-test',
           limit: PENDING,
@@ -75,7 +75,7 @@ for (const backend of testBackends) {
           perGroup: PENDING,
         })
         await deliveryQueue.sweep(tx, 100)
-        seen = { claims: claims.length, before, after: await seqRowsRead(tx) }
+        seen = { claims: claims.length, before, after: await rowsRead(tx) }
         throw rolledBack
       })
       await assert.rejects(done, rolledBack)
