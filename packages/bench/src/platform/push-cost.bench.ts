@@ -205,11 +205,15 @@ async function drainTarget(bench: Bench, label: string, kit: boolean) {
   return { credentials, pid: listener.pid, confirmed: async () => listener.confirmed(), stop: listener.stop }
 }
 
-/** Sets every endpoint of the enterprise to `maxPerSecond` pushes a second (null: no limit). */
-async function rateEndpoints(platform: AdminApi, enterpriseId: number, maxPerSecond: number | null) {
-  const admin = adminOf(platform)
-  for (const { endpointId } of await admin.listEnterpriseEndpoints(enterpriseId))
-    await admin.updateEndpoint(enterpriseId, endpointId, { maxPerSecond })
+/** Sets the enterprise's endpoints to `maxPerSecond` pushes a second (null: no limit). */
+async function rateEndpoints(
+  platform: AdminApi,
+  enterpriseId: number,
+  endpointIds: readonly number[],
+  maxPerSecond: number | null,
+) {
+  for (const endpointId of endpointIds)
+    await adminOf(platform).updateEndpoint(enterpriseId, endpointId, { maxPerSecond })
 }
 
 /** Other enterprises on the platform, each with an endpoint and nothing to push, made 8 at a time. */
@@ -245,9 +249,11 @@ async function drainRun(bench: Bench, scenario: Scenario, round: number): Promis
     log(`  ${label}: ${format(settings.deliveries)} deliveries`)
     const body = drainBody(label, ordered)
     const { enterpriseId } = target.credentials
+    const endpoints = await adminOf(bench.platform.ready).listEnterpriseEndpoints(enterpriseId)
+    const endpointIds = endpoints.map((endpoint) => endpoint.endpointId)
     // The import commits in chunks, and pushing would start with the first, sharing the cores with the
     // import before the window opens: the endpoint is held to a push a second until then.
-    await rateEndpoints(bench.platform.ready, enterpriseId, 1)
+    await rateEndpoints(bench.platform.ready, enterpriseId, endpointIds, 1)
     const imported = await importRecordings(bench.platform.ready, enterpriseId, body)
     const database = databaseNameOf(bench.storage.databaseUrl ?? 'postgres://-/')
     await bench.statements?.reset()
@@ -259,7 +265,7 @@ async function drainRun(bench: Bench, scenario: Scenario, round: number): Promis
       backends: bench.backends,
       receivers: [target.pid],
     })
-    await rateEndpoints(bench.platform.ready, enterpriseId, null)
+    await rateEndpoints(bench.platform.ready, enterpriseId, endpointIds, null)
     await waitFor(target.confirmed, label)
     const cpu = await end()
     const seconds = (Date.now() - imported.acked) / 1000

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, test } from 'node:test'
-import type { Queryable } from '@earshot/support/storage'
 import { startTestPlatform, type TestPlatform, testBackends } from '@earshot/test-kit/backends'
+import { rowsRead } from '@earshot/test-kit/table-reads'
 import { deliveryQueue } from './delivery-store.js'
 
 /*
@@ -13,14 +13,8 @@ import { deliveryQueue } from './delivery-store.js'
 const TENANTS = 2000
 const PENDING = 20
 
-/** Rows the transaction so far read of each table, by sequential scan or through an index. */
-async function rowsRead(tx: Queryable): Promise<Record<string, number>> {
-  const rows = await tx.query<{ relname: string; read: number }>(
-    `SELECT relname, (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read FROM pg_stat_xact_user_tables
-      WHERE relname IN ('endpoints', 'enterprises', 'push_url_health')`,
-  )
-  return Object.fromEntries(rows.map((row) => [row.relname, row.read]))
-}
+/** The tables a claim or a sweep could read whole. */
+const TABLES = ['endpoints', 'enterprises', 'push_url_health'] as const
 
 for (const backend of testBackends) {
   describe(`${backend}: a push claim among ${TENANTS} tenants`, { timeout: 120_000 }, () => {
@@ -67,7 +61,7 @@ for (const backend of testBackends) {
              FROM generate_series(1, $2) g, endpoints ep WHERE ep.endpoint_id = $1`,
           [endpointId, PENDING],
         )
-        const before = await rowsRead(tx)
+        const before = await rowsRead(tx, TABLES)
         const claims = await deliveryQueue.claim(tx, {
           claimant: 'scale-test',
           limit: PENDING,
@@ -75,13 +69,13 @@ for (const backend of testBackends) {
           perGroup: PENDING,
         })
         await deliveryQueue.sweep(tx, 100)
-        seen = { claims: claims.length, before, after: await rowsRead(tx) }
+        seen = { claims: claims.length, before, after: await rowsRead(tx, TABLES) }
         throw rolledBack
       })
       await assert.rejects(done, rolledBack)
       assert.ok(seen)
       assert.equal(seen.claims, PENDING)
-      for (const table of ['endpoints', 'enterprises', 'push_url_health'] as const) {
+      for (const table of TABLES) {
         const read = (seen.after[table] ?? 0) - (seen.before[table] ?? 0)
         assert.ok(read < 100, `the claim and the sweep read ${read} rows of ${table}`)
       }

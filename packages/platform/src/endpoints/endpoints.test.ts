@@ -20,7 +20,7 @@ import {
 } from '@earshot/test-kit/test-receiver'
 import type { NewEndpoint } from '../admin-client/admin-client.js'
 import type { PlatformConfig } from '../config/config.js'
-import type { DeliveryState } from '../deliveries/delivery-store.js'
+import { type DeliveryState, deliveryQueue } from '../deliveries/delivery-store.js'
 
 /** Push endpoints: several per enterprise, subscriptions, hold and removal, the shorthand, refusals. */
 
@@ -212,7 +212,7 @@ for (const backend of testBackends) {
       })
       const params = { enterpriseId: partner.enterpriseId, endpointId: endpoint.endpointId }
       let woken = 0
-      const stop = await platform.context.db.listen('earshot_push', () => {
+      const stop = await platform.context.db.listen(deliveryQueue.spec.channel, () => {
         woken++
       })
       try {

@@ -67,11 +67,7 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
     const byIds = options.ids !== undefined && options.ids.length > 0
     const leavesOut = (options.excludeGroups?.length ?? 0) > 0
     const held = options.heldByGroup ?? new Map<string, number>()
-    const sql = byIds
-      ? this.sql.claimByIds
-      : leavesOut
-        ? (this.sql.claimOthers ?? this.sql.claimByDue)
-        : this.sql.claimByDue
+    const sql = byIds ? this.sql.claimByIds : leavesOut ? this.sql.claimOthers : this.sql.claimByDue
     const rows = await db.query<Record<string, unknown>>(sql, [
       options.claimant,
       options.limit,

@@ -39,8 +39,8 @@ const throttledGroups = ({ table, key, perSecond, nextAt }: Rated) =>
 export interface QueueStatements {
   claimByDue: string
   claimByIds: string
-  /** A claim leaving groups out, group by group (queues with paused groups, whose indexes it reads). */
-  claimOthers: string | undefined
+  /** A claim leaving groups out: group by group where the queue has paused groups (and so their indexes). */
+  claimOthers: string
   renew: string
   release: string
   settle: string
@@ -73,10 +73,11 @@ export function queueStatements<S extends string, Id extends JobId, J>(
   spec: QueueSpec<S, Id, J>,
 ): QueueStatements {
   const names = namesOf(spec)
+  const claimByDue = claimSql(spec, names, 'due')
   return {
-    claimByDue: claimSql(spec, names, 'due'),
+    claimByDue,
     claimByIds: claimSql(spec, names, 'ids'),
-    claimOthers: spec.pausedGroups === undefined ? undefined : claimSql(spec, names, 'others'),
+    claimOthers: spec.pausedGroups === undefined ? claimByDue : claimSql(spec, names, 'others'),
     renew: renewSql(names),
     release: releaseSql(spec, names),
     settle: settleSql(spec, names),

@@ -14,6 +14,7 @@ import {
   type TestDatabase,
   type TestJob,
 } from '@earshot/test-kit/queue-fixture'
+import { rowsRead } from '@earshot/test-kit/table-reads'
 import type { Database } from '../storage/database.js'
 import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
 import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
@@ -338,11 +339,7 @@ for (const backend of testBackends) {
             excludeGroups: ['busy'],
             perGroup: 10,
           })
-          const [row] = await tx.query<{ read: number }>(
-            `SELECT (coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0))::int AS read
-               FROM pg_stat_xact_user_tables WHERE relname = 'jobs'`,
-          )
-          read = row?.read ?? 0
+          read = (await rowsRead(tx, ['jobs'])).jobs ?? 0
           return claims.map((c) => c.id)
         })
         return { ids, read }
