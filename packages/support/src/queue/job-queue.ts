@@ -126,7 +126,7 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
   }
 
   async sweep(db: Queryable, limit: number): Promise<{ moved: number; nextDueSeconds: number | undefined }> {
-    const [row] = await db.query<{ moved: number; seconds: number | null }>(this.sql.sweep, [limit])
+    const [row] = await db.query<{ moved: number; seconds: number | null }>(this.sql.sweep(limit))
     let repaired = 0
     if (performance.now() - this.repairedAt >= REPAIR_EVERY_MS) {
       this.repairedAt = performance.now()

@@ -35,7 +35,7 @@ type Rated = NonNullable<QueueSpec<string, JobId, unknown>['rated']>
 const throttledGroups = ({ table, key, perSecond, nextAt }: Rated) =>
   `SELECT ${key}::text FROM ${table} WHERE ${perSecond} IS NOT NULL AND ${nextAt} > now()`
 
-/** The queue's statements, written once from its spec. */
+/** The queue's statements, written from its spec. */
 export interface QueueStatements {
   claimByDue: string
   claimByIds: string
@@ -44,7 +44,14 @@ export interface QueueStatements {
   renew: string
   release: string
   settle: string
-  sweep: string
+  /**
+   * The sweep, with its limit written in rather than passed: PostgreSQL plans a prepared statement once (a
+   * generic plan) only while that plan's estimated cost is no higher than the plans made for the values
+   * given, and a generic plan guesses that a LIMIT it cannot see reads a tenth of the rows. With the limit a
+   * parameter, the sweep was planned at every call, which cost ten times more than running it. One statement
+   * per limit: a runner sweeps with one.
+   */
+  sweep(limit: number): string
   resume: string
   notify: string
 }
@@ -74,6 +81,7 @@ export function queueStatements<S extends string, Id extends JobId, J>(
 ): QueueStatements {
   const names = namesOf(spec)
   const claimByDue = claimSql(spec, names, 'due')
+  const sweeps = new Map<number, string>()
   return {
     claimByDue,
     claimByIds: claimSql(spec, names, 'ids'),
@@ -81,7 +89,15 @@ export function queueStatements<S extends string, Id extends JobId, J>(
     renew: renewSql(names),
     release: releaseSql(spec, names),
     settle: settleSql(spec, names),
-    sweep: sweepSql(spec, names),
+    sweep: (limit) => {
+      if (!Number.isSafeInteger(limit) || limit < 0) throw new RangeError(`limit ${limit} is not a count`)
+      let sql = sweeps.get(limit)
+      if (sql === undefined) {
+        sql = sweepSql(spec, names, limit)
+        sweeps.set(limit, sql)
+      }
+      return sql
+    },
     resume: resumeSql(spec, names),
     notify: `SELECT pg_notify('${spec.channel}', '')`,
   }
@@ -279,7 +295,7 @@ function settleSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
  * falls due: the soonest of the ready jobs a claim may take and of the jobs this sweep moves on, each read
  * from the front of its own due-time index.
  */
-function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
+function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names, limit: number): string {
   const { t, id, ready, claimed, held, finals, unpaused, unthrottled } = n
   const timers = spec.timers ?? []
   const sweptState = `CASE j.state WHEN ${claimed} THEN ${ready}${timers
@@ -295,8 +311,8 @@ function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
        UPDATE ${t} j SET state = ${held}
          FROM (SELECT x.${id} FROM paused p
                 CROSS JOIN LATERAL (SELECT ${id} FROM ${t} WHERE group_key = p.group_key AND state = ${ready}
-                                     LIMIT $1 FOR NO KEY UPDATE SKIP LOCKED) x
-                LIMIT $1) x
+                                     LIMIT ${limit} FOR NO KEY UPDATE SKIP LOCKED) x
+                LIMIT ${limit}) x
         WHERE j.${id} = x.${id}
        RETURNING 1)`
     : ''
@@ -310,7 +326,7 @@ function sweepSql(spec: QueueSpec<string, JobId, unknown>, n: Names): string {
                          due_at = CASE WHEN ${sweptState} IN (${finals}) THEN NULL ELSE now() END, claimed_by = NULL
          FROM (SELECT ${id} FROM ${t}
                 WHERE due_at <= now() AND state IN (${swept})
-                ORDER BY due_at LIMIT $1
+                ORDER BY due_at LIMIT ${limit}
                   FOR NO KEY UPDATE SKIP LOCKED) x
         WHERE j.${id} = x.${id}
        RETURNING 1)${holdSql}

@@ -15,7 +15,7 @@ import {
   type TestJob,
 } from '@earshot/test-kit/queue-fixture'
 import { rowsRead } from '@earshot/test-kit/table-reads'
-import type { Database } from '../storage/database.js'
+import type { Database, Queryable } from '../storage/database.js'
 import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
 import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
 
@@ -318,6 +318,27 @@ for (const backend of testBackends) {
       assert.equal((await jobQueue.sweep(db, 100)).nextDueSeconds, 0)
     })
 
+    test('a sweep is planned once on a connection, not at every call: its limit is written into it', async () => {
+      const sweepPlans = async (session: Queryable) => {
+        const [plans] = await session.query<{ generic: number; custom: number }>(
+          `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom
+             FROM pg_prepared_statements WHERE statement LIKE 'WITH expired AS%'`,
+        )
+        return plans
+      }
+      await db.session(async (session) => {
+        const before = await sweepPlans(session)
+        for (let i = 0; i < 8; i++) await jobQueue.sweep(session, 100)
+        const after = await sweepPlans(session)
+        assert.deepEqual(
+          {
+            generic: (after?.generic ?? 0) - (before?.generic ?? 0),
+            custom: (after?.custom ?? 0) - (before?.custom ?? 0),
+          },
+          { generic: 8, custom: 0 },
+        )
+      })
+    })
     test("a claim leaving a group out takes the others' due jobs in due order, reading none of its backlog", async () => {
       await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
       const grouped = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
