@@ -13,8 +13,8 @@ import { emptyPglite } from './pglite-image.js'
 
 export interface TestDatabase {
   db: Database
-  /** A second, independent connection pool to the same database (PostgreSQL only). */
-  openAnother(): Promise<Database>
+  /** A second, independent connection pool to the same database, of `connections` (PostgreSQL only). */
+  openAnother(connections?: number): Promise<Database>
   close(): Promise<void>
 }
 
@@ -30,8 +30,8 @@ export async function openTestDatabase(backend: BackendName): Promise<TestDataba
   }
   const scratch = await scratchPostgresDatabase()
   const pools: Database[] = []
-  const open = async () => {
-    const db = await openPostgres({ connectionString: scratch.url, max: 4 })
+  const open = async (connections = 4) => {
+    const db = await openPostgres({ connectionString: scratch.url, max: connections })
     pools.push(db)
     return db
   }

@@ -38,6 +38,8 @@ export interface CostReport {
   backend: string
   databaseVersion: string
   statementsUnavailable?: string | undefined
+  /** Whether the statements' planning time was counted (pg_stat_statements.track_planning). */
+  planningTracked?: boolean
   inFlight: number
   samples: Sample[]
 }
@@ -94,18 +96,21 @@ function statementTable(report: CostReport, scenario: Scenario): string[] {
   const total = statements.reduce(
     (sum, s) => ({
       calls: sum.calls + s.calls,
+      planMs: sum.planMs + s.planMs,
       execMs: sum.execMs + s.execMs,
       walBytes: sum.walBytes + s.walBytes,
     }),
-    { calls: 0, execMs: 0, walBytes: 0 },
+    { calls: 0, planMs: 0, execMs: 0, walBytes: 0 },
   )
-  const row = (name: string, s: { calls: number; execMs: number; walBytes: number; rows?: number }) =>
-    `| ${name} | ${format(s.calls / deliveries, 3)} | ${format((1000 * s.execMs) / deliveries, 1)} | ${s.rows === undefined ? '' : format(s.rows / s.calls, 1)} | ${format(s.walBytes / deliveries)} |`
+  const perDelivery = (ms: number) => format((1000 * ms) / deliveries, 1)
+  const planning = (ms: number) => (report.planningTracked ? perDelivery(ms) : 'not counted')
+  const row = (name: string, s: Omit<StatementCost, 'query' | 'rows'> & { rows?: number }) =>
+    `| ${name} | ${format(s.calls / deliveries, 3)} | ${planning(s.planMs)} | ${perDelivery(s.execMs)} | ${s.rows === undefined ? '' : format(s.rows / s.calls, 1)} | ${format(s.walBytes / deliveries)} |`
   return [
-    `Statements of the ${DESCRIPTIONS[scenario]} (pg_stat_statements, ${samples.length} runs, ${format(deliveries)} deliveries; execution time is the statement's time in its backend, waits included):`,
+    `Statements of the ${DESCRIPTIONS[scenario]} (pg_stat_statements, ${samples.length} runs, ${format(deliveries)} deliveries; execution time is the statement's time in its backend, waits included; planning is counted where the server sets \`pg_stat_statements.track_planning\`):`,
     '',
-    '| statement | calls per delivery | µs executing per delivery | rows per call | WAL bytes per delivery |',
-    '|---|---:|---:|---:|---:|',
+    '| statement | calls per delivery | µs planning per delivery | µs executing per delivery | rows per call | WAL bytes per delivery |',
+    '|---|---:|---:|---:|---:|---:|',
     ...statements.slice(0, STATEMENT_ROWS).map((s) => row(`\`${statementText(s.query)}\``, s)),
     row(`all ${statements.length} statements`, total),
   ]

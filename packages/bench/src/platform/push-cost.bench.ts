@@ -341,6 +341,7 @@ function measureBackend(backend: Backend): Promise<CostReport> {
           backend,
           databaseVersion: platform.ready.databaseVersion,
           statementsUnavailable: statements?.unavailable,
+          planningTracked: statements?.tracksPlanning,
           inFlight,
           samples,
         }

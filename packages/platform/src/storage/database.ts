@@ -1,2 +1,2 @@
 // The Database the platform talks to storage through: shared with the partner kit.
-export type { Database, Queryable } from '@earshot/support/storage'
+export { type Database, type Queryable, queryOnGenericPlan } from '@earshot/support/storage'

@@ -1,4 +1,4 @@
-import type { Queryable } from '../storage/database.js'
+import { type Queryable, queryOnGenericPlan } from '../storage/database.js'
 import { checkQueueSpec, claimOf, type QueueStatements, queueStatements, refParams } from './queue-sql.js'
 import type {
   AttemptInput,
@@ -67,8 +67,9 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
     const byIds = options.ids !== undefined && options.ids.length > 0
     const leavesOut = (options.excludeGroups?.length ?? 0) > 0
     const held = options.heldByGroup ?? new Map<string, number>()
-    const sql = byIds ? this.sql.claimByIds : leavesOut ? this.sql.claimOthers : this.sql.claimByDue
-    const rows = await db.query<Record<string, unknown>>(sql, [
+    const others = !byIds && leavesOut
+    const sql = byIds ? this.sql.claimByIds : others ? this.sql.claimOthers : this.sql.claimByDue
+    const params = [
       options.claimant,
       options.limit,
       options.excludeGroups ?? [],
@@ -77,7 +78,13 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
       [...held.keys()],
       [...held.values()],
       ...(byIds ? [options.ids] : []),
-    ])
+    ]
+    // The claim leaving groups out reads each group up to its limit; its generic plan's guess at that limit
+    // looks worse than the plans for the values given, so it was planned at every call, for about ten times
+    // what running it costs (the generic plan runs as fast).
+    const rows = others
+      ? await queryOnGenericPlan(db, sql, params)
+      : await db.query<Record<string, unknown>>(sql, params)
     return rows.map((row) => claimOf(this.spec, options.claimant, row))
   }
 

@@ -20,6 +20,30 @@ import { type Claim, type ClaimRef, defineQueue } from './job-queue.js'
 import { defineQueueMachine, ILLEGAL_TRANSITION_SQLSTATE, IllegalTransitionError } from './state-machine.js'
 
 const LEASE = 30
+
+/**
+ * How many times, while `run` ran, the statements of `connection` whose text is like `pattern` ran on a
+ * generic plan and on one made for their values (pg_prepared_statements shows one connection's).
+ */
+async function plansDuring(
+  connection: Queryable,
+  pattern: string,
+  run: () => Promise<void>,
+): Promise<{ generic: number; custom: number }> {
+  const plans = async () => {
+    const [row] = await connection.query<{ generic: number; custom: number }>(
+      `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom
+         FROM pg_prepared_statements WHERE statement LIKE $1`,
+      [pattern],
+    )
+    return row ?? { generic: 0, custom: 0 }
+  }
+  const before = await plans()
+  await run()
+  const after = await plans()
+  return { generic: after.generic - before.generic, custom: after.custom - before.custom }
+}
+
 const attempt = { startedAt: Date.parse('2026-11-23T10:00:00Z'), durationMs: 12 }
 
 for (const backend of testBackends) {
@@ -319,26 +343,34 @@ for (const backend of testBackends) {
     })
 
     test('a sweep is planned once on a connection, not at every call: its limit is written into it', async () => {
-      const sweepPlans = async (session: Queryable) => {
-        const [plans] = await session.query<{ generic: number; custom: number }>(
-          `SELECT coalesce(sum(generic_plans), 0)::int AS generic, coalesce(sum(custom_plans), 0)::int AS custom
-             FROM pg_prepared_statements WHERE statement LIKE 'WITH expired AS%'`,
-        )
-        return plans
-      }
       await db.session(async (session) => {
-        const before = await sweepPlans(session)
-        for (let i = 0; i < 8; i++) await jobQueue.sweep(session, 100)
-        const after = await sweepPlans(session)
-        assert.deepEqual(
-          {
-            generic: (after?.generic ?? 0) - (before?.generic ?? 0),
-            custom: (after?.custom ?? 0) - (before?.custom ?? 0),
-          },
-          { generic: 8, custom: 0 },
-        )
+        const plans = await plansDuring(session, 'WITH expired AS%', async () => {
+          for (let i = 0; i < 8; i++) await jobQueue.sweep(session, 100)
+        })
+        assert.deepEqual(plans, { generic: 8, custom: 0 })
       })
     })
+
+    test('a claim leaving a group out is planned once on a connection, not at every call', async () => {
+      await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
+      const grouped = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
+      await addJobs(db, ['busy'], { group: 'busy', dueInSeconds: -60 })
+      // A database of one connection, whose prepared statements the count sees.
+      const one = backend === 'pglite' ? db : await test_.openAnother(1)
+      const plans = await plansDuring(one, 'WITH RECURSIVE ready_groups%', async () => {
+        for (let i = 0; i < 8; i++) {
+          const claims = await grouped.claim(one, {
+            claimant: 'a',
+            limit: 1,
+            leaseSeconds: LEASE,
+            excludeGroups: ['busy'],
+          })
+          assert.deepEqual(claims, [])
+        }
+      })
+      assert.deepEqual(plans, { generic: 8, custom: 0 })
+    })
+
     test("a claim leaving a group out takes the others' due jobs in due order, reading none of its backlog", async () => {
       await db.query('CREATE TABLE IF NOT EXISTS paused_groups (group_key text PRIMARY KEY)')
       const grouped = defineQueue({ ...jobQueue.spec, pausedGroups: 'SELECT group_key FROM paused_groups' })
