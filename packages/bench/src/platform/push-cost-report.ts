@@ -39,7 +39,7 @@ export interface CostReport {
   databaseVersion: string
   statementsUnavailable?: string | undefined
   /** Whether the statements' planning time was counted (pg_stat_statements.track_planning). */
-  planningTracked?: boolean
+  tracksPlanning?: boolean
   inFlight: number
   samples: Sample[]
 }
@@ -103,7 +103,7 @@ function statementTable(report: CostReport, scenario: Scenario): string[] {
     { calls: 0, planMs: 0, execMs: 0, walBytes: 0 },
   )
   const perDelivery = (ms: number) => format((1000 * ms) / deliveries, 1)
-  const planning = (ms: number) => (report.planningTracked ? perDelivery(ms) : 'not counted')
+  const planning = (ms: number) => (report.tracksPlanning ? perDelivery(ms) : 'not counted')
   const row = (name: string, s: Omit<StatementCost, 'query' | 'rows'> & { rows?: number }) =>
     `| ${name} | ${format(s.calls / deliveries, 3)} | ${planning(s.planMs)} | ${perDelivery(s.execMs)} | ${s.rows === undefined ? '' : format(s.rows / s.calls, 1)} | ${format(s.walBytes / deliveries)} |`
   return [

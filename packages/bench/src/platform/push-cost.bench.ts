@@ -341,7 +341,7 @@ function measureBackend(backend: Backend): Promise<CostReport> {
           backend,
           databaseVersion: platform.ready.databaseVersion,
           statementsUnavailable: statements?.unavailable,
-          planningTracked: statements?.tracksPlanning,
+          tracksPlanning: statements?.tracksPlanning,
           inFlight,
           samples,
         }

@@ -79,12 +79,14 @@ class SqlJobQueue<S extends string, Id extends JobId, J> implements JobQueue<S, 
       [...held.values()],
       ...(byIds ? [options.ids] : []),
     ]
-    // The claim leaving groups out reads each group up to its limit; its generic plan's guess at that limit
-    // looks worse than the plans for the values given, so it was planned at every call, for about ten times
-    // what running it costs (the generic plan runs as fast).
-    const rows = others
-      ? await queryOnGenericPlan(db, sql, params)
-      : await db.query<Record<string, unknown>>(sql, params)
+    // The group-by-group claim (queues with paused groups) reads each group up to its limit; its generic
+    // plan's guess at that limit looks worse than the plans for the values given, so it was planned at every
+    // call, for about ten times what running it costs (the generic plan runs as fast). The claim in due order
+    // keeps a generic plan by itself.
+    const rows =
+      others && this.spec.pausedGroups !== undefined
+        ? await queryOnGenericPlan(db, sql, params)
+        : await db.query<Record<string, unknown>>(sql, params)
     return rows.map((row) => claimOf(this.spec, options.claimant, row))
   }
 
