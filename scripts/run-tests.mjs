@@ -12,11 +12,16 @@
 // Test files run in parallel, as many as the machine has cores (each is already two busy threads, its own
 // and its embedded database's: one file more was measured slower); --concurrency N sets another number.
 //
-// --skip SUBSTRING (repeatable) leaves out the files whose path holds it.
+// npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
+// process with this one's flags (docs/development.md says why).
 //
-//   node scripts/run-tests.mjs [--only-faults | --no-faults] [--concurrency N] [--skip substring ...]
-//                              [path-substring ...]
-import { readdirSync } from 'node:fs'
+// --skip SUBSTRING (repeatable) leaves out the files whose path holds it. --backend-suites runs only the
+// files whose suites run on the backends the run chooses (they name testBackends or oneTestBackend): CI's
+// second run, on the other backend, needs no others.
+//
+//   node scripts/run-tests.mjs [--only-faults | --no-faults] [--backend-suites] [--concurrency N]
+//                              [--skip substring ...] [path-substring ...]
+import { readdirSync, readFileSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { run } from 'node:test'
@@ -30,6 +35,7 @@ const { values, positionals } = parseArgs({
   options: {
     'only-faults': { type: 'boolean' },
     'no-faults': { type: 'boolean' },
+    'backend-suites': { type: 'boolean' },
     concurrency: { type: 'string', default: String(availableParallelism()) },
     skip: { type: 'string', multiple: true, default: [] },
   },
@@ -47,6 +53,7 @@ const isLong = (file) => LONG.some((pattern) => pattern.test(file))
 
 // Fault-injection suites (*.faults.test.js) restart services and kill processes: `npm run test:faults`.
 const isFaults = (file) => file.endsWith('.faults.test.js')
+const choosesBackend = (file) => /\b(testBackends|oneTestBackend)\b/.test(readFileSync(file, 'utf8'))
 const files = readdirSync(join(root, 'packages'))
   .flatMap((pkg) => {
     const dist = join(root, 'packages', pkg, 'dist')
@@ -60,6 +67,7 @@ const files = readdirSync(join(root, 'packages'))
   .filter((file) => (values['only-faults'] ? isFaults(file) : !values['no-faults'] || !isFaults(file)))
   .filter((file) => positionals.length === 0 || positionals.some((part) => file.includes(part)))
   .filter((file) => !values.skip.some((part) => file.includes(part)))
+  .filter((file) => !values['backend-suites'] || choosesBackend(file))
   .sort()
   // The files that take longest start first, so that the run does not end with one of them alone.
   .sort((a, b) => Number(isLong(b)) - Number(isLong(a)))

@@ -37,8 +37,8 @@ function chosenBackends(names: string | undefined): BackendName[] {
 
 /**
  * For the few suites that take minutes on each backend: PostgreSQL when DATABASE_URL names a server,
- * else PGlite. CI runs the test command both ways (with DATABASE_URL on Node 20, without on Node 24), so
- * each backend is still run once.
+ * else PGlite. CI runs these suites both ways (with DATABASE_URL on Node 24, without on Node 20), so each
+ * backend is still run once.
  */
 export const oneTestBackend: BackendName = process.env.DATABASE_URL ? 'postgres' : 'pglite'
 

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { createInterface } from 'node:readline'
 import type { RunningPlatform } from '@earshot/platform'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
+import { TEST_NODE_FLAGS } from './run-cli.js'
 
 export interface ChildPlatform extends Pick<RunningPlatform, 'partnerUrl' | 'adminUrl'> {
   adminToken: string
@@ -14,7 +15,7 @@ const entry = new URL('./platform-process.js', import.meta.url).pathname
 
 /** Starts test-support/platform-process.js with the given environment and waits until it listens. */
 export async function startChildPlatform(env: Record<string, string>): Promise<ChildPlatform> {
-  const child = spawn(process.execPath, [entry], {
+  const child = spawn(process.execPath, [...TEST_NODE_FLAGS, entry], {
     env: {
       PATH: process.env.PATH ?? '',
       EARSHOT_PORT: '0',

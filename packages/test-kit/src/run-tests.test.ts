@@ -37,6 +37,11 @@ test('killed each time', () => {
   process.kill(process.pid, 'SIGKILL')
 })
 `,
+  // Chooses a backend, as the suites that run on testBackends or oneTestBackend do; and says its flag.
+  'chooses-backend.test.js': `import { test } from 'node:test'
+const oneTestBackend = 'pglite'
+test('on ' + oneTestBackend, () => console.log('liftoff only: ' + process.execArgv.includes('--liftoff-only')))
+`,
   'exits.test.js': `import { test } from 'node:test'
 test('passes, then sets the exit code', () => {
   console.error('exiting with 3')
@@ -111,5 +116,13 @@ describe('run-tests', { timeout: 120_000 }, () => {
     assert.equal(code, 0, output)
     assert.match(output, /run-tests: 1 test files on Node/)
     assert.match(output, /run-tests: 2 tests ran, 0 failed, in 1 files\n/)
+  })
+
+  test("--backend-suites runs only the files that choose a backend, each with the runner's flags", async () => {
+    const files = ['passes.test.js', 'chooses-backend.test.js']
+    const { code, output } = await runTests('backend-suites', files, ['--backend-suites'])
+    assert.equal(code, 0, output)
+    assert.match(output, /run-tests: 1 tests ran, 0 failed, in 1 files\n/)
+    assert.match(output, /liftoff only: true/)
   })
 })

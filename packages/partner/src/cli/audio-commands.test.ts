@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { generateSecret, loadKey, type PushEvent, type RecordingData, seal } from '@earshot/protocol'
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { seededPartnerData } from '@earshot/test-kit/pglite-image'
-import { type CliRun, cleanEnv, spawnCli } from '@earshot/test-kit/run-cli'
+import { type CliRun, cleanEnv, spawnCli, TEST_NODE_FLAGS } from '@earshot/test-kit/run-cli'
 import {
   type FakeApi,
   type MediaServer,
@@ -23,7 +23,7 @@ const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.ur
 /** Runs the CLI to its end in `cwd`. */
 function run(cwd: string, args: string[], env: Record<string, string>): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd, env: cleanEnv(env) })
+    const child = spawn(process.execPath, [...TEST_NODE_FLAGS, bin, ...args], { cwd, env: cleanEnv(env) })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk) => {
