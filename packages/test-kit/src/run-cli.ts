@@ -29,9 +29,15 @@ export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
  */
 export const TEST_NODE_FLAGS = ['--liftoff-only']
 
-/** Starts a built CLI binary (or any Node script) as a child process in a clean environment. */
-export function spawnCli(binPath: string, args: string[], env: Record<string, string>) {
+/** Starts a built CLI binary (or any Node script) as a child process in a clean environment, in `cwd`. */
+export function spawnCli(
+  binPath: string,
+  args: string[],
+  env: Record<string, string>,
+  { cwd }: { cwd?: string } = {},
+) {
   return spawn(process.execPath, [...TEST_NODE_FLAGS, binPath, ...args], {
+    cwd,
     env: cleanEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -41,9 +47,14 @@ export function spawnCli(binPath: string, args: string[], env: Record<string, st
  * Runs a built CLI binary (or any Node script) to the end, and collects its output and exit code.
  * Asynchronous, so a platform under test can live in the calling process.
  */
-export function runCli(binPath: string, args: string[], env: Record<string, string>): Promise<CliRun> {
+export function runCli(
+  binPath: string,
+  args: string[],
+  env: Record<string, string>,
+  options: { cwd?: string } = {},
+): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawnCli(binPath, args, env)
+    const child = spawnCli(binPath, args, env, options)
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (chunk) => {

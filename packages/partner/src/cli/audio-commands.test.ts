@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes, randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { generateSecret, loadKey, type PushEvent, type RecordingData, seal } from '@earshot/protocol'
 import { eventually, latch } from '@earshot/test-kit/eventually'
 import { seededPartnerData } from '@earshot/test-kit/pglite-image'
-import { type CliRun, cleanEnv, spawnCli, TEST_NODE_FLAGS } from '@earshot/test-kit/run-cli'
+import { type CliRun, runCli, spawnCli } from '@earshot/test-kit/run-cli'
 import {
   type FakeApi,
   type MediaServer,
@@ -21,21 +21,8 @@ import {
 const bin = fileURLToPath(new URL('../../bin/earshot-partner.js', import.meta.url))
 
 /** Runs the CLI to its end in `cwd`. */
-function run(cwd: string, args: string[], env: Record<string, string>): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...TEST_NODE_FLAGS, bin, ...args], { cwd, env: cleanEnv(env) })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    child.on('error', reject)
-    child.on('close', (code) => resolve({ code, stdout, stderr }))
-  })
-}
+const run = (cwd: string, args: string[], env: Record<string, string>): Promise<CliRun> =>
+  runCli(bin, args, env, { cwd })
 
 describe('the CLI’s audio: download, listen --audio, sync --audio', { timeout: 180_000 }, () => {
   const secret = generateSecret()
