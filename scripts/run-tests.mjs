@@ -9,8 +9,10 @@
 // itself: its second run stands in for the crash, and what its first run reported still counts (a
 // process killed may not have reported its last results).
 //
-// Test files run in parallel, as many as the machine has cores (each is already two busy threads, its own
-// and its embedded database's: one file more was measured slower); --concurrency N sets another number.
+// Test files run in parallel, one more than the machine has cores: a file often waits (on a child process,
+// a timer, a socket), and the one more keeps the cores busy then (docs/development.md has the measurements).
+// The fault suite runs as many as there are cores: its files restart servers on deadlines. --concurrency N
+// sets another number.
 //
 // npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
 // process with this one's flags (docs/development.md says why).
@@ -36,10 +38,12 @@ const { values, positionals } = parseArgs({
     'only-faults': { type: 'boolean' },
     'no-faults': { type: 'boolean' },
     'backend-suites': { type: 'boolean' },
-    concurrency: { type: 'string', default: String(availableParallelism()) },
+    concurrency: { type: 'string' },
     skip: { type: 'string', multiple: true, default: [] },
   },
 })
+
+values.concurrency ??= String(availableParallelism() + (values['only-faults'] ? 0 : 1))
 
 /** The files that take a minute or more: the other languages' kit suites, browser tests, the largest end-to-end ones. */
 const LONG = [
