@@ -43,7 +43,11 @@ const { values, positionals } = parseArgs({
   },
 })
 
-values.concurrency ??= String(availableParallelism() + (values['only-faults'] ? 0 : 1))
+const concurrency = Number(values.concurrency ?? availableParallelism() + (values['only-faults'] ? 0 : 1))
+if (!Number.isInteger(concurrency) || concurrency < 1) {
+  console.error(`run-tests: --concurrency must be a positive integer, not ${values.concurrency}`)
+  process.exit(2)
+}
 
 /** The files that take a minute or more: the other languages' kit suites, browser tests, the largest end-to-end ones. */
 const LONG = [
@@ -81,15 +85,10 @@ if (files.length === 0) {
   process.exit(1)
 }
 console.log(
-  `run-tests: ${files.length} test files on Node ${process.version}, ${values.concurrency} at a time; ${describeCount(countTests())}`,
+  `run-tests: ${files.length} test files on Node ${process.version}, ${concurrency} at a time; ${describeCount(countTests())}`,
 )
 
 const STDERR_LINES_KEPT = 40
-const concurrency = Number(values.concurrency)
-if (!Number.isInteger(concurrency) || concurrency < 1) {
-  console.error(`run-tests: --concurrency must be a positive integer, not ${values.concurrency}`)
-  process.exit(2)
-}
 
 /**
  * Runs the files, the spec report to stdout. Resolves to the tests run and failed (a file whose process
