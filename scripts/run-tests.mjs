@@ -14,6 +14,13 @@
 // The fault suite runs as many as there are cores: its files restart servers on deadlines. --concurrency N
 // sets another number.
 //
+// Several files share a process, one after another, each in a suite of its own named by its path (its
+// top-level hooks stay its own): a process's start, its module loading and PGlite's first open cost more CPU
+// than most files' tests. The files are dealt into about six processes per parallel slot, so that the run
+// does not end on one long process; the longest files get a process each. --files-per-process N deals N
+// to a process instead (1: a process per file). A process killed by a signal has each of its files run
+// again by itself.
+//
 // npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
 // process with this one's flags (docs/development.md says why).
 //
@@ -22,12 +29,13 @@
 // second run, on the other backend, needs no others.
 //
 //   node scripts/run-tests.mjs [--only-faults | --no-faults] [--backend-suites] [--concurrency N]
-//                              [--skip substring ...] [path-substring ...]
-import { readdirSync, readFileSync } from 'node:fs'
-import { availableParallelism } from 'node:os'
+//                              [--files-per-process N] [--skip substring ...] [path-substring ...]
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { run } from 'node:test'
 import { spec } from 'node:test/reporters'
+import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { countTests, describeCount } from './count-tests.mjs'
 
@@ -39,15 +47,20 @@ const { values, positionals } = parseArgs({
     'no-faults': { type: 'boolean' },
     'backend-suites': { type: 'boolean' },
     concurrency: { type: 'string' },
+    'files-per-process': { type: 'string' },
     skip: { type: 'string', multiple: true, default: [] },
   },
 })
 
-const concurrency = Number(values.concurrency ?? availableParallelism() + (values['only-faults'] ? 0 : 1))
-if (!Number.isInteger(concurrency) || concurrency < 1) {
-  console.error(`run-tests: --concurrency must be a positive integer, not ${values.concurrency}`)
+/** The option's value as a positive integer, or the default; the run stops on anything else. */
+function positiveInteger(name, fallback) {
+  const number = Number(values[name] ?? fallback)
+  if (Number.isInteger(number) && number >= 1) return number
+  console.error(`run-tests: --${name} must be a positive integer, not ${values[name]}`)
   process.exit(2)
 }
+const concurrency = positiveInteger('concurrency', availableParallelism() + (values['only-faults'] ? 0 : 1))
+const filesPerProcess = values['files-per-process'] && positiveInteger('files-per-process')
 
 /** The files that take a minute or more: the other languages' kit suites, browser tests, the largest end-to-end ones. */
 const LONG = [
@@ -89,27 +102,66 @@ console.log(
 )
 
 const STDERR_LINES_KEPT = 40
+/** Processes dealt per file run in parallel: enough that the run does not end on one long process. */
+const PROCESSES_PER_SLOT = 6
+
+/** The files dealt into processes: the long ones a process each, first; the others in turn round the rest. */
+function intoProcesses(files) {
+  const others = files.filter((file) => !isLong(file))
+  const count = filesPerProcess
+    ? Math.ceil(others.length / filesPerProcess)
+    : Math.min(others.length, concurrency * PROCESSES_PER_SLOT)
+  const shared = Array.from({ length: count }, (_, slot) =>
+    others.filter((_, index) => index % count === slot),
+  )
+  return [...files.filter(isLong).map((file) => [file]), ...shared]
+}
+
+const entries = mkdtempSync(join(tmpdir(), 'earshot-test-processes-'))
+process.on('exit', () => rmSync(entries, { recursive: true, force: true }))
+const relative = (file) => file.slice(root.length)
 
 /**
- * Runs the files, the spec report to stdout. Resolves to the tests run and failed (a file whose process
- * died counts as one failed test), and the files whose process ended by itself: how, and the end of
- * their stderr. A test's events name the module that declared it, which may not be the test file, so
- * they are counted as a whole.
+ * The file a process runs: the test file itself, or a module that imports each of several in a suite named
+ * by its path, one after another, so that a file's top-level hooks apply to its own tests alone.
+ */
+function processFile(files, index) {
+  if (files.length === 1) return files[0]
+  const entry = join(entries, `process-${index}.test.mjs`)
+  const named = files.map((file) => [relative(file), pathToFileURL(file).href])
+  writeFileSync(
+    entry,
+    `import { describe } from 'node:test'
+for (const [name, url] of ${JSON.stringify(named)}) {
+  await new Promise((resolve) => describe(name, async () => { try { await import(url) } finally { resolve() } }))
+}
+`,
+  )
+  return entry
+}
+
+/**
+ * Runs the processes' files, the spec report to stdout. Resolves to the tests run and failed (a process
+ * that died counts as one failed test), and the processes that ended by themselves: their files, how, and
+ * the end of their stderr. A test's events name the module that declared it, which may not be the test
+ * file, so they are counted as a whole.
  */
 const durations = new Map()
 
-function runFiles(files) {
+function runProcesses(processes) {
+  const filesOf = new Map(processes.map((files, index) => [processFile(files, index), files]))
   const tally = { ran: 0, failed: 0 }
   const stderrTails = new Map()
   const ended = []
-  const stream = run({ files, concurrency })
+  const stream = run({ files: [...filesOf.keys()], concurrency })
   stream.on('test:stderr', ({ file, message }) => {
     const lines = [...(stderrTails.get(file) ?? []), ...message.replace(/\n$/, '').split('\n')]
     stderrTails.set(file, lines.slice(-STDERR_LINES_KEPT))
   })
-  stream.on('test:pass', ({ details, file, nesting }) => {
+  stream.on('test:pass', ({ details, file, name, nesting }) => {
     if (details?.type !== 'suite') tally.ran++
-    if (nesting === 0) durations.set(file, (durations.get(file) ?? 0) + (details?.duration_ms ?? 0))
+    const testFile = (filesOf.get(file)?.length ?? 1) > 1 ? join(root, name) : file
+    if (nesting === 0) durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {
     if (details?.type !== 'suite') {
@@ -119,7 +171,7 @@ function runFiles(files) {
     const { error } = details ?? {}
     if (error?.failureType === 'testCodeFailure' && (error.exitCode != null || error.signal != null)) {
       const how = error.signal ? `signal ${error.signal}` : `exit code ${error.exitCode}`
-      ended.push({ file, signal: error.signal, how })
+      ended.push({ file, files: filesOf.get(file) ?? [file], signal: error.signal, how })
     }
   })
   const report = stream.compose(spec)
@@ -132,25 +184,29 @@ function runFiles(files) {
   })
 }
 
-/** Names each file whose process ended by itself, how, and the end of its stderr. */
+/** Names each process that ended by itself (by its file, or its files), how, and the end of its stderr. */
 function reportEnded(ended, again = '') {
-  for (const { file, how, tail } of ended) {
-    console.error(`run-tests: ${file}'s process ended with ${how}${again}; the end of its stderr:\n${tail}\n`)
+  for (const { files, how, tail } of ended) {
+    const whose =
+      files.length === 1 ? `${files[0]}'s process` : `the process of ${files.map(relative).join(', ')}`
+    console.error(`run-tests: ${whose} ended with ${how}${again}; the end of its stderr:\n${tail}\n`)
   }
 }
 
-const first = await runFiles(files)
+const first = await runProcesses(intoProcesses(files))
 reportEnded(first.ended)
-// A crashed file's own failure is replaced by its second run; the failures it reported before still count.
-const crashed = first.ended.filter(({ signal }) => signal != null).map(({ file }) => file)
-let ran = first.ran - crashed.length
-let failed = first.failed - crashed.length
+// A crashed process's own failure is replaced by its files' second runs, each by itself; the failures it
+// reported before still count.
+const crashedProcesses = first.ended.filter(({ signal }) => signal != null)
+const crashed = crashedProcesses.flatMap(({ files }) => files)
+let ran = first.ran - crashedProcesses.length
+let failed = first.failed - crashedProcesses.length
 if (crashed.length > 0) {
   console.error(
     `run-tests: running once more, by itself, each file killed by a signal: ${crashed.join(', ')}`,
   )
   for (const file of crashed) {
-    const again = await runFiles([file])
+    const again = await runProcesses([[file]])
     ran += again.ran
     failed += again.failed
     reportEnded(again.ended, ' again')

@@ -39,8 +39,8 @@ export interface PlatformOptions {
   randomBytes?: (size: number) => Buffer
   /** Where the JSON log lines go; stderr by default (stdout is the CLI's). */
   logDestination?: LogDestination
-  /** With `memory://`: the database starts as a copy of this dump (tests: one already migrated). */
-  pgliteImage?: string
+  /** A database already open, used (and closed) instead of the configured one: tests lend copies of one migrated. */
+  database?: Database
 }
 
 export interface RunningPlatform {
@@ -64,13 +64,13 @@ export async function startPlatform({
   clock = Date.now,
   randomBytes = systemRandomBytes,
   logDestination = process.stderr,
-  pgliteImage,
+  database,
 }: PlatformOptions): Promise<RunningPlatform> {
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     poolSize: config.databasePoolSize,
     dataDir: config.dataDir === 'memory://' ? undefined : config.dataDir,
-    pgliteImage,
+    database,
   })
   const servers: FastifyInstance[] = []
   let stopListening: (() => Promise<void>) | undefined

@@ -12,6 +12,7 @@ import {
 } from '@earshot/platform'
 import pg from 'pg'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
+import { lendImageCopy } from './image-copies.js'
 import { preparePglite } from './pglite-image.js'
 import { databaseUrl, migratedPostgresTemplate } from './postgres-template.js'
 
@@ -117,8 +118,9 @@ export async function startTestPlatform(
       ? await scratchPostgresDatabase({ migrated: true })
       : undefined
   const config = testConfig({ ...(scratch && { databaseUrl: scratch.url }), ...overrides })
-  const pgliteImage = await preparePglite(config)
-  const platform = await startPlatform({ config, pgliteImage, ...options }).catch(async (error: unknown) => {
+  const image = await preparePglite(config)
+  const database = image === undefined ? undefined : await lendImageCopy(image)
+  const platform = await startPlatform({ config, database, ...options }).catch(async (error: unknown) => {
     await scratch?.drop()
     throw error
   })

@@ -6,11 +6,14 @@
  * copy of an initialized one.
  */
 import { loadConfig, startPlatform } from '@earshot/platform'
+import { openPglite } from '@earshot/support/storage'
 import { TEST_ADMIN_TOKEN } from './admin-token.js'
 import { preparePglite } from './pglite-image.js'
 
 const config = loadConfig({ EARSHOT_ADMIN_TOKEN: TEST_ADMIN_TOKEN, ...process.env })
-const platform = await startPlatform({ config, pgliteImage: await preparePglite(config) })
+const image = await preparePglite(config)
+const database = image === undefined ? undefined : await openPglite(undefined, { image })
+const platform = await startPlatform({ config, database })
 process.stdout.write(
   `${JSON.stringify({ partnerUrl: platform.partnerUrl, adminUrl: platform.adminUrl, adminToken: config.adminToken, pid: process.pid })}\n`,
 )

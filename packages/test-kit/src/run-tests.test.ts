@@ -42,6 +42,20 @@ test('killed each time', () => {
 const oneTestBackend = 'pglite'
 test('on ' + oneTestBackend, () => console.log('liftoff only: ' + process.execArgv.includes('--liftoff-only')))
 `,
+  // With hooks-seen.test.js in one process: its tests see this file's hooks ran once each, and no more.
+  'hooks-own.test.js': `import assert from 'node:assert/strict'
+import { after, beforeEach, test } from 'node:test'
+beforeEach(() => { globalThis.hooked = (globalThis.hooked ?? 0) + 1 })
+after(() => { globalThis.ownAfterRan = true })
+test('hooked once', () => assert.equal(globalThis.hooked, 1))
+`,
+  'hooks-seen.test.js': `import assert from 'node:assert/strict'
+import { test } from 'node:test'
+test("another file's hooks ran before, and not for this test", () => {
+  assert.equal(globalThis.ownAfterRan, true)
+  assert.equal(globalThis.hooked, 1)
+})
+`,
   'exits.test.js': `import { test } from 'node:test'
 test('passes, then sets the exit code', () => {
   console.error('exiting with 3')
@@ -91,6 +105,28 @@ describe('run-tests', { timeout: 120_000 }, () => {
       /running once more, by itself, each file killed by a signal: \S*killed-once\.test\.js/,
     )
     assert.match(output, /run-tests: 3 tests ran, 0 failed, in 2 files \(1 of them run twice after a crash\)/)
+  })
+
+  test('files sharing a process run one after another, each with its own hooks', async () => {
+    const files = ['hooks-own.test.js', 'hooks-seen.test.js']
+    const { code, output } = await runTests('shared-process', files, ['--files-per-process', '2'])
+    assert.equal(code, 0, output)
+    assert.match(output, /run-tests: 2 tests ran, 0 failed, in 2 files\n/)
+  })
+
+  test('a process of several files killed by a signal has each file run again by itself', async () => {
+    const files = ['killed-once.test.js', 'passes.test.js']
+    const { code, output } = await runTests('shared-killed', files, ['--files-per-process', '2'])
+    assert.equal(code, 0, output)
+    assert.match(
+      output,
+      /the process of \S*killed-once\.test\.js, \S*passes\.test\.js ended with signal SIGKILL; the end of its stderr:\n/,
+    )
+    assert.match(
+      output,
+      /running once more, by itself, each file killed by a signal: \S*killed-once\.test\.js, \S*passes\.test\.js/,
+    )
+    assert.match(output, /run-tests: 3 tests ran, 0 failed, in 2 files \(2 of them run twice after a crash\)/)
   })
 
   test('a file killed on both runs fails the run', async () => {

@@ -8,21 +8,13 @@ export interface StorageOptions {
   dataDir?: string | undefined
   /** PostgreSQL pool size. */
   poolSize?: number | undefined
-  /** An in-memory database starts as a copy of this dumped one (tests: one already migrated). */
-  pgliteImage?: string | undefined
+  /** A database already open, used instead of opening one (tests). */
+  database?: Database | undefined
 }
 
-/** Opens the configured backend and brings its schema up to date. */
+/** Opens the configured backend (or takes the one given) and brings its schema up to date. */
 export async function openDatabase(options: StorageOptions): Promise<Database> {
-  const db = options.databaseUrl
-    ? await openPostgres({ connectionString: options.databaseUrl, max: options.poolSize ?? 20 })
-    : await openPglite(options.dataDir, {
-        image: options.pgliteImage,
-        refuseLocked: (directory, pid) =>
-          new LockHeldError(
-            `the data directory ${directory} is in use by another Earshot process (pid ${pid}); stop it first, or point EARSHOT_DATA_DIR elsewhere`,
-          ),
-      })
+  const db = options.database ?? (await openConfigured(options))
   try {
     await migrate(db)
   } catch (error) {
@@ -30,4 +22,16 @@ export async function openDatabase(options: StorageOptions): Promise<Database> {
     throw error
   }
   return db
+}
+
+function openConfigured(options: StorageOptions): Promise<Database> {
+  if (options.databaseUrl) {
+    return openPostgres({ connectionString: options.databaseUrl, max: options.poolSize ?? 20 })
+  }
+  return openPglite(options.dataDir, {
+    refuseLocked: (directory, pid) =>
+      new LockHeldError(
+        `the data directory ${directory} is in use by another Earshot process (pid ${pid}); stop it first, or point EARSHOT_DATA_DIR elsewhere`,
+      ),
+  })
 }
