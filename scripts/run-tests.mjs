@@ -160,8 +160,10 @@ function runProcesses(processes) {
   })
   stream.on('test:pass', ({ details, file, name, nesting }) => {
     if (details?.type !== 'suite') tally.ran++
+    if (nesting !== 0) return
+    // In a process of several files, the top-level tests are the files' suites, named by their paths.
     const testFile = (filesOf.get(file)?.length ?? 1) > 1 ? join(root, name) : file
-    if (nesting === 0) durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
+    durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {
     if (details?.type !== 'suite') {

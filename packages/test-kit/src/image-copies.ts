@@ -124,7 +124,7 @@ async function readState(db: Queryable): Promise<ImageState> {
   return { fingerprint, tables, seeds, sequences }
 }
 
-/** Puts the copy back as the image had it; false (and nothing done) when its schema is not the image's. */
+/** Puts the copy back as the image had it; false when its schema is no longer the image's. */
 async function resetToImage(db: PgliteDatabase, state: ImageState): Promise<boolean> {
   for (const statement of ['RESET ALL', 'DISCARD TEMP', 'UNLISTEN *', 'SELECT pg_advisory_unlock_all()']) {
     await db.query(statement)
