@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
+import { randomInt } from 'node:crypto'
 import { createServer } from 'node:net'
 
 /** What a finished CLI run printed, and how it exited. */
@@ -68,13 +69,24 @@ export function runCli(
   })
 }
 
-/** A loopback port nothing listens on, for a CLI pointed at a server that is not there. */
+/**
+ * A loopback port nothing listens on, for a CLI pointed at a server that is not there, or for a server a
+ * child process starts later. It lies below the ports the system hands out to listen(0) and to outgoing
+ * connections (from 32768 on Linux, 49152 elsewhere), so that no other test's socket takes it meanwhile.
+ */
 export async function closedPort(): Promise<number> {
+  for (;;) {
+    const port = 10_000 + randomInt(32_768 - 10_000)
+    if (await canListen(port)) return port
+  }
+}
+
+function canListen(port: number): Promise<boolean> {
   const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  return new Promise((resolve) => {
+    server.once('error', () => resolve(false))
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)))
+  })
 }
 
 /** What a `--json` run printed on stdout, its one line parsed; the run must have exited 0. */
