@@ -27,13 +27,12 @@ const states = new Map<string, Promise<ImageState>>()
 
 /** A copy of the image: one given back earlier, reset, or a new one. Closing it gives it back. */
 export async function lendImageCopy(image: string): Promise<PgliteDatabase> {
-  const kept = idle.get(image)?.pop()
-  const db = kept ?? (await openPglite(undefined, { image }))
+  const pool = idle.get(image) ?? []
+  idle.set(image, pool)
+  const db = pool.pop() ?? (await openPglite(undefined, { image }))
   if (!states.has(image)) states.set(image, readState(db))
   const state = (await states.get(image)) as ImageState
   return lent(db, async () => {
-    const pool = idle.get(image) ?? []
-    idle.set(image, pool)
     // A copy that could not be reset is closed: the next platform gets a new one.
     const reset = pool.length < IDLE_KEPT && (await resetToImage(db, state).catch(() => false))
     if (reset && pool.length < IDLE_KEPT) pool.push(db)

@@ -77,11 +77,12 @@ export function runCli(
 export async function closedPort(): Promise<number> {
   for (;;) {
     const port = 10_000 + randomInt(32_768 - 10_000)
-    if (await canListen(port)) return port
+    if (await isPortFree(port)) return port
   }
 }
 
-function canListen(port: number): Promise<boolean> {
+/** True when a listener can take the loopback port now: nothing holds it. */
+export function isPortFree(port: number): Promise<boolean> {
   const server = createServer()
   return new Promise((resolve) => {
     server.once('error', () => resolve(false))

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict'
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdtemp, readFile, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
 import { fileURLToPath } from 'node:url'
 import { startCliProcess } from '@earshot/test-kit/cli-process'
 import { eventually } from '@earshot/test-kit/eventually'
-import { cleanEnv, closedPort } from '@earshot/test-kit/run-cli'
+import { cleanEnv, closedPort, isPortFree } from '@earshot/test-kit/run-cli'
 
 /*
  * `npm start` as a developer runs it, in the repository: the root package.json's script itself (its build
@@ -89,16 +88,6 @@ function groupAlive(pgid: number): boolean {
   }
 }
 
-async function isFree(port: number): Promise<boolean> {
-  const server = createServer()
-  const listening = await new Promise<boolean>((resolve) => {
-    server.once('error', () => resolve(false))
-    server.listen(port, '127.0.0.1', () => resolve(true))
-  })
-  if (listening) await new Promise((resolve) => server.close(resolve))
-  return listening
-}
-
 /** The server's pid, from its log lines (pino writes it on each). */
 function serverPid(output: string): number {
   const pid = Number(/"pid":(\d+)/.exec(output)?.[1])
@@ -137,7 +126,7 @@ describe('npm start', { skip: process.platform === 'win32' && 'POSIX signals', t
     await eventually(async () => !groupAlive(pgid), 5_000, 'every process of npm start gone')
     const pid = serverPid(run.output())
     assert.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `the server (pid ${pid}) is gone`)
-    for (const port of ports) assert.ok(await isFree(port), `port ${port} is free`)
+    for (const port of ports) assert.ok(await isPortFree(port), `port ${port} is free`)
     assert.ok(!existsSync(`${dataDir}.lock`), 'the data directory is unlocked')
   }
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url'
 import { type CliProcess, startCliProcess } from '@earshot/test-kit/cli-process'
 import { seedPgliteDataDir } from '@earshot/test-kit/pglite-image'
 import { RawConnection } from '@earshot/test-kit/raw-connection'
-import { closedPort, runCli } from '@earshot/test-kit/run-cli'
+import { closedPort, isPortFree, runCli } from '@earshot/test-kit/run-cli'
 import { portInUse } from './serve-command.js'
 
 const cli = fileURLToPath(new URL('../../bin/earshot.js', import.meta.url))
@@ -20,17 +20,6 @@ async function holdPort(): Promise<{ port: number; close(): Promise<void> }> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   const { port } = server.address() as { port: number }
   return { port, close: () => new Promise((resolve) => server.close(() => resolve())) }
-}
-
-/** True when a listener can take the port now: nothing holds it. */
-async function isFree(port: number): Promise<boolean> {
-  const server = createServer()
-  const listening = await new Promise<boolean>((resolve) => {
-    server.once('error', () => resolve(false))
-    server.listen(port, '127.0.0.1', () => resolve(true))
-  })
-  if (listening) await new Promise((resolve) => server.close(resolve))
-  return listening
 }
 
 describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }, () => {
@@ -61,7 +50,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
           'Another program is listening on it, perhaps an earlier `earshot serve` or `npm start` still running:\n' +
           'stop it, or give the partner API another port with --port <port> or EARSHOT_PORT.\n',
       )
-      assert.ok(await isFree(adminPort), 'the admin port is not held')
+      assert.ok(await isPortFree(adminPort), 'the admin port is not held')
       assert.ok(!existsSync(`${dataDir}.lock`), 'the data directory is not locked')
     } finally {
       await held.close()
@@ -89,7 +78,7 @@ describe('earshot serve: a port in use', { concurrency: true, timeout: 120_000 }
         ),
       )
       assert.match(result.stderr, /with --admin-port <port> or EARSHOT_ADMIN_PORT\.\n$/)
-      assert.ok(await isFree(port), 'the partner listener, started first, was closed')
+      assert.ok(await isPortFree(port), 'the partner listener, started first, was closed')
       assert.ok(!existsSync(`${dataDir}.lock`), 'the data directory is not locked')
       // The same data directory serves at once: nothing of the failed start holds it.
       const again = await runCli(cli, ['serve', '--port', String(held.port), '--admin-port', '0'], {
