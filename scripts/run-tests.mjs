@@ -35,7 +35,7 @@ import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { run } from 'node:test'
 import { spec } from 'node:test/reporters'
-import { pathToFileURL } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { countTests, describeCount } from './count-tests.mjs'
 
@@ -120,21 +120,17 @@ function intoProcesses(files) {
 const entries = mkdtempSync(join(tmpdir(), 'earshot-test-processes-'))
 process.on('exit', () => rmSync(entries, { recursive: true, force: true }))
 const relative = (file) => file.slice(root.length)
+const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url).href
 
-/**
- * The file a process runs: the test file itself, or a module that imports each of several in a suite named
- * by its path, one after another, so that a file's top-level hooks apply to its own tests alone.
- */
+/** The file a process runs: the test file itself, or a module running several (shared-test-process.mjs). */
 function processFile(files, index) {
   if (files.length === 1) return files[0]
   const entry = join(entries, `process-${index}.test.mjs`)
   const named = files.map((file) => [relative(file), pathToFileURL(file).href])
   writeFileSync(
     entry,
-    `import { describe } from 'node:test'
-for (const [name, url] of ${JSON.stringify(named)}) {
-  await new Promise((resolve) => describe(name, async () => { try { await import(url) } finally { resolve() } }))
-}
+    `import { runFiles } from ${JSON.stringify(sharedProcessModule)}
+await runFiles(${JSON.stringify(named)})
 `,
   )
   return entry
@@ -162,15 +158,16 @@ function runProcesses(processes) {
     if (details?.type !== 'suite') tally.ran++
     if (nesting !== 0) return
     // In a process of several files, the top-level tests are the files' suites, named by their paths.
-    const testFile = (filesOf.get(file)?.length ?? 1) > 1 ? join(root, name) : file
+    const testFile = file === fileURLToPath(sharedProcessModule) ? join(root, name) : file
     durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {
-    if (details?.type !== 'suite') {
+    const { error } = details ?? {}
+    // A suite fails by itself when a hook of its, or its body, threw: a shared file's own top-level hooks.
+    if (details?.type !== 'suite' || error?.failureType !== 'subtestsFailed') {
       tally.ran++
       tally.failed++
     }
-    const { error } = details ?? {}
     if (error?.failureType === 'testCodeFailure' && (error.exitCode != null || error.signal != null)) {
       const how = error.signal ? `signal ${error.signal}` : `exit code ${error.exitCode}`
       ended.push({ file, files: filesOf.get(file) ?? [file], signal: error.signal, how })

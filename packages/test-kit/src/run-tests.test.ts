@@ -56,6 +56,25 @@ test("another file's hooks ran before, and not for this test", () => {
   assert.equal(globalThis.hooked, 1)
 })
 `,
+  // Sets a variable that was unset and changes one that was set: restoring the second as the usual mistake
+  // does, by assignment, while it was unset (the text "undefined").
+  'environment-left.test.js': `import { test } from 'node:test'
+test('sets variables', () => {
+  process.env.EARSHOT_FIXTURE_SET = process.env.EARSHOT_FIXTURE_UNSET
+  process.env.HOME = '/elsewhere'
+})
+`,
+  'environment-seen.test.js': `import assert from 'node:assert/strict'
+import { test } from 'node:test'
+test('sees the environment as it was', () => {
+  assert.equal(process.env.EARSHOT_FIXTURE_SET, undefined)
+  assert.notEqual(process.env.HOME, '/elsewhere')
+})
+`,
+  'after-throws.test.js': `import { after, test } from 'node:test'
+after(() => { throw new Error('the after hook of after-throws') })
+test('passes', () => {})
+`,
   'exits.test.js': `import { test } from 'node:test'
 test('passes, then sets the exit code', () => {
   console.error('exiting with 3')
@@ -85,7 +104,8 @@ describe('run-tests', { timeout: 120_000 }, () => {
     await mkdir(dist, { recursive: true })
     await mkdir(join(root, 'scripts'))
     await copyFile(script, join(root, 'scripts', 'run-tests.mjs'))
-    await copyFile(join(script, '..', 'count-tests.mjs'), join(root, 'scripts', 'count-tests.mjs'))
+    for (const module of ['count-tests.mjs', 'shared-test-process.mjs'])
+      await copyFile(join(script, '..', module), join(root, 'scripts', module))
     await writeFile(join(root, 'package.json'), '{"type":"module"}')
     for (const file of files) await writeFile(join(dist, file), FILES[file] as string)
     const { code, stdout, stderr } = await runCli(join(root, 'scripts', 'run-tests.mjs'), args, {})
@@ -112,6 +132,27 @@ describe('run-tests', { timeout: 120_000 }, () => {
     const { code, output } = await runTests('shared-process', files, ['--files-per-process', '2'])
     assert.equal(code, 0, output)
     assert.match(output, /run-tests: 2 tests ran, 0 failed, in 2 files\n/)
+    assert.match(output, /the slowest files: packages\/fixture\/dist\/hooks-(own|seen)\.test\.js \d+ s, /)
+  })
+
+  test("a shared file's own top-level hook that throws fails the run", async () => {
+    const files = ['after-throws.test.js', 'passes.test.js']
+    const { code, output } = await runTests('shared-hook-throws', files, ['--files-per-process', '2'])
+    assert.equal(code, 1, output)
+    assert.match(output, /the after hook of after-throws/)
+    assert.match(output, /run-tests: 4 tests ran, 1 failed, in 2 files\n/)
+  })
+
+  test('a file sharing a process that leaves the environment changed fails; the next file runs under it as it was', async () => {
+    const files = ['environment-left.test.js', 'environment-seen.test.js']
+    const { code, output } = await runTests('environment', files, ['--files-per-process', '2'])
+    assert.equal(code, 1, output)
+    assert.match(
+      output,
+      /environment-left\.test\.js left the environment changed \(EARSHOT_FIXTURE_SET, HOME\): the files after it/,
+    )
+    assert.match(output, /✔ sees the environment as it was/)
+    assert.match(output, /run-tests: \d+ tests ran, 1 failed, in 2 files\n/)
   })
 
   test('a process of several files killed by a signal has each file run again by itself', async () => {

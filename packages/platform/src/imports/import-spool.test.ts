@@ -3,6 +3,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
+import { setEnvironment } from '@earshot/test-kit/environment'
 import { ImportSpool, type SpooledRecording } from './import-spool.js'
 
 /** The temporary file holding an import's validated recordings between its two passes. */
@@ -10,13 +11,13 @@ import { ImportSpool, type SpooledRecording } from './import-spool.js'
 describe('import spool', { timeout: 30_000 }, () => {
   // A temporary directory of its own (os.tmpdir() follows TMPDIR), to see what the spool leaves there.
   let directory: string
-  const previous = process.env.TMPDIR
+  let restoreEnvironment = () => {}
   before(async () => {
     directory = await mkdtemp(join(tmpdir(), 'earshot-spool-test-'))
-    process.env.TMPDIR = directory
+    restoreEnvironment = setEnvironment({ TMPDIR: directory })
   })
   after(async () => {
-    process.env.TMPDIR = previous
+    restoreEnvironment()
     await rm(directory, { recursive: true, force: true })
   })
 

@@ -8,6 +8,7 @@ import {
   ListMultipartUploadsCommand,
   S3ServiceException,
 } from '@aws-sdk/client-s3'
+import { setEnvironment } from '@earshot/test-kit/environment'
 import { describeMediaStore } from '@earshot/test-kit/media-store-contract'
 import { type S3Server, startS3Server } from '@earshot/test-kit/s3-server'
 import { BucketStore, bucketStoreFromEnvironment } from './bucket-store.js'
@@ -173,15 +174,11 @@ async function listsMultipartUploads(server: S3Server): Promise<boolean> {
 }
 
 async function withEnvironment(settings: Record<string, string>, run: () => Promise<void>): Promise<void> {
-  const saved = Object.keys(settings).map((name) => [name, process.env[name]] as const)
-  Object.assign(process.env, settings)
+  const restore = setEnvironment(settings)
   try {
     await run()
   } finally {
-    for (const [name, value] of saved) {
-      if (value === undefined) delete process.env[name]
-      else process.env[name] = value
-    }
+    restore()
   }
 }
 

@@ -3,6 +3,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { after, before, describe, test } from 'node:test'
 import { startTestPlatform, type TestPlatform } from '@earshot/test-kit/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { setEnvironment } from '@earshot/test-kit/environment'
 import { eventually } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { startS3Server } from '@earshot/test-kit/s3-server'
@@ -21,11 +22,11 @@ if (!server) {
   describe('stored audio in a bucket', { timeout: 60_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
-    const saved = { ...process.env }
+    let restoreEnvironment = () => {}
 
     before(async () => {
       // The AWS SDK's own settings, as an operator gives them.
-      Object.assign(process.env, {
+      restoreEnvironment = setEnvironment({
         AWS_ENDPOINT_URL_S3: server.endpoint,
         AWS_REGION: 'us-east-1',
         AWS_ACCESS_KEY_ID: 'S3RVER',
@@ -39,7 +40,7 @@ if (!server) {
     })
     after(async () => {
       await platform?.stop()
-      process.env = saved
+      restoreEnvironment()
     })
 
     test('an upload is served by its link, whole and by range, and goes with its recording', async () => {

@@ -9,6 +9,7 @@ import {
   testBackends,
 } from '@earshot/test-kit/backends'
 import { createPartner, ingest, type TestPartner } from '@earshot/test-kit/calls'
+import { setEnvironment } from '@earshot/test-kit/environment'
 import { latch } from '@earshot/test-kit/eventually'
 import { adminClientOf } from '@earshot/test-kit/fault-kit'
 import { type S3Server, startS3Server } from '@earshot/test-kit/s3-server'
@@ -35,12 +36,12 @@ function describeSweep(backend: BackendName, kind: 'directory' | 'bucket', serve
   describe(`orphan sweep (${backend}, ${kind})`, { timeout: 90_000 }, () => {
     let platform: TestPlatform
     let partner: TestPartner
-    const saved = { ...process.env }
+    let restoreEnvironment = () => {}
 
     before(async () => {
       if (server) {
         // The AWS SDK's own settings, as an operator gives them.
-        Object.assign(process.env, {
+        restoreEnvironment = setEnvironment({
           AWS_ENDPOINT_URL_S3: server.endpoint,
           AWS_REGION: 'us-east-1',
           AWS_ACCESS_KEY_ID: 'S3RVER',
@@ -53,7 +54,7 @@ function describeSweep(backend: BackendName, kind: 'directory' | 'bucket', serve
     })
     after(async () => {
       await platform?.stop()
-      process.env = saved
+      restoreEnvironment()
     })
 
     const newRecording = () =>
