@@ -18,8 +18,8 @@
 // top-level hooks stay its own): a process's start, its module loading and PGlite's first open cost more CPU
 // than most files' tests. The files are dealt into about six processes per parallel slot, so that the run
 // does not end on one long process; the longest files get a process each. --files-per-process N deals N
-// to a process instead (1: a process per file). A process killed by a signal has each of its files run
-// again by itself.
+// to a process instead (1: a process per file). A file must leave the environment as it found it
+// (shared-test-process.mjs checks). A process killed by a signal has each of its files run again by itself.
 //
 // npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
 // process with this one's flags (docs/development.md says why).
@@ -120,7 +120,7 @@ function intoProcesses(files) {
 const entries = mkdtempSync(join(tmpdir(), 'earshot-test-processes-'))
 process.on('exit', () => rmSync(entries, { recursive: true, force: true }))
 const relative = (file) => file.slice(root.length)
-const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url).href
+const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url)
 
 /** The file a process runs: the test file itself, or a module running several (shared-test-process.mjs). */
 function processFile(files, index) {
@@ -129,7 +129,7 @@ function processFile(files, index) {
   const named = files.map((file) => [relative(file), pathToFileURL(file).href])
   writeFileSync(
     entry,
-    `import { runFiles } from ${JSON.stringify(sharedProcessModule)}
+    `import { runFiles } from ${JSON.stringify(sharedProcessModule.href)}
 await runFiles(${JSON.stringify(named)})
 `,
   )
@@ -145,6 +145,7 @@ await runFiles(${JSON.stringify(named)})
 const durations = new Map()
 
 function runProcesses(processes) {
+  const sharedProcessPath = fileURLToPath(sharedProcessModule)
   const filesOf = new Map(processes.map((files, index) => [processFile(files, index), files]))
   const tally = { ran: 0, failed: 0 }
   const stderrTails = new Map()
@@ -158,7 +159,7 @@ function runProcesses(processes) {
     if (details?.type !== 'suite') tally.ran++
     if (nesting !== 0) return
     // In a process of several files, the top-level tests are the files' suites, named by their paths.
-    const testFile = file === fileURLToPath(sharedProcessModule) ? join(root, name) : file
+    const testFile = file === sharedProcessPath ? join(root, name) : file
     durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {

@@ -33,7 +33,8 @@ export async function lendImageCopy(image: string): Promise<PgliteDatabase> {
   if (!states.has(image)) states.set(image, readState(db))
   const state = (await states.get(image)) as ImageState
   return lent(db, async () => {
-    // A copy that could not be reset is closed: the next platform gets a new one.
+    // A copy that could not be reset is closed: the next platform gets a new one. The pool is counted again
+    // after the reset, which others given back meanwhile may have filled.
     const reset = pool.length < IDLE_KEPT && (await resetToImage(db, state).catch(() => false))
     if (reset && pool.length < IDLE_KEPT) pool.push(db)
     else await db.close()

@@ -56,8 +56,8 @@ test("another file's hooks ran before, and not for this test", () => {
   assert.equal(globalThis.hooked, 1)
 })
 `,
-  // Sets a variable that was unset and changes one that was set: restoring the second as the usual mistake
-  // does, by assignment, while it was unset (the text "undefined").
+  // Leaves two variables changed: one that was unset, assigned undefined as a restore by assignment does
+  // (Node stores the text "undefined"), and one that was set.
   'environment-left.test.js': `import { test } from 'node:test'
 test('sets variables', () => {
   process.env.EARSHOT_FIXTURE_SET = process.env.EARSHOT_FIXTURE_UNSET
@@ -112,6 +112,10 @@ describe('run-tests', { timeout: 120_000 }, () => {
     return { code, output: `${stdout}${stderr}` }
   }
 
+  /** run-tests with the files named sharing one process. */
+  const runShared = (name: string, files: string[]) =>
+    runTests(name, files, ['--files-per-process', String(files.length)])
+
   test('a file killed once is named, run again alone, and passes on its second run', async () => {
     const { code, output } = await runTests('killed-once', ['passes.test.js', 'killed-once.test.js'])
     assert.equal(code, 0, output)
@@ -129,7 +133,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
 
   test('files sharing a process run one after another, each with its own hooks', async () => {
     const files = ['hooks-own.test.js', 'hooks-seen.test.js']
-    const { code, output } = await runTests('shared-process', files, ['--files-per-process', '2'])
+    const { code, output } = await runShared('shared-process', files)
     assert.equal(code, 0, output)
     assert.match(output, /run-tests: 2 tests ran, 0 failed, in 2 files\n/)
     assert.match(output, /the slowest files: packages\/fixture\/dist\/hooks-(own|seen)\.test\.js \d+ s, /)
@@ -137,7 +141,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
 
   test("a shared file's own top-level hook that throws fails the run", async () => {
     const files = ['after-throws.test.js', 'passes.test.js']
-    const { code, output } = await runTests('shared-hook-throws', files, ['--files-per-process', '2'])
+    const { code, output } = await runShared('shared-hook-throws', files)
     assert.equal(code, 1, output)
     assert.match(output, /the after hook of after-throws/)
     assert.match(output, /run-tests: 4 tests ran, 1 failed, in 2 files\n/)
@@ -145,7 +149,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
 
   test('a file sharing a process that leaves the environment changed fails; the next file runs under it as it was', async () => {
     const files = ['environment-left.test.js', 'environment-seen.test.js']
-    const { code, output } = await runTests('environment', files, ['--files-per-process', '2'])
+    const { code, output } = await runShared('environment', files)
     assert.equal(code, 1, output)
     assert.match(
       output,
@@ -157,7 +161,7 @@ describe('run-tests', { timeout: 120_000 }, () => {
 
   test('a process of several files killed by a signal has each file run again by itself', async () => {
     const files = ['killed-once.test.js', 'passes.test.js']
-    const { code, output } = await runTests('shared-killed', files, ['--files-per-process', '2'])
+    const { code, output } = await runShared('shared-killed', files)
     assert.equal(code, 0, output)
     assert.match(
       output,
