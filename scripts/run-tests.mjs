@@ -16,10 +16,11 @@
 //
 // Several files share a process, one after another, each in a suite of its own named by its path (its
 // top-level hooks stay its own): a process's start, its module loading and PGlite's first open cost more CPU
-// than most files' tests. The files are dealt into about six processes per parallel slot, so that the run
-// does not end on one long process; the longest files get a process each. --files-per-process N deals N
-// to a process instead (1: a process per file). A file must leave the environment as it found it
-// (shared-test-process.mjs checks). A process killed by a signal has each of its files run again by itself.
+// than most files' tests. The processes take their files from one queue, each the next when it has finished
+// the one before, so that they end together and the run does not end on one long process; the longest
+// files get a process each, and start first. --files-per-process N has each process take N at most (1: a
+// process per file). A file must leave the environment as it found it (shared-test-process.mjs checks). A
+// process killed by a signal has each of its files run again by itself, and the files no process took.
 //
 // npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
 // process with this one's flags (docs/development.md says why).
@@ -30,7 +31,7 @@
 //
 //   node scripts/run-tests.mjs [--only-faults | --no-faults] [--backend-suites] [--concurrency N]
 //                              [--files-per-process N] [--skip substring ...] [path-substring ...]
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { run } from 'node:test'
@@ -93,6 +94,8 @@ const files = readdirSync(join(root, 'packages'))
   // The files that take longest start first, so that the run does not end with one of them alone.
   .sort((a, b) => Number(isLong(b)) - Number(isLong(a)))
 
+const testFiles = new Set(files)
+
 if (files.length === 0) {
   console.error('run-tests: no test file matched (is the build missing? run `npm run build`)')
   process.exit(1)
@@ -102,55 +105,57 @@ console.log(
 )
 
 const STDERR_LINES_KEPT = 40
-/** Processes dealt per file run in parallel: enough that the run does not end on one long process. */
-const PROCESSES_PER_SLOT = 6
-
-/** The files dealt into processes: the long ones a process each, first; the others in turn round the rest. */
-function intoProcesses(files) {
-  const others = files.filter((file) => !isLong(file))
-  const count = filesPerProcess
-    ? Math.ceil(others.length / filesPerProcess)
-    : Math.min(others.length, concurrency * PROCESSES_PER_SLOT)
-  const shared = Array.from({ length: count }, (_, slot) =>
-    others.filter((_, index) => index % count === slot),
-  )
-  return [...files.filter(isLong).map((file) => [file]), ...shared]
-}
-
 const entries = mkdtempSync(join(tmpdir(), 'earshot-test-processes-'))
 process.on('exit', () => rmSync(entries, { recursive: true, force: true }))
 const relative = (file) => file.slice(root.length)
 const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url)
+let queues = 0
 
-/** The file a process runs: the test file itself, or a module running several (shared-test-process.mjs). */
-function processFile(files, index) {
-  if (files.length === 1) return files[0]
-  const entry = join(entries, `process-${index}.test.mjs`)
+/**
+ * The processes sharing the files of a queue (shared-test-process.mjs): one per file run in parallel, or
+ * with --files-per-process N as many as take N each. Gives their entry files, and a function that reads,
+ * once they have ended, the files each took.
+ */
+function queueProcesses(files) {
+  const directory = join(entries, `queue-${queues++}`)
+  const claims = join(directory, 'claims')
+  mkdirSync(claims, { recursive: true })
+  const count = filesPerProcess
+    ? Math.ceil(files.length / filesPerProcess)
+    : Math.min(files.length, concurrency)
   const named = files.map((file) => [relative(file), pathToFileURL(file).href])
-  writeFileSync(
-    entry,
-    `import { runFiles } from ${JSON.stringify(sharedProcessModule.href)}
-await runFiles(${JSON.stringify(named)})
-`,
-  )
-  return entry
+  const processes = Array.from({ length: count }, (_, index) => {
+    const entry = join(directory, `process-${index}.test.mjs`)
+    const args = [named, claims, entry, ...(filesPerProcess ? [filesPerProcess] : [])]
+    const runQueue = `import { runQueue } from ${JSON.stringify(sharedProcessModule.href)}`
+    writeFileSync(entry, `${runQueue}\nawait runQueue(...${JSON.stringify(args)})\n`)
+    return entry
+  })
+  const taken = () => {
+    const by = new Map(processes.map((entry) => [entry, []]))
+    for (const index of readdirSync(claims))
+      by.get(readFileSync(join(claims, index), 'utf8'))?.push(files[index])
+    return by
+  }
+  return { processes, taken }
 }
 
 /**
- * Runs the processes' files, the spec report to stdout. Resolves to the tests run and failed (a process
- * that died counts as one failed test), and the processes that ended by themselves: their files, how, and
- * the end of their stderr. A test's events name the module that declared it, which may not be the test
- * file, so they are counted as a whole.
+ * Runs each of `own` in a process of its own, first, then `shared` in processes sharing them, the spec
+ * report to stdout. Resolves to the tests run and failed (a process that died counts as one failed test),
+ * the processes that ended by themselves (their files, how, and the end of their stderr), and the shared
+ * files no process took (those left when the processes sharing them had ended). A test's events name the
+ * module that declared it, which may not be the test file, so they are counted as a whole.
  */
 const durations = new Map()
 
-function runProcesses(processes) {
+function runProcesses(own, shared = []) {
   const sharedProcessPath = fileURLToPath(sharedProcessModule)
-  const filesOf = new Map(processes.map((files, index) => [processFile(files, index), files]))
+  const queue = queueProcesses(shared)
   const tally = { ran: 0, failed: 0 }
   const stderrTails = new Map()
   const ended = []
-  const stream = run({ files: [...filesOf.keys()], concurrency })
+  const stream = run({ files: [...own, ...queue.processes], concurrency })
   stream.on('test:stderr', ({ file, message }) => {
     const lines = [...(stderrTails.get(file) ?? []), ...message.replace(/\n$/, '').split('\n')]
     stderrTails.set(file, lines.slice(-STDERR_LINES_KEPT))
@@ -160,6 +165,7 @@ function runProcesses(processes) {
     if (nesting !== 0) return
     // In a process of several files, the top-level tests are the files' suites, named by their paths.
     const testFile = file === sharedProcessPath ? join(root, name) : file
+    if (!testFiles.has(testFile)) return // a process of the queue's that took no file
     durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {
@@ -171,15 +177,20 @@ function runProcesses(processes) {
     }
     if (error?.failureType === 'testCodeFailure' && (error.exitCode != null || error.signal != null)) {
       const how = error.signal ? `signal ${error.signal}` : `exit code ${error.exitCode}`
-      ended.push({ file, files: filesOf.get(file) ?? [file], signal: error.signal, how })
+      ended.push({ file, signal: error.signal, how })
     }
   })
   const report = stream.compose(spec)
   report.pipe(process.stdout, { end: false })
   return new Promise((resolve) => {
     report.once('end', () => {
-      for (const end of ended) end.tail = (stderrTails.get(end.file) ?? []).join('\n').trim() || '(nothing)'
-      resolve({ ...tally, ended })
+      const taken = queue.taken()
+      for (const end of ended) {
+        end.files = taken.get(end.file) ?? [end.file]
+        end.tail = (stderrTails.get(end.file) ?? []).join('\n').trim() || '(nothing)'
+      }
+      const takenFiles = new Set([...taken.values()].flat())
+      resolve({ ...tally, ended, untaken: shared.filter((file) => !takenFiles.has(file)) })
     })
   })
 }
@@ -188,12 +199,18 @@ function runProcesses(processes) {
 function reportEnded(ended, again = '') {
   for (const { files, how, tail } of ended) {
     const whose =
-      files.length === 1 ? `${files[0]}'s process` : `the process of ${files.map(relative).join(', ')}`
+      files.length === 1
+        ? `${files[0]}'s process`
+        : `the process of ${files.map(relative).join(', ') || 'no file yet (it ended before taking one)'}`
     console.error(`run-tests: ${whose} ended with ${how}${again}; the end of its stderr:\n${tail}\n`)
   }
 }
 
-const first = await runProcesses(intoProcesses(files))
+// The long files a process each, first; the others from a queue that processes share.
+const first = await runProcesses(
+  files.filter(isLong),
+  files.filter((file) => !isLong(file)),
+)
 reportEnded(first.ended)
 // A crashed process's own failure is replaced by its files' second runs, each by itself; the failures it
 // reported before still count.
@@ -206,11 +223,21 @@ if (crashed.length > 0) {
     `run-tests: running once more, by itself, each file killed by a signal: ${crashed.join(', ')}`,
   )
   for (const file of crashed) {
-    const again = await runProcesses([[file]])
+    const again = await runProcesses([file])
     ran += again.ran
     failed += again.failed
     reportEnded(again.ended, ' again')
   }
+}
+// The files left in the queue when the processes sharing it had all ended (one ended by itself): run now.
+if (first.untaken.length > 0) {
+  console.error(
+    `run-tests: running, each in a process of its own, the files no process took: ${first.untaken.join(', ')}`,
+  )
+  const left = await runProcesses(first.untaken)
+  ran += left.ran
+  failed += left.failed
+  reportEnded(left.ended)
 }
 
 const slowest = [...durations].sort((a, b) => b[1] - a[1]).slice(0, 12)

@@ -1,24 +1,54 @@
 /**
- * What a process run-tests gives several files runs: each file imported in a suite named by its path, one
- * after another, so that a file's top-level hooks apply to its own tests alone; and, after the file's own
- * hooks, a check that it left process.env as it found it, since the files after it run under what it left.
+ * What a process run-tests gives a queue of files runs: the next file no process has taken, taken when the
+ * file before it has finished, so that a process busy with a long file takes fewer and the processes end
+ * together. Each file is imported in a suite named by its path, so that its top-level hooks apply to its
+ * own tests alone; and, after the file's own hooks, a check that it left process.env as it found it, since
+ * the files after it run under what it left.
  */
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { after, describe } from 'node:test'
 
-export async function runFiles(named) {
-  for (const [name, url] of named) {
-    await new Promise((resolve) =>
-      describe(name, async () => {
-        const restoreChecked = environmentCheck(name)
-        try {
-          await import(url)
-        } finally {
-          after(restoreChecked)
-          resolve()
-        }
-      }),
-    )
+/**
+ * Runs the queue's files (`named`: [path, URL] pairs) that this process takes, at most `limit`. A file is
+ * taken by creating its claim in `claims`, which fails when another process created it first: no file runs
+ * twice, and the claim names the process (`owner`) for the runner, which runs again the files of a process
+ * that crashed and those no process took.
+ */
+export async function runQueue(named, claims, owner, limit = named.length) {
+  let taken = 0
+  for (let index = 0; index < named.length && taken < limit; index++) {
+    if (!claim(join(claims, String(index)), owner)) continue
+    taken++
+    await runFile(...named[index])
   }
+}
+
+function claim(path, owner) {
+  try {
+    writeFileSync(path, owner, { flag: 'wx' })
+    return true
+  } catch (error) {
+    if (error.code === 'EEXIST') return false
+    throw error
+  }
+}
+
+/** Runs one file in its suite; resolves once the suite's tests and hooks have run. */
+function runFile(name, url) {
+  return new Promise((resolve) =>
+    describe(name, async () => {
+      const restoreChecked = environmentCheck(name)
+      try {
+        await import(url)
+      } finally {
+        after(() => {
+          resolve()
+          restoreChecked()
+        })
+      }
+    }),
+  )
 }
 
 /** Gives the check: it puts back what the file changed in the environment, then fails naming it. */

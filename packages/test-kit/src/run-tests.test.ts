@@ -75,6 +75,25 @@ test('sees the environment as it was', () => {
 after(() => { throw new Error('the after hook of after-throws') })
 test('passes', () => {})
 `,
+  // Waits for the marks of the two files after it in the queue: it passes only if another process takes them.
+  'a-waits.test.js': `import { existsSync } from 'node:fs'
+import { test } from 'node:test'
+test('the files after it ran meanwhile', async () => {
+  const marks = ['b', 'c'].map((file) => new URL('./' + file + '.mark', import.meta.url))
+  for (const deadline = Date.now() + 20_000; !marks.every((mark) => existsSync(mark)); ) {
+    if (Date.now() > deadline) throw new Error('b-marks and c-marks did not run while this file waited')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+})
+`,
+  'b-marks.test.js': `import { writeFileSync } from 'node:fs'
+import { test } from 'node:test'
+test('marks b', () => writeFileSync(new URL('./b.mark', import.meta.url), ''))
+`,
+  'c-marks.test.js': `import { writeFileSync } from 'node:fs'
+import { test } from 'node:test'
+test('marks c', () => writeFileSync(new URL('./c.mark', import.meta.url), ''))
+`,
   'exits.test.js': `import { test } from 'node:test'
 test('passes, then sets the exit code', () => {
   console.error('exiting with 3')
@@ -159,19 +178,33 @@ describe('run-tests', { timeout: 120_000 }, () => {
     assert.match(output, /run-tests: \d+ tests ran, 1 failed, in 2 files\n/)
   })
 
-  test('a process of several files killed by a signal has each file run again by itself', async () => {
-    const files = ['killed-once.test.js', 'passes.test.js']
+  test('the processes sharing files take the next one each when ready: a file waiting for the two after it passes', async () => {
+    const files = ['a-waits.test.js', 'b-marks.test.js', 'c-marks.test.js']
+    const { code, output } = await runTests('queue', files, ['--concurrency', '2'])
+    assert.equal(code, 0, output)
+    assert.match(output, /✔ the files after it ran meanwhile/)
+    assert.equal(output.match(/✔ marks b/g)?.length, 1, output)
+    assert.equal(output.match(/✔ marks c/g)?.length, 1, output)
+    assert.match(output, /run-tests: 3 tests ran, 0 failed, in 3 files\n/)
+  })
+
+  test('a process of several files killed by a signal has each file run again by itself, and those it left', async () => {
+    const files = ['hooks-own.test.js', 'killed-once.test.js', 'passes.test.js']
     const { code, output } = await runShared('shared-killed', files)
     assert.equal(code, 0, output)
     assert.match(
       output,
-      /the process of \S*killed-once\.test\.js, \S*passes\.test\.js ended with signal SIGKILL; the end of its stderr:\n/,
+      /the process of \S*hooks-own\.test\.js, \S*killed-once\.test\.js ended with signal SIGKILL; the end of its stderr:\n/,
     )
     assert.match(
       output,
-      /running once more, by itself, each file killed by a signal: \S*killed-once\.test\.js, \S*passes\.test\.js/,
+      /running once more, by itself, each file killed by a signal: \S*hooks-own\.test\.js, \S*killed-once\.test\.js\n/,
     )
-    assert.match(output, /run-tests: 3 tests ran, 0 failed, in 2 files \(2 of them run twice after a crash\)/)
+    assert.match(
+      output,
+      /running, each in a process of its own, the files no process took: \S*passes\.test\.js\n/,
+    )
+    assert.match(output, /run-tests: 5 tests ran, 0 failed, in 3 files \(2 of them run twice after a crash\)/)
   })
 
   test('a file killed on both runs fails the run', async () => {
@@ -182,7 +215,12 @@ describe('run-tests', { timeout: 120_000 }, () => {
   })
 
   test('a file that exits with a code of its own is named and fails the run, without a second run', async () => {
-    const { code, output } = await runTests('exits', ['passes.test.js', 'exits.test.js'])
+    // A process each, so that the one ending is the file's own (sharing, it may take both files).
+    const { code, output } = await runTests(
+      'exits',
+      ['passes.test.js', 'exits.test.js'],
+      ['--files-per-process', '1'],
+    )
     assert.equal(code, 1, output)
     assert.match(
       output,
