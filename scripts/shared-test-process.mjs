@@ -43,8 +43,11 @@ function runFile(name, url) {
         await import(url)
       } finally {
         after(() => {
-          resolve()
-          restoreChecked()
+          try {
+            restoreChecked()
+          } finally {
+            resolve()
+          }
         })
       }
     }),

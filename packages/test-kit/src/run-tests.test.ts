@@ -204,7 +204,12 @@ describe('run-tests', { timeout: 120_000 }, () => {
       output,
       /running, each in a process of its own, the files no process took: \S*passes\.test\.js\n/,
     )
-    assert.match(output, /run-tests: 5 tests ran, 0 failed, in 3 files \(2 of them run twice after a crash\)/)
+    assert.match(output, /✔ one/)
+    // hooks-own's first run counts only if its process reported it before the kill (Node 24 may not).
+    assert.match(
+      output,
+      /run-tests: [45] tests ran, 0 failed, in 3 files \(2 of them run twice after a crash\)/,
+    )
   })
 
   test('a file killed on both runs fails the run', async () => {
