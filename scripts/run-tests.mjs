@@ -109,7 +109,7 @@ const entries = mkdtempSync(join(tmpdir(), 'earshot-test-processes-'))
 process.on('exit', () => rmSync(entries, { recursive: true, force: true }))
 const relative = (file) => file.slice(root.length)
 const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url)
-let queues = 0
+const sharedProcessPath = fileURLToPath(sharedProcessModule)
 
 /**
  * The processes sharing the files of a queue (shared-test-process.mjs): one per file run in parallel, or
@@ -117,17 +117,18 @@ let queues = 0
  * once they have ended, the files each took.
  */
 function queueProcesses(files) {
-  const directory = join(entries, `queue-${queues++}`)
+  const directory = mkdtempSync(join(entries, 'queue-'))
   const claims = join(directory, 'claims')
-  mkdirSync(claims, { recursive: true })
+  mkdirSync(claims)
+  const named = files.map((file) => [relative(file), pathToFileURL(file).href])
+  writeFileSync(join(directory, 'files.json'), JSON.stringify(named))
   const count = filesPerProcess
     ? Math.ceil(files.length / filesPerProcess)
     : Math.min(files.length, concurrency)
-  const named = files.map((file) => [relative(file), pathToFileURL(file).href])
+  const runQueue = `import { runQueue } from ${JSON.stringify(sharedProcessModule.href)}`
   const processes = Array.from({ length: count }, (_, index) => {
     const entry = join(directory, `process-${index}.test.mjs`)
-    const args = [named, claims, entry, ...(filesPerProcess ? [filesPerProcess] : [])]
-    const runQueue = `import { runQueue } from ${JSON.stringify(sharedProcessModule.href)}`
+    const args = [directory, entry, ...(filesPerProcess ? [filesPerProcess] : [])]
     writeFileSync(entry, `${runQueue}\nawait runQueue(...${JSON.stringify(args)})\n`)
     return entry
   })
@@ -150,7 +151,6 @@ function queueProcesses(files) {
 const durations = new Map()
 
 function runProcesses(own, shared = []) {
-  const sharedProcessPath = fileURLToPath(sharedProcessModule)
   const queue = queueProcesses(shared)
   const tally = { ran: 0, failed: 0 }
   const stderrTails = new Map()

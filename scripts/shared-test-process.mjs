@@ -5,20 +5,21 @@
  * own tests alone; and, after the file's own hooks, a check that it left process.env as it found it, since
  * the files after it run under what it left.
  */
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { after, describe } from 'node:test'
 
 /**
- * Runs the queue's files (`named`: [path, URL] pairs) that this process takes, at most `limit`. A file is
- * taken by creating its claim in `claims`, which fails when another process created it first: no file runs
- * twice, and the claim names the process (`owner`) for the runner, which runs again the files of a process
- * that crashed and those no process took.
+ * Runs the files of the queue in `directory` (its files.json: [path, URL] pairs) that this process takes, at
+ * most `limit`. A file is taken by creating its claim in the queue's claims folder, which fails when another
+ * process created it first: no file runs twice, and the claim names the process (`owner`) for the runner,
+ * which runs again the files of a process that crashed and those no process took.
  */
-export async function runQueue(named, claims, owner, limit = named.length) {
+export async function runQueue(directory, owner, limit = Number.POSITIVE_INFINITY) {
+  const named = JSON.parse(readFileSync(join(directory, 'files.json'), 'utf8'))
   let taken = 0
   for (let index = 0; index < named.length && taken < limit; index++) {
-    if (!claim(join(claims, String(index)), owner)) continue
+    if (!claim(join(directory, 'claims', String(index)), owner)) continue
     taken++
     await runFile(...named[index])
   }
