@@ -6,9 +6,15 @@
 // client) stay outside, loaded as they are from node_modules when a command needs them; so does
 // @earshot/support's storage, whose embedded database starts a worker from a file beside it.
 //
-// The bundle and its chunks (a command's lazily loaded code) go in dist/bundle/, one folder deep like
-// every compiled feature folder, so that a module's paths relative to itself (the migrations, the
-// console's files) lead where they lead from dist/<feature>/.
+// What a command loads only when it runs (`await import(...)` of a workspace module: the platform that
+// `earshot serve` starts) is bundled apart, in a second build: modules the commands and the server share
+// (the protocol's index) would otherwise carry into the commands' own chunks everything the server uses
+// of them, the schema library with it, and every command would load it. The protocol declares itself
+// free of side effects, so a command that uses its error codes loads those and not its schemas.
+//
+// The bundles and their chunks go in dist/bundle/, one folder deep like every compiled feature folder,
+// so that a module's paths relative to itself (the migrations, the console's files) lead where they lead
+// from dist/<feature>/.
 //
 //   node scripts/bundle-clis.mjs
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
@@ -22,6 +28,37 @@ const CLIS = [
 ]
 /** Bare imports inlined: the workspace's protocol and CLI helpers, and the libraries every command loads. */
 const INLINED = /^(typebox|@earshot\/protocol|@earshot\/support\/cli|commander|cli-progress|ipaddr\.js)(\/|$)/
+
+/**
+ * The admin client's operations table as plain data, as the console's pages load it: its own module reads
+ * the table from the admin API's contracts, whose schemas no command needs.
+ */
+const adminOperationsAsData = {
+  name: 'admin-operations-as-data',
+  setup(build) {
+    build.onLoad({ filter: /\/admin-client\/admin-operations\.js$/ }, async ({ path }) => {
+      const { adminOperationsModule } = await import(path.replace(/\.js$/, '-data.js'))
+      return { contents: adminOperationsModule(), loader: 'js' }
+    })
+  },
+}
+
+/** Leaves each workspace module the commands import lazily to the second build, noting it in `apart`. */
+function bundledApart(apart) {
+  return {
+    name: 'bundled-apart',
+    setup(build) {
+      build.onResolve({ filter: /^\./ }, ({ kind, path, resolveDir }) => {
+        if (kind !== 'dynamic-import') return undefined
+        const file = `${resolveDir}/${path}`
+        const name = basename(path, '.js')
+        if (apart.has(name) && apart.get(name) !== file) throw new Error(`two lazy imports are named ${name}`)
+        apart.set(name, file)
+        return { path: `./${name}.js`, external: true }
+      })
+    },
+  }
+}
 
 /** Leaves a bare import outside the bundle unless it is one INLINED names. */
 const externals = {
@@ -57,27 +94,36 @@ function writeChanged(outdir, outputFiles) {
   }
 }
 
+const options = (outdir) => ({
+  outdir,
+  write: false,
+  chunkNames: 'chunk-[hash]',
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  // The inlined CommonJS libraries (commander, cli-progress) call require for Node's own modules.
+  banner: {
+    js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
+  },
+})
+
 await Promise.all(
   CLIS.map(async ({ pkg, entry }) => {
     const outdir = `${root}packages/${pkg}/dist/bundle`
-    const { outputFiles } = await build({
+    const apart = new Map()
+    const commands = await build({
+      ...options(outdir),
       entryPoints: [`${root}packages/${pkg}/${entry}`],
-      outdir,
-      write: false,
-      chunkNames: 'chunk-[hash]',
-      bundle: true,
-      splitting: true,
-      format: 'esm',
-      platform: 'node',
-      target: 'node20',
-      sourcemap: 'linked',
-      logLevel: 'warning',
-      plugins: [externals],
-      // The inlined CommonJS libraries (commander, cli-progress) call require for Node's own modules.
-      banner: {
-        js: "import { createRequire as bundleRequire } from 'node:module'; const require = bundleRequire(import.meta.url);",
-      },
+      plugins: [adminOperationsAsData, bundledApart(apart), externals],
     })
-    writeChanged(outdir, outputFiles)
+    const lazy =
+      apart.size === 0
+        ? { outputFiles: [] }
+        : await build({ ...options(outdir), entryPoints: Object.fromEntries(apart), plugins: [externals] })
+    writeChanged(outdir, [...commands.outputFiles, ...lazy.outputFiles])
   }),
 )

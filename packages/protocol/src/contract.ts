@@ -34,13 +34,15 @@ import {
   CHECK_AUDIO_ID_PREFIX,
   CHECK_HEADER,
   EVENT_TYPES,
-  ISSUED_AT_MAX_AHEAD_SECONDS,
-  MAX_PATH_PARAMETER_LENGTH,
-  PARTNER_BODY_LIMIT,
   PartnerOperation,
   type PartnerOperationSpec,
   PUSH_EVENT_ID_HEADER,
 } from './partner-api.js'
+import {
+  ISSUED_AT_MAX_AHEAD_SECONDS,
+  MAX_PATH_PARAMETER_LENGTH,
+  PARTNER_BODY_LIMIT,
+} from './partner-limits.js'
 import { selfServiceContracts } from './self-service-contracts.js'
 import { MAX_FRACTION_DIGITS } from './time.js'
 import { TranscriptSentenceSchema } from './transcript.js'

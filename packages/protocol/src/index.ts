@@ -52,17 +52,12 @@ export {
   CHANGE_KINDS,
   CHECK_AUDIO_ID_PREFIX,
   CHECK_HEADER,
-  EVENT_TYPES,
-  ISSUED_AT_MAX_AHEAD_SECONDS,
   isCheckPush,
-  MAX_PATH_PARAMETER_LENGTH,
-  PARTNER_BODY_LIMIT,
   type PartnerCredentials,
   PartnerOperation,
   type PartnerOperationId,
   type PartnerOperationSpec,
   PUSH_EVENT_ID_HEADER,
-  type PushEventTypeValue,
   type SealedOperation,
   type SealedOperationId,
   type SealedPlaintextOf,
@@ -70,6 +65,11 @@ export {
   sealedOperation,
 } from './partner-api.js'
 export * from './partner-contracts.js'
+export {
+  ISSUED_AT_MAX_AHEAD_SECONDS,
+  MAX_PATH_PARAMETER_LENGTH,
+  PARTNER_BODY_LIMIT,
+} from './partner-limits.js'
 export { pooledRandomBytes, randomBytes } from './random-pool.js'
 export { type DescribedCheckReport, describeCheckReport } from './receiver-check-report.js'
 export * from './route-contract.js'

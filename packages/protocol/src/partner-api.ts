@@ -98,15 +98,6 @@ export function isCheckPush(checkHeader: string | readonly string[] | undefined,
   return value === '1' && audioId.startsWith(CHECK_AUDIO_ID_PREFIX)
 }
 
-/** How far ahead of the platform's clock a request's issuedAt may be, for clients whose clock runs fast. */
-export const ISSUED_AT_MAX_AHEAD_SECONDS = 60
-
-/** The longest part of a request path (a media link, an audioId): longer is refused with 4140. */
-export const MAX_PATH_PARAMETER_LENGTH = 1024
-
-/** A partner request's largest body, in bytes (EARSHOT_BODY_LIMIT): its default, and the most it may be set to. */
-export const PARTNER_BODY_LIMIT = { defaultBytes: 64 * 1024, maxBytes: 16 * 1024 * 1024 } as const
-
 type ContractById = { [C in (typeof partnerContracts)[number] as C['operationId']]: C }
 
 /** The operations a bearer token calls with a sealed request: every partner route but the token's and the media's. */

@@ -102,6 +102,7 @@ export {
   jsonLine,
   positiveInteger,
   printLines,
+  progressBar,
   table,
 } from '@earshot/support/cli'
 

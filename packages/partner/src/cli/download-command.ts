@@ -1,10 +1,9 @@
 import { stat } from 'node:fs/promises'
 import { join, resolve, sep } from 'node:path'
-import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import type { AudioDestination, DownloadProgress } from '../client/audio-download.js'
 import { audioDestination, downloadAudioTo } from './audio-files.js'
-import { makeFolderFor, printJson, printLines, runWithClient } from './command-support.js'
+import { makeFolderFor, printJson, printLines, progressBar, runWithClient } from './command-support.js'
 
 interface DownloadOptions {
   out?: string
@@ -29,7 +28,7 @@ export function downloadCommand(): Command {
     .option('--json', 'print {"audioId", "file", "bytes", "sha256"} as JSON')
     .action(async (audioId: string, options: DownloadOptions, command: Command) => {
       await runWithClient(command, { json: Boolean(options.json) }, async (client) => {
-        const bar = options.progress || process.stderr.isTTY ? progressBar() : undefined
+        const bar = options.progress || process.stderr.isTTY ? await downloadBar() : undefined
         let downloaded: Awaited<ReturnType<typeof downloadAudioTo>>
         try {
           const destination = await destinationOf(audioId, options)
@@ -66,11 +65,11 @@ async function isFolder(path: string): Promise<boolean> {
 }
 
 /** A bar on stderr, started once the size of the file is known. */
-function progressBar() {
-  const bar = new cliProgress.SingleBar(
-    { format: 'downloading [{bar}] {percentage}% | {value}/{total} bytes', noTTYOutput: true },
-    cliProgress.Presets.shades_classic,
-  )
+async function downloadBar() {
+  const bar = await progressBar({
+    format: 'downloading [{bar}] {percentage}% | {value}/{total} bytes',
+    noTTYOutput: true,
+  })
   let started = false
   return {
     update({ bytes, total }: DownloadProgress) {

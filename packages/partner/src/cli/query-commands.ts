@@ -4,7 +4,6 @@ import { rename, rm } from 'node:fs/promises'
 import type { Writable } from 'node:stream'
 import { finished } from 'node:stream/promises'
 import { isTranscriptData, type RecordingData, type RecordingFilter } from '@earshot/protocol'
-import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import type { AudioPage } from '../client/earshot-client.js'
 import {
@@ -13,6 +12,7 @@ import {
   positiveInteger,
   printJson,
   printLines,
+  progressBar,
   runWithClient,
   table,
 } from './command-support.js'
@@ -117,14 +117,11 @@ export function exportCommand(): Command {
         const output = options.out ? await openPartial(options.out) : undefined
         const bar =
           options.progress || process.stderr.isTTY
-            ? new cliProgress.SingleBar(
-                {
-                  format: 'exporting [{bar}] {percentage}% | {value}/{total}',
-                  hideCursor: true,
-                  noTTYOutput: true,
-                },
-                cliProgress.Presets.shades_classic,
-              )
+            ? await progressBar({
+                format: 'exporting [{bar}] {percentage}% | {value}/{total}',
+                hideCursor: true,
+                noTTYOutput: true,
+              })
             : undefined
         let started = false
         let exported = 0

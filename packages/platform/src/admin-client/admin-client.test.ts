@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import { adminRoutes } from '../listeners/admin-routes.js'
 import type { AdminClient, Enterprise } from './admin-client.js'
 import { adminContracts } from './admin-contracts.js'
-import { adminOperations, adminOperationsModule } from './admin-operations.js'
+import { adminOperations } from './admin-operations.js'
+import { adminOperationsModule } from './admin-operations-data.js'
 
 /*
  * The admin client is typed by the contracts: the `@ts-expect-error` lines compile only while tsc refuses

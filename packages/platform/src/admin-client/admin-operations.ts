@@ -1,4 +1,3 @@
-import { dataModule } from '../http/static-asset.js'
 import { type AdminOperationId, adminContracts } from './admin-contracts.js'
 
 /** How the client reads an operation's success: JSON, text, or a stream of JSON Lines. */
@@ -14,11 +13,3 @@ export const adminOperations = Object.fromEntries(
     return [operationId, { method, path, answer: kind }]
   }),
 ) as AdminOperations
-
-/**
- * This module as the console's pages load it, beside the compiled client: the same table as plain data,
- * since a browser cannot load the contracts' imports.
- */
-export function adminOperationsModule(): string {
-  return dataModule({ adminOperations })
-}

@@ -106,7 +106,15 @@ export async function runClient(
   }
 }
 
-export { CommandFailure, fail, jsonLine, printLines, reportUsageErrors, table } from '@earshot/support/cli'
+export {
+  CommandFailure,
+  fail,
+  jsonLine,
+  printLines,
+  progressBar,
+  reportUsageErrors,
+  table,
+} from '@earshot/support/cli'
 
 /** Parses an enterprise id argument: a positive integer. */
 export const enterpriseIdArgument = positiveInteger('an enterprise id')

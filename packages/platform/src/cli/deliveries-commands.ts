@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises'
 import { shortEventType } from '@earshot/protocol'
 import { Command, InvalidArgumentError, Option } from 'commander'
 import type { AdminClient, Delivery, DeliveryAttempt } from '../admin-client/admin-client.js'
-import { DELIVERY_STATES } from '../deliveries/delivery-store.js'
+import { DELIVERY_STATES } from '../deliveries/delivery-states.js'
 import {
   CommandFailure,
   enterpriseIdArgument,

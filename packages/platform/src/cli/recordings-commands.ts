@@ -1,5 +1,4 @@
 import { open } from 'node:fs/promises'
-import cliProgress from 'cli-progress'
 import { Command } from 'commander'
 import { AdminApiError } from '../admin-client/admin-client.js'
 import {
@@ -7,6 +6,7 @@ import {
   enterpriseIdArgument,
   printJson,
   printLines,
+  progressBar,
   reportUsageErrors,
   runClient,
 } from './client-command.js'
@@ -47,10 +47,10 @@ function importCommand(): Command {
         const body = handle.createReadStream()
         const bar =
           process.stderr.isTTY && !json
-            ? new cliProgress.SingleBar(
-                { format: 'importing [{bar}] {percentage}% | {value}/{total}', hideCursor: true },
-                cliProgress.Presets.shades_classic,
-              )
+            ? await progressBar({
+                format: 'importing [{bar}] {percentage}% | {value}/{total}',
+                hideCursor: true,
+              })
             : undefined
         let started = false
         const stopBar = () => {

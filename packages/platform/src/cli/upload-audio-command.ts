@@ -3,10 +3,16 @@ import { request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import { extname } from 'node:path'
 import { Transform } from 'node:stream'
-import cliProgress from 'cli-progress'
 import { Command, InvalidArgumentError } from 'commander'
 import { type AdminClient, unreachable } from '../admin-client/admin-client.js'
-import { CommandFailure, enterpriseIdArgument, printJson, printLines, runClient } from './client-command.js'
+import {
+  CommandFailure,
+  enterpriseIdArgument,
+  printJson,
+  printLines,
+  progressBar,
+  runClient,
+} from './client-command.js'
 
 /** Content types by file extension, for files given without --content-type. */
 const TYPES: Record<string, string> = {
@@ -50,7 +56,7 @@ export function uploadAudioCommand(): Command {
           )
         }
         const { handle, size } = await openFile(file)
-        const bar = process.stderr.isTTY && !json ? progressBar(size) : undefined
+        const bar = process.stderr.isTTY && !json ? await uploadBar(size) : undefined
         try {
           const target = client.prepare('uploadAudio', {
             params: { enterpriseId: options.enterprise, audioId },
@@ -137,11 +143,11 @@ function putFile(target: ReturnType<AdminClient['prepare']>, source: Source): Pr
   })
 }
 
-function progressBar(total: number): cliProgress.SingleBar {
-  const bar = new cliProgress.SingleBar(
-    { format: 'uploading [{bar}] {percentage}% | {value}/{total} bytes', hideCursor: true },
-    cliProgress.Presets.shades_classic,
-  )
+async function uploadBar(total: number) {
+  const bar = await progressBar({
+    format: 'uploading [{bar}] {percentage}% | {value}/{total} bytes',
+    hideCursor: true,
+  })
   bar.start(total, 0)
   return bar
 }

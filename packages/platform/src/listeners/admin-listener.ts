@@ -1,6 +1,6 @@
 import { ResponseCode } from '@earshot/protocol'
 import type { FastifyInstance } from 'fastify'
-import { adminOperationsModule } from '../admin-client/admin-operations.js'
+import { adminOperationsModule } from '../admin-client/admin-operations-data.js'
 import { auditedDatabase } from '../audit/audited-changes.js'
 import { consoleAssets } from '../console/console-assets.js'
 import type { PlatformContext } from '../context/platform-context.js'
