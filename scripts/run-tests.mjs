@@ -18,8 +18,11 @@
 // top-level hooks stay its own): a process's start, its module loading and PGlite's first open cost more CPU
 // than most files' tests. The processes take their files from one queue, each the next when it has finished
 // the one before, so that they end together and the run does not end on one long process; the longest
-// files get a process each, and start first. --files-per-process N has each process take N at most (1: a
-// process per file). A file must leave the environment as it found it (shared-test-process.mjs checks). A
+// files get a process each, and start first. A process takes no more files once it has grown past 600 MB
+// (--process-memory MB sets another bound), and another takes its place: a process pays for each child
+// process its tests start (a CLI, a platform) with a fork, which copies its page tables, and a process
+// sharing files grows with each. --files-per-process N has each process take N at most (1: a process per
+// file). A file must leave the environment as it found it (shared-test-process.mjs checks). A
 // process killed by a signal has each of its files run again by itself, and the files no process took.
 //
 // npm's scripts start it as `node --liftoff-only scripts/run-tests.mjs`, and node:test starts each file's
@@ -30,7 +33,8 @@
 // second run, on the other backend, needs no others.
 //
 //   node scripts/run-tests.mjs [--only-faults | --no-faults] [--backend-suites] [--concurrency N]
-//                              [--files-per-process N] [--skip substring ...] [path-substring ...]
+//                              [--files-per-process N] [--process-memory MB] [--skip substring ...]
+//                              [path-substring ...]
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -49,6 +53,7 @@ const { values, positionals } = parseArgs({
     'backend-suites': { type: 'boolean' },
     concurrency: { type: 'string' },
     'files-per-process': { type: 'string' },
+    'process-memory': { type: 'string' },
     skip: { type: 'string', multiple: true, default: [] },
   },
 })
@@ -62,6 +67,9 @@ function positiveInteger(name, fallback) {
 }
 const concurrency = positiveInteger('concurrency', availableParallelism() + (values['only-faults'] ? 0 : 1))
 const filesPerProcess = values['files-per-process'] && positiveInteger('files-per-process')
+const processMemoryMb = positiveInteger('process-memory', 600)
+/** Processes of a queue started for each file run in parallel: enough for those that stop at the memory bound. */
+const PROCESSES_PER_SLOT = 8
 
 /** The files that take a minute or more: the other languages' kit suites, browser tests, the largest end-to-end ones. */
 const LONG = [
@@ -94,8 +102,6 @@ const files = readdirSync(join(root, 'packages'))
   // The files that take longest start first, so that the run does not end with one of them alone.
   .sort((a, b) => Number(isLong(b)) - Number(isLong(a)))
 
-const testFiles = new Set(files)
-
 if (files.length === 0) {
   console.error('run-tests: no test file matched (is the build missing? run `npm run build`)')
   process.exit(1)
@@ -112,9 +118,10 @@ const sharedProcessModule = new URL('shared-test-process.mjs', import.meta.url)
 const sharedProcessPath = fileURLToPath(sharedProcessModule)
 
 /**
- * The processes sharing the files of a queue (shared-test-process.mjs): one per file run in parallel, or
- * with --files-per-process N as many as take N each. Gives their entry files, and a function that reads,
- * once they have ended, the files each took.
+ * The processes sharing the files of a queue (shared-test-process.mjs): PROCESSES_PER_SLOT per file run in
+ * parallel, since each takes files only until it has grown past --process-memory; or with
+ * --files-per-process N as many as take N each. Gives their entry files, and a function that reads, once
+ * they have ended, the files each took.
  */
 function queueProcesses(files) {
   const directory = mkdtempSync(join(entries, 'queue-'))
@@ -124,11 +131,11 @@ function queueProcesses(files) {
   writeFileSync(join(directory, 'files.json'), JSON.stringify(named))
   const count = filesPerProcess
     ? Math.ceil(files.length / filesPerProcess)
-    : Math.min(files.length, concurrency)
+    : Math.min(files.length, concurrency * PROCESSES_PER_SLOT)
   const runQueue = `import { runQueue } from ${JSON.stringify(sharedProcessModule.href)}`
   const processes = Array.from({ length: count }, (_, index) => {
     const entry = join(directory, `process-${index}.test.mjs`)
-    const args = [directory, entry, ...(filesPerProcess ? [filesPerProcess] : [])]
+    const args = [directory, entry, { limit: filesPerProcess || undefined, memoryMb: processMemoryMb }]
     writeFileSync(entry, `${runQueue}\nawait runQueue(...${JSON.stringify(args)})\n`)
     return entry
   })
@@ -160,12 +167,14 @@ function runProcesses(own, shared = []) {
     const lines = [...(stderrTails.get(file) ?? []), ...message.replace(/\n$/, '').split('\n')]
     stderrTails.set(file, lines.slice(-STDERR_LINES_KEPT))
   })
+  const queueEntries = new Set(queue.processes)
   stream.on('test:pass', ({ details, file, name, nesting }) => {
+    // A process of the queue's that took no file reports itself as a test, which is none of the files'.
+    if (nesting === 0 && queueEntries.has(file)) return
     if (details?.type !== 'suite') tally.ran++
     if (nesting !== 0) return
     // In a process of several files, the top-level tests are the files' suites, named by their paths.
     const testFile = file === sharedProcessPath ? join(root, name) : file
-    if (!testFiles.has(testFile)) return // a process of the queue's that took no file
     durations.set(testFile, (durations.get(testFile) ?? 0) + (details?.duration_ms ?? 0))
   })
   stream.on('test:fail', ({ details, file }) => {

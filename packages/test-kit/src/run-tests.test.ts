@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { after, before, describe, test } from 'node:test'
@@ -14,6 +14,14 @@ import { runCli } from './run-cli.js'
  */
 
 const script = fileURLToPath(new URL('../../../scripts/run-tests.mjs', import.meta.url))
+
+/** A test file that writes its process's id to `<name>.pid` beside it. */
+function notesItsProcess(name: string): string {
+  return `import { writeFileSync } from 'node:fs'
+import { test } from 'node:test'
+test('notes its process', () => writeFileSync(new URL('./${name}.pid', import.meta.url), String(process.pid)))
+`
+}
 
 const FILES: Record<string, string> = {
   'passes.test.js': `import { test } from 'node:test'
@@ -94,6 +102,8 @@ test('marks b', () => writeFileSync(new URL('./b.mark', import.meta.url), ''))
 import { test } from 'node:test'
 test('marks c', () => writeFileSync(new URL('./c.mark', import.meta.url), ''))
 `,
+  'pid-a.test.js': notesItsProcess('a'),
+  'pid-b.test.js': notesItsProcess('b'),
   'exits.test.js': `import { test } from 'node:test'
 test('passes, then sets the exit code', () => {
   console.error('exiting with 3')
@@ -210,6 +220,18 @@ describe('run-tests', { timeout: 120_000 }, () => {
       output,
       /run-tests: [45] tests ran, 0 failed, in 3 files \(2 of them run twice after a crash\)/,
     )
+  })
+
+  test('a process grown past --process-memory takes no more files, and another takes the next', async () => {
+    const files = ['pid-a.test.js', 'pid-b.test.js']
+    const args = ['--concurrency', '1', '--process-memory', '1']
+    const { code, output } = await runTests('memory', files, args)
+    assert.equal(code, 0, output)
+    assert.match(output, /run-tests: 2 tests ran, 0 failed, in 2 files\n/)
+    assert.doesNotMatch(output, /the files no process took/)
+    const dist = join(repository, 'memory', 'packages', 'fixture', 'dist')
+    const [a, b] = await Promise.all(['a', 'b'].map((name) => readFile(join(dist, `${name}.pid`), 'utf8')))
+    assert.notEqual(a, b)
   })
 
   test('a file killed on both runs fails the run', async () => {
