@@ -12,9 +12,9 @@ import { after, describe } from 'node:test'
 /**
  * Runs the files of the queue in `directory` (its files.json: [path, URL] pairs) that this process takes, at
  * most `limit`, and none more once the process has grown past `memoryMb` megabytes (the runner starts
- * another process in its place). A file is taken by creating its claim in the queue's claims folder, which fails when another
- * process created it first: no file runs twice, and the claim names the process (`owner`) for the runner,
- * which runs again the files of a process that crashed and those no process took.
+ * another process in its place). A file is taken by creating its claim in the queue's claims folder, which
+ * fails when another process created it first: no file runs twice, and the claim names the process
+ * (`owner`) for the runner, which runs again the files of a process that crashed and those no process took.
  */
 export async function runQueue(directory, owner, { limit = Number.POSITIVE_INFINITY, memoryMb }) {
   const named = JSON.parse(readFileSync(join(directory, 'files.json'), 'utf8'))
