@@ -120,10 +120,11 @@ await Promise.all(
       entryPoints: [`${root}packages/${pkg}/${entry}`],
       plugins: [adminOperationsAsData, bundledApart(apart), externals],
     })
-    const lazy =
-      apart.size === 0
-        ? { outputFiles: [] }
-        : await build({ ...options(outdir), entryPoints: Object.fromEntries(apart), plugins: [externals] })
+    const lazy = await build({
+      ...options(outdir),
+      entryPoints: Object.fromEntries(apart),
+      plugins: [externals],
+    })
     writeChanged(outdir, [...commands.outputFiles, ...lazy.outputFiles])
   }),
 )

@@ -3,8 +3,9 @@ import { readFileSync } from 'node:fs'
 import { describe, test } from 'node:test'
 import { CONTRACT_COMMAND, contractText, partnerContract } from './contract.js'
 import { errorCatalogue } from './error-catalogue.js'
+import { EVENT_TYPES } from './event-type-names.js'
 import { ChangeSchema, PushEventSchema } from './messages.js'
-import { CHANGE_KINDS, EVENT_TYPES } from './partner-api.js'
+import { CHANGE_KINDS } from './partner-api.js'
 
 const contractFile = new URL('../test-data/contract.json', import.meta.url)
 

@@ -9,6 +9,7 @@ import {
   TAG_BYTES,
 } from './envelope.js'
 import { errorCatalogue } from './error-catalogue.js'
+import { EVENT_TYPES } from './event-type-names.js'
 import { KEY_BYTES } from './key.js'
 import {
   AccessTokenSchema,
@@ -33,7 +34,6 @@ import {
   CHANGE_KINDS,
   CHECK_AUDIO_ID_PREFIX,
   CHECK_HEADER,
-  EVENT_TYPES,
   PartnerOperation,
   type PartnerOperationSpec,
   PUSH_EVENT_ID_HEADER,

@@ -1,17 +1,14 @@
 import type { Static, TSchema } from 'typebox'
-import { EVENT_TYPES, type PushEventTypeValue } from './event-type-names.js'
 import { ChangeKind, EnvelopeSchema, TokenPlaintextSchema } from './messages.js'
 import { issueTokenContract, partnerContracts } from './partner-contracts.js'
 import type { Method, RouteContract } from './route-contract.js'
 import { AT_MOST_ONCE } from './self-service-contracts.js'
 
 /*
- * The partner API's vocabulary besides the messages: its operations, the headers of a push, and the
- * limits the protocol fixes. The platform serves these operations, the kits call them, and
+ * The partner API's vocabulary besides the messages: its operations and the headers of a push (its
+ * limits are in partner-limits.ts). The platform serves these operations, the kits call them, and
  * contract.ts writes all of it to test-data/contract.json for the kits in other languages.
  */
-
-export { EVENT_TYPES, type PushEventTypeValue }
 
 /** Every kind of change the change feed reports. */
 export const CHANGE_KINDS: readonly ChangeKind[] = Object.values(ChangeKind)
