@@ -62,12 +62,28 @@ export async function tendDatabase(db: Database): Promise<UpkeepStep[]> {
     ])
     if (!lock?.taken) return []
     try {
+      await session.query(PACED_AS_AUTOVACUUM)
       return await tend(session, false)
     } finally {
+      await session.query('RESET vacuum_cost_delay')
+      await session.query('RESET vacuum_cost_limit')
       await session.query('SELECT pg_advisory_unlock($1)', [UPKEEP_LOCK])
     }
   })
 }
+
+/**
+ * A VACUUM or ANALYZE typed by hand runs flat out; autovacuum pauses after each share of its work
+ * (autovacuum_vacuum_cost_delay and _limit) so as not to take a core from the statements serving requests,
+ * and on PostgreSQL a pass does the same: flat out, each VACUUM of the deliveries delayed the pushes of a
+ * busy 2-core machine for most of a second (docs/benchmarks.md, the paced push run). The embedded database
+ * is not paced: there a pass holds the one connection, and pausing would hold it longer.
+ */
+const PACED_AS_AUTOVACUUM = `SELECT
+  set_config('vacuum_cost_delay', CASE current_setting('autovacuum_vacuum_cost_delay')
+    WHEN '-1' THEN current_setting('vacuum_cost_delay') ELSE current_setting('autovacuum_vacuum_cost_delay') END, false),
+  set_config('vacuum_cost_limit', CASE current_setting('autovacuum_vacuum_cost_limit')
+    WHEN '-1' THEN current_setting('vacuum_cost_limit') ELSE current_setting('autovacuum_vacuum_cost_limit') END, false)`
 
 /**
  * ANALYZE's sample on the embedded database, in rows per column is 300 times this: a third of PostgreSQL's
@@ -126,10 +142,14 @@ export async function keepDatabaseTended(
       logger.warn({ err: error }, 'database upkeep failed')
     }
   }
-  let running = pass()
+  let running: Promise<void> | undefined = pass()
   await running
+  running = undefined
+  // A pass still under way when the next is due (a paced VACUUM of a large table) is not queued behind.
   const timer = setInterval(() => {
-    running = running.then(pass)
+    running ??= pass().finally(() => {
+      running = undefined
+    })
   }, UPKEEP_INTERVAL_MS)
   timer.unref()
   return {
