@@ -65,9 +65,12 @@ export async function tendDatabase(db: Database): Promise<UpkeepStep[]> {
       await session.query(PACED_AS_AUTOVACUUM)
       return await tend(session, false)
     } finally {
-      await session.query('RESET vacuum_cost_delay')
-      await session.query('RESET vacuum_cost_limit')
-      await session.query('SELECT pg_advisory_unlock($1)', [UPKEEP_LOCK])
+      // One statement, so that the lock is not left held by a reset that failed.
+      await session.query(
+        `SELECT pg_advisory_unlock($1), (SELECT count(set_config(name, reset_val, false))
+           FROM pg_settings WHERE name IN ('vacuum_cost_delay', 'vacuum_cost_limit'))`,
+        [UPKEEP_LOCK],
+      )
     }
   })
 }
