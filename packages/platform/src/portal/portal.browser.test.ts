@@ -61,6 +61,11 @@ for (const backend of testBackends) {
     const section = (name: string) =>
       page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name, exact: true })
     const status = () => page.getByRole('status').filter({ hasText: /\S/ })
+    /** The delivery rows of one recording: its Audio ID cell, exactly (portal-call-1 is not portal-call-10). */
+    const deliveryRows = (audioId: string) =>
+      page.locator('tr[data-delivery-id]').filter({
+        has: page.locator('td[data-label="Audio ID"]').getByText(audioId, { exact: true }),
+      })
     const expectRefusalLogged = (status: number, path: string) =>
       takeRefusalLogged(consoleErrors, status, path, WAIT_MS)
 
@@ -153,6 +158,8 @@ for (const backend of testBackends) {
       await added.waitFor()
       const endpointId = Number(/\d+/.exec((await added.textContent()) ?? '')?.[0])
       const row = page.locator(`tr[data-endpoint-id="${endpointId}"]`)
+      // The status comes before the table is read again: wait for the new row.
+      await row.waitFor()
       // The console's table of endpoints: each event type shown subscribed or not.
       assert.deepEqual(await row.locator('.event-types li.on .event-name').allTextContents(), [
         'transcript_ready',
@@ -231,7 +238,7 @@ for (const backend of testBackends) {
       await page.waitForURL(
         (url) => url.hash === '#/deliveries?state=failed&eventType=recording.transcript_ready',
       )
-      const row = page.locator('tr[data-delivery-id]').filter({ hasText: 'portal-call-1' })
+      const row = deliveryRows('portal-call-1')
       await row.locator('.badge').getByText('failed', { exact: true }).waitFor()
       const toggle = row.getByRole('button', { name: /^Show the attempts of delivery \d+$/ })
       await toggle.click()
@@ -262,7 +269,7 @@ for (const backend of testBackends) {
       await status()
         .filter({ hasText: /^1 delivery replayed since / })
         .waitFor()
-      const row = page.locator('tr[data-delivery-id]').filter({ hasText: 'portal-call-1' })
+      const row = deliveryRows('portal-call-1')
       // The list reads itself again while a delivery moves, until the receipt confirms it.
       await row.locator('.badge').getByText('confirmed', { exact: true }).waitFor()
     })
@@ -336,11 +343,11 @@ for (const backend of testBackends) {
       assert.equal(await rows.count(), 20)
       await page.getByRole('button', { name: 'Next page' }).click()
       await page.waitForURL((url) => url.hash.startsWith('#/deliveries?cursor='))
-      await rows.filter({ hasText: 'portal-call-1' }).waitFor()
+      await deliveryRows('portal-call-1').waitFor()
       assert.equal(await rows.count(), 1, 'the oldest, alone on the second page')
       assert.equal(await page.getByRole('button', { name: 'Next page' }).count(), 0)
       await page.getByRole('button', { name: 'First page' }).click()
-      await rows.filter({ hasText: 'portal-call-21' }).waitFor()
+      await deliveryRows('portal-call-21').waitFor()
     })
 
     test('rotate the key: the new secret, shown once, seals a query', async () => {
