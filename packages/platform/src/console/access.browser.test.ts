@@ -376,6 +376,8 @@ for (const backend of testBackends) {
             .evaluateAll((rows: { id: string }[]) => rows.map((row) => row.id))
         ).map((id) => Number(id.slice('audit-'.length)))
       await page.goto(`${platform.adminUrl}/console/#/audit?limit=3`)
+      // Only the address's fragment changed: wait for the page drawn without the actor filter.
+      await page.locator('#audit-actor[value=""]').waitFor()
       await page.getByText('Page 1', { exact: true }).waitFor()
       await page.locator('tbody tr[id^="audit-"]').nth(2).waitFor()
       const first = await shownSeqs()

@@ -95,7 +95,9 @@ describe('console erasures in Chromium', { skip: missingChromium, timeout: 120_0
     const progress = detail.locator(`#erasure-endpoint-${endpoint} td`)
     assert.deepEqual(await progress.allTextContents(), [String(endpoint), '2', '2', '0'])
     const row = page.locator(`#erasure-${erasureId}`)
-    assert.equal(await row.locator('td[data-label="State"]').textContent(), 'complete')
+    // The list and the detail are read by two calls: the list may show the state a moment later.
+    await row.locator('td[data-label="State"]').getByText('complete', { exact: true }).waitFor()
+    assert.equal(await row.locator('td[data-label="State"] .badge').count(), 1, 'the state as a badge')
     const shown = await admin.call('showErasure', { params: { erasureId } })
     assert.equal(
       await row.locator('td[data-label="Subject"]').textContent(),

@@ -238,6 +238,8 @@ for (const backend of testBackends) {
       await page.waitForURL(
         (url) => url.hash === '#/deliveries?state=failed&eventType=recording.transcript_ready',
       )
+      // The page is drawn again a moment after its address changes: wait for the filter in the new form.
+      await page.locator('#filter-state option[value="failed"][selected]').waitFor({ state: 'attached' })
       const row = deliveryRows('portal-call-1')
       await row.locator('.badge').getByText('failed', { exact: true }).waitFor()
       const toggle = row.getByRole('button', { name: /^Show the attempts of delivery \d+$/ })
@@ -256,6 +258,7 @@ for (const backend of testBackends) {
       failing = false
       await page.getByRole('link', { name: 'Clear the filter' }).click()
       await page.waitForURL((url) => url.hash === '#/deliveries')
+      await page.locator('#filter-state option[value="failed"][selected]').waitFor({ state: 'detached' })
       const form = page.getByRole('form', { name: 'Replay failed or unconfirmed deliveries since a time' })
       await form
         .getByLabel('Created since (UTC)')
@@ -461,8 +464,8 @@ for (const backend of testBackends) {
         assert.equal(await viewer.locator('#session-access').textContent(), 'view')
         await viewer.getByText('can view only: ask for a manage link').first().waitFor()
         assert.equal(await viewer.getByRole('form', { name: 'Add an endpoint' }).count(), 0)
-        assert.equal(await viewer.getByRole('button', { name: /^(Edit|Remove|Disable) endpoint/ }).count(), 0)
         await viewer.locator('tr[data-endpoint-id]').first().waitFor()
+        assert.equal(await viewer.getByRole('button', { name: /^(Edit|Remove|Disable) endpoint/ }).count(), 0)
         const refused = await portalCall(viewer, 'key/rotate', {})
         assert.equal(refused.body.code, 4031, JSON.stringify(refused.body))
         assert.match(refused.body.msg ?? '', /view only/)
