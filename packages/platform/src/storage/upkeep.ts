@@ -62,14 +62,14 @@ export async function tendDatabase(db: Database): Promise<UpkeepStep[]> {
     ])
     if (!lock?.taken) return []
     try {
-      await session.query(PACED_AS_AUTOVACUUM)
+      await session.query(PACED_AS_AUTOVACUUM, [VACUUM_PACING])
       return await tend(session, false)
     } finally {
       // One statement, so that the lock is not left held by a reset that failed.
       await session.query(
         `SELECT pg_advisory_unlock($1), (SELECT count(set_config(name, reset_val, false))
-           FROM pg_settings WHERE name IN ('vacuum_cost_delay', 'vacuum_cost_limit'))`,
-        [UPKEEP_LOCK],
+           FROM pg_settings WHERE name = ANY($2::text[]))`,
+        [UPKEEP_LOCK, VACUUM_PACING],
       )
     }
   })
@@ -82,11 +82,11 @@ export async function tendDatabase(db: Database): Promise<UpkeepStep[]> {
  * busy 2-core machine for most of a second (docs/benchmarks.md, the paced push run). The embedded database
  * is not paced: there a pass holds the one connection, and pausing would hold it longer.
  */
-const PACED_AS_AUTOVACUUM = `SELECT
-  set_config('vacuum_cost_delay', CASE current_setting('autovacuum_vacuum_cost_delay')
-    WHEN '-1' THEN current_setting('vacuum_cost_delay') ELSE current_setting('autovacuum_vacuum_cost_delay') END, false),
-  set_config('vacuum_cost_limit', CASE current_setting('autovacuum_vacuum_cost_limit')
-    WHEN '-1' THEN current_setting('vacuum_cost_limit') ELSE current_setting('autovacuum_vacuum_cost_limit') END, false)`
+const PACED_AS_AUTOVACUUM = `SELECT count(set_config(name,
+  coalesce(nullif(current_setting('autovacuum_' || name), '-1'), current_setting(name)), false))
+  FROM unnest($1::text[]) AS name`
+/** The settings that pace a VACUUM; autovacuum's own are these prefixed `autovacuum_`, -1 meaning these. */
+const VACUUM_PACING = ['vacuum_cost_delay', 'vacuum_cost_limit']
 
 /**
  * ANALYZE's sample on the embedded database, in rows per column is 300 times this: a third of PostgreSQL's
@@ -145,9 +145,8 @@ export async function keepDatabaseTended(
       logger.warn({ err: error }, 'database upkeep failed')
     }
   }
-  let running: Promise<void> | undefined = pass()
-  await running
-  running = undefined
+  await pass()
+  let running: Promise<void> | undefined
   // A pass still under way when the next is due (a paced VACUUM of a large table) is not queued behind.
   const timer = setInterval(() => {
     running ??= pass().finally(() => {
